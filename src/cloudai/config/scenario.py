@@ -1,0 +1,274 @@
+"""Scenario TOML: which tests run, how often, in which order; merged into ``RunEntry`` values.
+
+Everything that can be known from the files alone is checked here (ids, references,
+dependency cycles, time limits); checks that need a registry (workload args, agents,
+rewards) live in ``cloudai.validation``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from cloudai.config.test import AgentFields, EnvParamSpec, WorkloadConfig
+from cloudai.config.timelimit import parse_time_limit
+from cloudai.config.tomlfile import read_toml, validate
+from cloudai.errors import ConfigError, Problem, did_you_mean
+
+DependencyType = Literal["start_post_init", "start_post_comp", "end_post_comp"]
+_SAFE_ID = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.:+-]*$")
+
+
+class Dependency(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    type: DependencyType
+    id: str
+
+
+class ScenarioEntry(AgentFields):
+    """One ``[[Tests]]`` entry. ``test_name`` refers to a test file; or define the test inline."""
+
+    id: str = Field(min_length=1)
+    test_name: str | None = None
+    name: str | None = None
+    description: str | None = None
+    test_template_name: str | None = None
+    num_nodes: int | list[int] = Field(default=1)
+    time_limit: str | int | None = None
+    iterations: int = Field(default=1, ge=1)
+    cmd_args: dict[str, Any] = Field(default_factory=dict)
+    extra_env_vars: dict[str, Any] = Field(default_factory=dict)
+    extra_cmd_args: dict[str, Any] | str | None = None
+    dependencies: list[Dependency] = Field(default_factory=list)
+    # CloudAI fields accepted for compatibility; they do not change how jobs run here.
+    nodes: list[str] = Field(default_factory=list)
+    exclude_nodes: list[str] = Field(default_factory=list)
+    weight: float = 0.0
+    sol: float | None = None
+    ideal_perf: float | None = None
+    extra_container_mounts: list[str] = Field(default_factory=list)
+
+
+class ScenarioConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(min_length=1)
+    job_status_check: bool = True
+    Tests: list[ScenarioEntry] = Field(min_length=1)
+
+
+@dataclass(frozen=True)
+class AgentSettings:
+    """The merged agent fields of one entry (entry over test over defaults)."""
+
+    name: str = "grid_search"
+    steps: int | None = None
+    metrics: tuple[str, ...] = ("default",)
+    reward: str = "inverse"
+    config: dict[str, Any] | None = None
+    env_params: dict[str, EnvParamSpec] | None = None
+    seed: int | None = None
+    explicit: bool = False  # some agent field was set in TOML
+
+
+@dataclass(frozen=True)
+class RunEntry:
+    """One scenario entry with its test merged in: what the runner or the agent works from."""
+
+    index: int
+    id: str
+    test_name: str
+    workload: str
+    description: str
+    cmd_args: dict[str, Any]
+    extra_env_vars: dict[str, Any]
+    extra_cmd_args: dict[str, Any] | str
+    num_nodes: int | list[int]
+    time_limit_s: int | None
+    iterations: int
+    dependencies: tuple[Dependency, ...]
+    agent: AgentSettings
+    test_file: Path | None
+    scenario_file: Path
+
+    @property
+    def field_prefix(self) -> str:
+        return f"Tests[{self.index}]"
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    file: Path
+    entries: tuple[RunEntry, ...]
+    job_status_check: bool = True
+
+    def entry(self, entry_id: str) -> RunEntry:
+        return next(e for e in self.entries if e.id == entry_id)
+
+
+def load_scenario(path: Path, tests: dict[str, tuple[WorkloadConfig, Path]]) -> Scenario:
+    """Read, validate and merge a scenario. Raises one ``ConfigError`` listing every problem."""
+    config: ScenarioConfig = validate(ScenarioConfig, read_toml(path), path)
+    problems: list[Problem] = []
+    entries: list[RunEntry] = []
+    for index, raw in enumerate(config.Tests):
+        try:
+            entries.append(_merge(index, raw, tests, path))
+        except ConfigError as exc:
+            problems += exc.problems
+    problems += _check_ids(config, path)
+    if problems:
+        raise ConfigError(problems=problems)
+    return Scenario(config.name, path, tuple(entries), config.job_status_check)
+
+
+def deep_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
+    """``override`` on top of ``base``; nested tables merge key by key, everything else replaces."""
+    merged = dict(base)
+    for key, value in override.items():
+        if isinstance(value, dict) and isinstance(merged.get(key), dict) and not _is_range(value):
+            merged[key] = deep_merge(merged[key], value)
+        else:
+            merged[key] = value
+    return merged
+
+
+def _is_range(value: dict[str, Any]) -> bool:
+    return "low" in value and "high" in value
+
+
+def _merge(index: int, raw: ScenarioEntry, tests: dict[str, tuple[WorkloadConfig, Path]], path: Path) -> RunEntry:
+    field = f"Tests[{index}]"
+    test_file: Path | None = None
+    if raw.test_name is not None:
+        if raw.test_name not in tests:
+            raise ConfigError(
+                f"unknown test '{raw.test_name}'",
+                file=path,
+                field=f"{field}.test_name",
+                hint=did_you_mean(raw.test_name, tests) + " (test names come from --tests-dir)",
+            )
+        test, test_file = tests[raw.test_name]
+    elif raw.test_template_name is not None:
+        test = WorkloadConfig(name=raw.name or raw.id, test_template_name=raw.test_template_name)
+    else:
+        raise ConfigError(
+            "entry needs test_name (a test from --tests-dir) or an inline test_template_name",
+            file=path,
+            field=f"{field}.test_name",
+        )
+    time_limit_s = None
+    if raw.time_limit is not None:
+        try:
+            time_limit_s = parse_time_limit(raw.time_limit)
+        except ValueError as exc:
+            raise ConfigError(str(exc), file=path, field=f"{field}.time_limit") from None
+    if isinstance(raw.num_nodes, list) and not raw.num_nodes:
+        raise ConfigError("empty list", file=path, field=f"{field}.num_nodes", hint="give at least one node count")
+    extra_cmd_args = raw.extra_cmd_args if raw.extra_cmd_args is not None else test.extra_cmd_args
+    return RunEntry(
+        index=index,
+        id=raw.id,
+        test_name=test.name,
+        workload=test.test_template_name,
+        description=raw.description or test.description,
+        cmd_args=deep_merge(test.cmd_args, raw.cmd_args),
+        extra_env_vars={**test.extra_env_vars, **raw.extra_env_vars},
+        extra_cmd_args=extra_cmd_args,
+        num_nodes=raw.num_nodes,
+        time_limit_s=time_limit_s,
+        iterations=raw.iterations,
+        dependencies=tuple(raw.dependencies),
+        agent=_agent_settings(test, raw),
+        test_file=test_file,
+        scenario_file=path,
+    )
+
+
+def _agent_settings(test: AgentFields, entry: AgentFields) -> AgentSettings:
+    def pick(name: str) -> Any:
+        value = getattr(entry, name)
+        return getattr(test, name) if value is None else value
+
+    defaults = AgentSettings()
+    names = ("agent", "agent_steps", "agent_metrics", "agent_reward_function", "agent_config", "env_params", "seed")
+    return AgentSettings(
+        name=pick("agent") or defaults.name,
+        steps=pick("agent_steps"),
+        metrics=tuple(pick("agent_metrics") or defaults.metrics),
+        reward=pick("agent_reward_function") or defaults.reward,
+        config=pick("agent_config"),
+        env_params=pick("env_params"),
+        seed=pick("seed"),
+        explicit=any(pick(n) is not None for n in names),
+    )
+
+
+def _check_ids(config: ScenarioConfig, path: Path) -> list[Problem]:
+    """Ids are unique and safe as directory names; dependencies name known ids, without cycles."""
+    problems: list[Problem] = []
+    seen: dict[str, int] = {}
+    for index, entry in enumerate(config.Tests):
+        if not _SAFE_ID.match(entry.id) or entry.id in (".", ".."):
+            problems.append(
+                Problem(
+                    str(path),
+                    f"Tests[{index}].id",
+                    f"id '{entry.id}' is not allowed",
+                    "use letters, digits and . _ : + - (it becomes a directory name)",
+                )
+            )
+        if entry.id in seen:
+            problems.append(
+                Problem(
+                    str(path),
+                    f"Tests[{index}].id",
+                    f"duplicate id '{entry.id}' (also Tests[{seen[entry.id]}])",
+                    "give each entry a unique id",
+                )
+            )
+        seen.setdefault(entry.id, index)
+    for index, entry in enumerate(config.Tests):
+        for d_index, dep in enumerate(entry.dependencies):
+            where = f"Tests[{index}].dependencies[{d_index}].id"
+            if dep.id not in seen:
+                problems.append(Problem(str(path), where, f"unknown test id '{dep.id}'", did_you_mean(dep.id, seen)))
+            elif dep.id == entry.id:
+                problems.append(Problem(str(path), where, f"entry '{entry.id}' depends on itself"))
+    if not problems:
+        cycle = _find_cycle({e.id: [d.id for d in e.dependencies] for e in config.Tests})
+        if cycle:
+            problems.append(
+                Problem(
+                    str(path), "Tests", "dependency cycle: " + " -> ".join(cycle), "remove one of these dependencies"
+                )
+            )
+    return problems
+
+
+def _find_cycle(graph: dict[str, list[str]]) -> list[str] | None:
+    state: dict[str, int] = {}  # 1 visiting, 2 done
+    stack: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = 1
+        stack.append(node)
+        for nxt in graph.get(node, []):
+            if state.get(nxt) == 1:
+                return [*stack[stack.index(nxt) :], nxt]
+            if nxt not in state and (found := visit(nxt)):
+                return found
+        stack.pop()
+        state[node] = 2
+        return None
+
+    for node in graph:
+        if node not in state and (found := visit(node)):
+            return found
+    return None

@@ -1,0 +1,64 @@
+"""System TOML models. ``scheduler`` picks the model; CloudAI's files load unchanged."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from cloudai.config.tomlfile import read_toml, validate
+from cloudai.errors import ConfigError, did_you_mean
+
+
+class StandaloneSystemConfig(BaseModel):
+    """This machine. ``max_concurrent_jobs`` bounds how many independent jobs run at once."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = "standalone"
+    scheduler: Literal["standalone"] = "standalone"
+    install_path: Path = Path("./install")
+    output_path: Path = Path("./results")
+    global_env_vars: dict[str, str] = Field(default_factory=dict)
+    monitor_interval: float = Field(default=1.0, gt=0)
+    max_concurrent_jobs: int = Field(default=8, ge=1)
+
+
+SYSTEM_MODELS: dict[str, type[BaseModel]] = {"standalone": StandaloneSystemConfig}
+
+
+def _slurm_model() -> type[BaseModel] | None:
+    try:
+        from cloudai.config.slurm import SlurmSystemConfig
+    except ImportError:
+        return None
+    return SlurmSystemConfig
+
+
+def system_from_dict(data: dict[str, Any], file: Path | None) -> BaseModel:
+    """Validate a system table against the model its ``scheduler`` names."""
+    models = dict(SYSTEM_MODELS)
+    slurm = _slurm_model()
+    if slurm is not None:
+        models["slurm"] = slurm
+    scheduler = data.get("scheduler")
+    if not isinstance(scheduler, str):
+        raise ConfigError(
+            "required field is missing",
+            file=file,
+            field="scheduler",
+            hint=f"set scheduler to one of: {', '.join(sorted(models))}",
+        )
+    if scheduler not in models:
+        raise ConfigError(
+            f"unknown scheduler '{scheduler}'", file=file, field="scheduler", hint=did_you_mean(scheduler, models)
+        )
+    return validate(models[scheduler], data, file)
+
+
+def load_system(path: Path | None) -> BaseModel:
+    """The system in ``path``; the embedded standalone system when ``path`` is None."""
+    if path is None:
+        return StandaloneSystemConfig()
+    return system_from_dict(read_toml(path), path)

@@ -1,0 +1,103 @@
+"""Test TOML models: a workload kind (``test_template_name``) with its ``cmd_args``.
+
+The agent fields (``agent``, ``agent_steps``, ...) and ``env_params`` may sit on the test
+or on a scenario entry; the entry wins. See USER_GUIDE.md for every field.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from cloudai.config.tomlfile import read_toml, validate
+from cloudai.errors import ConfigError, Problem
+
+
+class EnvParamSpec(BaseModel):
+    """How the environment samples ``cmd_args.<name>`` each trial (domain randomization)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    weights: list[float] | None = None
+    distribution: Literal["uniform", "loguniform", "normal"] | None = None
+    mean: float | None = None
+    std: float | None = Field(default=None, gt=0)
+
+    @model_validator(mode="after")
+    def _check(self) -> EnvParamSpec:
+        if self.weights is not None:
+            if any(w < 0 for w in self.weights):
+                raise ValueError("weights must not be negative")
+            if not any(w > 0 for w in self.weights):
+                raise ValueError("weights must not all be zero")
+            if self.distribution is not None:
+                raise ValueError("give weights (for a list) or distribution (for a range), not both")
+        if self.distribution == "normal" and (self.mean is None or self.std is None):
+            raise ValueError("distribution 'normal' needs both mean and std")
+        return self
+
+
+class AgentFields(BaseModel):
+    """Fields that make a test agent-driven or configure its agent; None means 'not set here'."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    agent: str | None = None
+    agent_steps: int | None = Field(default=None, ge=1)
+    agent_metrics: list[str] | None = Field(default=None, min_length=1)
+    agent_reward_function: str | None = None
+    agent_config: dict[str, Any] | None = None
+    env_params: dict[str, EnvParamSpec] | None = None
+    seed: int | None = None
+
+
+class WorkloadConfig(AgentFields):
+    """One file of ``--tests-dir``. CloudAI's test files load unchanged."""
+
+    name: str = Field(min_length=1)
+    description: str = ""
+    test_template_name: str = Field(min_length=1)
+    cmd_args: dict[str, Any] = Field(default_factory=dict)
+    extra_env_vars: dict[str, Any] = Field(default_factory=dict)
+    extra_cmd_args: dict[str, Any] | str = Field(default_factory=dict)
+    extra_container_mounts: list[str] = Field(default_factory=list)  # CloudAI field; no containers here
+
+
+def load_tests(tests_dir: Path) -> dict[str, tuple[WorkloadConfig, Path]]:
+    """Every ``*.toml`` under ``tests_dir`` by test name. Raises one error listing every problem."""
+    if not tests_dir.exists():
+        raise ConfigError("tests directory not found", file=tests_dir, hint="pass --tests-dir DIR")
+    if not tests_dir.is_dir():
+        raise ConfigError(
+            "is a file, expected a directory of test TOML files",
+            file=tests_dir,
+            hint="pass the directory that holds it to --tests-dir",
+        )
+    tests: dict[str, tuple[WorkloadConfig, Path]] = {}
+    problems: list[Problem] = []
+    for path in sorted(tests_dir.rglob("*.toml")):
+        try:
+            test = load_test(path)
+        except ConfigError as exc:
+            problems += exc.problems
+            continue
+        if test.name in tests:
+            problems.append(
+                Problem(
+                    str(path),
+                    "name",
+                    f"test name '{test.name}' is also used by {tests[test.name][1]}",
+                    "give each test a unique name",
+                )
+            )
+            continue
+        tests[test.name] = (test, path)
+    if problems:
+        raise ConfigError(problems=problems)
+    return tests
+
+
+def load_test(path: Path) -> WorkloadConfig:
+    return validate(WorkloadConfig, read_toml(path), path)

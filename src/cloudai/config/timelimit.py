@@ -1,0 +1,38 @@
+"""Slurm's time formats, as CloudAI accepts them in ``time_limit``."""
+
+from __future__ import annotations
+
+import re
+
+_FORMATS = (
+    (re.compile(r"^(\d+)$"), ("m",)),
+    (re.compile(r"^(\d+):(\d{1,2})$"), ("m", "s")),
+    (re.compile(r"^(\d+):(\d{1,2}):(\d{1,2})$"), ("h", "m", "s")),
+    (re.compile(r"^(\d+)-(\d+)$"), ("d", "h")),
+    (re.compile(r"^(\d+)-(\d+):(\d{1,2})$"), ("d", "h", "m")),
+    (re.compile(r"^(\d+)-(\d+):(\d{1,2}):(\d{1,2})$"), ("d", "h", "m", "s")),
+)
+_SECONDS = {"d": 86400, "h": 3600, "m": 60, "s": 1}
+HELP = 'use "HH:MM:SS", "D-HH:MM:SS", "MM:SS" or whole minutes, e.g. "00:30:00" or 30'
+
+
+def parse_time_limit(value: str | int) -> int:
+    """Seconds in a Slurm time limit. Raises ``ValueError`` (with ``HELP``) when malformed or zero."""
+    text = str(value).strip()
+    for pattern, units in _FORMATS:
+        match = pattern.match(text)
+        if match:
+            seconds = sum(int(g) * _SECONDS[u] for g, u in zip(match.groups(), units, strict=True))
+            if seconds <= 0:
+                raise ValueError(f"time limit must be positive; {HELP}")
+            return seconds
+    raise ValueError(f"'{value}' is not a time limit; {HELP}")
+
+
+def format_time_limit(seconds: int) -> str:
+    """Seconds as Slurm's ``D-HH:MM:SS`` (or ``HH:MM:SS`` under a day)."""
+    days, rest = divmod(int(seconds), 86400)
+    hours, rest = divmod(rest, 3600)
+    minutes, secs = divmod(rest, 60)
+    hms = f"{hours:02d}:{minutes:02d}:{secs:02d}"
+    return f"{days}-{hms}" if days else hms

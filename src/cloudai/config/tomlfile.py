@@ -1,0 +1,97 @@
+"""Read a TOML file, and turn pydantic errors into problems that name the file and field."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import toml
+from pydantic import BaseModel, ValidationError
+
+from cloudai.errors import ConfigError, Problem, did_you_mean
+
+MAX_TOML_BYTES = 4 * 1024 * 1024
+
+
+def read_toml(path: Path) -> dict[str, Any]:
+    """The parsed file, or a ``ConfigError`` that says what is wrong with it and where."""
+    if not path.exists():
+        raise ConfigError("file not found", file=path, hint="check the path")
+    if path.is_dir():
+        raise ConfigError("is a directory, expected a TOML file", file=path)
+    try:
+        if path.stat().st_size > MAX_TOML_BYTES:
+            raise ConfigError(f"file is larger than {MAX_TOML_BYTES // 1024 // 1024} MiB", file=path)
+        text = path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"not UTF-8 text (byte {exc.start})", file=path, hint="save the file as UTF-8") from None
+    except OSError as exc:
+        raise ConfigError(f"cannot read: {exc.strerror}", file=path) from None
+    try:
+        return toml.loads(text)
+    except toml.TomlDecodeError as exc:
+        raise ConfigError(f"TOML syntax error at line {exc.lineno}, column {exc.colno}: {exc.msg}", file=path) from None
+    except (IndexError, ValueError, RecursionError) as exc:  # the toml package's less tidy failures
+        raise ConfigError(f"TOML syntax error: {exc}", file=path) from None
+
+
+def toml_path(loc: tuple[str | int, ...]) -> str:
+    """``("Tests", 2, "dependencies", 0, "id")`` -> ``"Tests[2].dependencies[0].id"``."""
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
+
+
+def problems_from(exc: ValidationError, model: type[BaseModel], file: Path | None) -> list[Problem]:
+    """One problem per pydantic error, with a did-you-mean hint for unknown fields."""
+    problems = []
+    for err in exc.errors():
+        loc = tuple(part for part in err["loc"] if not _is_union_tag(part))
+        hint = None
+        message = err["msg"]
+        if err["type"] == "extra_forbidden":
+            message = "unknown field"
+            hint = did_you_mean(str(loc[-1]), _fields_at(model, loc[:-1]))
+        elif err["type"] == "missing":
+            message = "required field is missing"
+        problems.append(Problem(None if file is None else str(file), toml_path(loc), message, hint))
+    return problems
+
+
+def validate(model: type[BaseModel], data: dict[str, Any], file: Path | None, prefix: tuple[str | int, ...] = ()):
+    """``model.model_validate(data)``, raising a ``ConfigError`` with every problem found."""
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        problems = problems_from(exc, model, file)
+        if prefix:
+            problems = [Problem(p.file, toml_path(prefix) + "." + (p.field or ""), p.message, p.hint) for p in problems]
+        raise ConfigError(problems=problems) from None
+
+
+def _is_union_tag(part: str | int) -> bool:
+    return isinstance(part, str) and (part.startswith("function-") or part in {"int", "float", "str", "list[int]"})
+
+
+def _fields_at(model: type[BaseModel], loc: tuple[str | int, ...]) -> list[str]:
+    """Field names of the (nested) model at ``loc``, for did-you-mean hints."""
+    current: Any = model
+    for part in loc:
+        if isinstance(part, int):
+            continue
+        field = getattr(current, "model_fields", {}).get(part)
+        if field is None:
+            return []
+        current = _model_in(field.annotation)
+    return list(getattr(current, "model_fields", {}))
+
+
+def _model_in(annotation: Any) -> Any:
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    for arg in getattr(annotation, "__args__", ()):
+        found = _model_in(arg)
+        if found is not None:
+            return found
+    return None

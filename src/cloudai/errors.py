@@ -1,0 +1,106 @@
+"""Every error cloudai raises on purpose, and the exit code each one maps to.
+
+Deep code raises; only ``cli`` turns an error into a message and an exit code.
+
+    CloudAIError                 exit 1, base of everything below
+    ├── ConfigError              exit 2, bad input: names the file, the TOML field and a fix
+    ├── WorkloadError            exit 1, a workload could not build or read a job
+    ├── SystemError_             exit 1, the system could not run jobs (e.g. Slurm unreachable)
+    │   └── SubmissionError      exit 1, one job could not be submitted
+    ├── GymServerError           exit 1, a live environment failed; names the URL/class and the call
+    ├── AgentError               exit 1, an agent broke its contract or crashed
+    └── Interrupted              exit 130, Ctrl-C / SIGTERM: started jobs were cancelled
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+
+class CloudAIError(Exception):
+    """Base class. ``exit_code`` is what the CLI exits with when this reaches it."""
+
+    exit_code = 1
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing wrong with one input: where it is, what is wrong, how to fix it."""
+
+    file: str | None
+    field: str | None
+    message: str
+    hint: str | None = None
+
+    def __str__(self) -> str:
+        where = ": ".join(part for part in (self.file, self.field) if part)
+        text = f"{where}: {self.message}" if where else self.message
+        return f"{text}\n  hint: {self.hint}" if self.hint else text
+
+
+class ConfigError(CloudAIError):
+    """Bad input. Carries every problem found, so one run can report them all."""
+
+    exit_code = 2
+
+    def __init__(
+        self,
+        message: str = "",
+        *,
+        file: object | None = None,
+        field: str | None = None,
+        hint: str | None = None,
+        problems: Iterable[Problem] = (),
+    ) -> None:
+        self.problems: list[Problem] = list(problems)
+        if message:
+            self.problems.insert(0, Problem(None if file is None else str(file), field, message, hint))
+        super().__init__("\n".join(str(p) for p in self.problems))
+
+    def with_file(self, file: object) -> ConfigError:
+        """The same problems, attributed to ``file`` where they named none."""
+        return ConfigError(
+            problems=[p if p.file else Problem(str(file), p.field, p.message, p.hint) for p in self.problems]
+        )
+
+
+class WorkloadError(CloudAIError):
+    """A workload could not build its command or read its results."""
+
+
+class SystemError_(CloudAIError):
+    """The system could not run jobs at all."""
+
+
+class SubmissionError(SystemError_):
+    """One job could not be submitted."""
+
+
+class GymServerError(CloudAIError):
+    """A live environment failed. ``where`` is the URL or class, ``call`` the method that failed."""
+
+    def __init__(self, message: str, *, where: str = "", call: str = "") -> None:
+        self.where = where
+        self.call = call
+        prefix = " ".join(part for part in (call, where and f"({where})") if part)
+        super().__init__(f"{prefix}: {message}" if prefix else message)
+
+
+class AgentError(CloudAIError):
+    """An agent crashed or broke its contract."""
+
+
+class Interrupted(CloudAIError):
+    """The user interrupted the run (SIGINT/SIGTERM); what was started has been stopped."""
+
+    exit_code = 130
+
+
+def did_you_mean(word: str, choices: Iterable[str]) -> str:
+    """A hint listing the known choices, leading with the closest one when there is one."""
+    known = sorted(choices)
+    close = difflib.get_close_matches(word, known, n=1)
+    listing = ", ".join(known) if known else "(none)"
+    return f"did you mean '{close[0]}'? known: {listing}" if close else f"known: {listing}"

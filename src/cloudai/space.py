@@ -1,0 +1,216 @@
+"""The parameter space of a test: the only place a grid is expanded, and lazily.
+
+A test's knobs come from ``cmd_args`` (nested tables flattened to dotted names),
+``extra_env_vars`` (named ``extra_env_vars.<VAR>``) and ``num_nodes``. A value is
+
+* a scalar: fixed, the same in every trial;
+* a non-empty list: a categorical dimension;
+* a table ``{low, high, log = false, dtype = "float" | "int", grid_points}``: a range.
+
+Grid points are numbered in mixed radix (the last dimension varies fastest), so
+``grid_point(i)``/``grid_index(p)`` cost O(dimensions) and a 10^9-point grid costs nothing
+until asked. Ranges join a grid only with ``grid_points``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any, Literal
+
+from cloudai.errors import ConfigError, Problem
+
+RANGE_KEYS = frozenset({"low", "high", "log", "dtype", "grid_points"})
+ENV_PREFIX = "extra_env_vars."
+NUM_NODES = "num_nodes"
+
+
+@dataclass(frozen=True)
+class Categorical:
+    name: str
+    choices: tuple[Any, ...]
+
+    @property
+    def grid_values(self) -> tuple[Any, ...]:
+        return self.choices
+
+
+@dataclass(frozen=True)
+class Range:
+    name: str
+    low: float
+    high: float
+    log: bool = False
+    dtype: Literal["float", "int"] = "float"
+    grid_points: int | None = None
+
+    def clip(self, value: float) -> float | int:
+        """``value`` clamped into [low, high], rounded for int ranges."""
+        value = min(max(value, self.low), self.high)
+        return round(value) if self.dtype == "int" else float(value)
+
+    @cached_property
+    def grid_values(self) -> tuple[float | int, ...]:
+        if self.grid_points is None:
+            raise ConfigError(
+                f"range '{self.name}' has no grid_points, so it has no grid",
+                field=f"cmd_args.{self.name}",
+                hint="add grid_points = N to the range, or use an agent that samples ranges (random_search, optuna)",
+            )
+        n = self.grid_points
+        if n == 1:
+            return (self.clip(self.low),)
+        if self.log:
+            a, b = math.log(self.low), math.log(self.high)
+            raw = [math.exp(a + (b - a) * i / (n - 1)) for i in range(n)]
+        else:
+            raw = [self.low + (self.high - self.low) * i / (n - 1) for i in range(n)]
+        return tuple(dict.fromkeys(self.clip(v) for v in raw))  # int rounding may repeat values
+
+
+Dimension = Categorical | Range
+
+
+@dataclass(frozen=True)
+class Space:
+    """Fixed values plus dimensions, by flat name. Points are ``{name: value}`` for dimensions."""
+
+    fixed: Mapping[str, Any] = field(default_factory=dict)
+    dims: tuple[Dimension, ...] = ()
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(d.name for d in self.dims)
+
+    def dim(self, name: str) -> Dimension:
+        return next(d for d in self.dims if d.name == name)
+
+    @cached_property
+    def grid_size(self) -> int:
+        return math.prod(len(d.grid_values) for d in self.dims)
+
+    @property
+    def has_grid(self) -> bool:
+        return all(isinstance(d, Categorical) or d.grid_points for d in self.dims)
+
+    def grid_point(self, index: int) -> dict[str, Any]:
+        if not 0 <= index < self.grid_size:
+            raise IndexError(f"grid index {index} outside [0, {self.grid_size})")
+        point: dict[str, Any] = {}
+        for dim in reversed(self.dims):
+            values = dim.grid_values
+            index, rem = divmod(index, len(values))
+            point[dim.name] = values[rem]
+        return {name: point[name] for name in self.names}
+
+    def grid_index(self, point: Mapping[str, Any]) -> int:
+        index = 0
+        for dim in self.dims:
+            index = index * len(dim.grid_values) + dim.grid_values.index(point[dim.name])
+        return index
+
+    def iter_grid(self, start: int = 0) -> Iterator[dict[str, Any]]:
+        for index in range(start, self.grid_size):
+            yield self.grid_point(index)
+
+    def without(self, names: set[str]) -> Space:
+        """The space with the named dimensions removed (e.g. env_params the environment samples)."""
+        return Space(self.fixed, tuple(d for d in self.dims if d.name not in names))
+
+    def full(self, point: Mapping[str, Any]) -> dict[str, Any]:
+        """Every knob's value for one trial: fixed values with ``point`` on top (flat names)."""
+        return {**self.fixed, **point}
+
+
+def flatten(table: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    """Nested tables to dotted names; range tables stay whole."""
+    flat: dict[str, Any] = {}
+    for key, value in table.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, Mapping) and not is_range(value):
+            flat.update(flatten(value, f"{name}."))
+        else:
+            flat[name] = value
+    return flat
+
+
+def unflatten(flat: Mapping[str, Any]) -> dict[str, Any]:
+    nested: dict[str, Any] = {}
+    for name, value in flat.items():
+        *parents, leaf = name.split(".")
+        node = nested
+        for part in parents:
+            node = node.setdefault(part, {})
+        node[leaf] = value
+    return nested
+
+
+def is_range(value: Any) -> bool:
+    return isinstance(value, Mapping) and "low" in value and "high" in value and set(value) <= RANGE_KEYS
+
+
+def parse_space(flat: Mapping[str, Any], *, file: object = None, field_prefix: str = "cmd_args") -> Space:
+    """Classify each flat knob as fixed, categorical or range; every malformed one is reported."""
+    fixed: dict[str, Any] = {}
+    dims: list[Dimension] = []
+    problems: list[Problem] = []
+    for name, value in flat.items():
+        where = f"{field_prefix}.{name}" if field_prefix else name
+        try:
+            if isinstance(value, list):
+                if not value:
+                    raise ValueError("empty list: give at least one value, or a scalar")
+                dims.append(Categorical(name, tuple(value)))
+            elif isinstance(value, Mapping) and ("low" in value or "high" in value):
+                dims.append(_parse_range(name, value))
+            else:
+                fixed[name] = value
+        except ValueError as exc:
+            problems.append(Problem(None if file is None else str(file), where, str(exc)))
+    if problems:
+        raise ConfigError(problems=problems)
+    return Space(fixed, tuple(dims))
+
+
+def entry_knobs(cmd_args: Mapping[str, Any], extra_env_vars: Mapping[str, Any], num_nodes: Any) -> dict[str, Any]:
+    """All knobs of a scenario entry under one flat namespace (see the module docstring)."""
+    knobs = flatten(cmd_args)
+    knobs.update({f"{ENV_PREFIX}{k}": v for k, v in extra_env_vars.items()})
+    knobs[NUM_NODES] = num_nodes
+    return knobs
+
+
+def split_knobs(values: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, str], int]:
+    """The inverse of ``entry_knobs`` for one trial: (nested cmd_args, env vars, num_nodes)."""
+    cmd_args = {k: v for k, v in values.items() if not k.startswith(ENV_PREFIX) and k != NUM_NODES}
+    env = {k.removeprefix(ENV_PREFIX): str(v) for k, v in values.items() if k.startswith(ENV_PREFIX)}
+    return unflatten(cmd_args), env, int(values.get(NUM_NODES, 1))
+
+
+def _parse_range(name: str, spec: Mapping[str, Any]) -> Range:
+    unknown = set(spec) - RANGE_KEYS
+    if unknown:
+        raise ValueError(f"unknown range key(s) {sorted(unknown)}; a range takes {sorted(RANGE_KEYS)}")
+    if "low" not in spec or "high" not in spec:
+        raise ValueError("a range needs both low and high")
+    low, high = spec["low"], spec["high"]
+    if not all(isinstance(v, int | float) and not isinstance(v, bool) for v in (low, high)):
+        raise ValueError("low and high must be numbers")
+    if low >= high:
+        raise ValueError(f"low ({low}) must be less than high ({high})")
+    dtype = spec.get("dtype", "float")
+    if dtype not in ("float", "int"):
+        raise ValueError(f"dtype must be 'float' or 'int', not {dtype!r}")
+    log = spec.get("log", False)
+    if not isinstance(log, bool):
+        raise ValueError("log must be true or false")
+    if log and low <= 0:
+        raise ValueError("a log range needs low > 0")
+    grid_points = spec.get("grid_points")
+    if grid_points is not None and (
+        not isinstance(grid_points, int) or isinstance(grid_points, bool) or grid_points < 1
+    ):
+        raise ValueError("grid_points must be a positive integer")
+    return Range(name, float(low), float(high), log, dtype, grid_points)

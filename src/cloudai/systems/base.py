@@ -1,0 +1,113 @@
+"""The job abstraction shared by every system (standalone, Slurm, plugins).
+
+Contract, in the order a caller uses it (submitit's Executor/Job, reduced):
+
+1. ``system.check()`` once before anything is submitted: raises ``SystemError_`` when the
+   system cannot run jobs at all (missing ``sbatch``, unreachable controller).
+2. ``system.render(spec)`` returns the script text that ``submit`` runs; dry-run writes it.
+3. ``system.submit(spec) -> Job`` starts (or queues) the job; writes the script to the job dir.
+4. ``system.wait(jobs, timeout)`` blocks until at least one of ``jobs`` changed state or
+   ``timeout`` seconds passed, and refreshes every given job's state in one go (one
+   ``squeue`` for all jobs on Slurm, one ``select`` on Linux pidfds locally).
+5. ``system.cancel(jobs)`` stops jobs and marks them ``cancelled`` (or keeps their final state
+   when they had already finished).
+
+Systems know nothing of workloads, agents or the gym env: a job is an argv, a directory,
+environment variables and limits.
+"""
+
+from __future__ import annotations
+
+import shlex
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+from pathlib import Path
+
+
+class JobStatus(StrEnum):
+    PENDING = "pending"
+    RUNNING = "running"
+    OK = "ok"
+    FAILED = "failed"
+    TIMEOUT = "timeout"
+    CANCELLED = "cancelled"
+
+    @property
+    def final(self) -> bool:
+        return self not in (JobStatus.PENDING, JobStatus.RUNNING)
+
+
+@dataclass(frozen=True)
+class JobSpec:
+    """What to run. ``name`` is unique within a run and safe in file names and job names."""
+
+    name: str
+    argv: tuple[str, ...]
+    job_dir: Path
+    env: Mapping[str, str] = field(default_factory=dict)
+    time_limit_s: float | None = None
+    num_nodes: int = 1
+
+
+@dataclass(eq=False)
+class Job:
+    """A submitted job. Its system updates ``status`` and the timestamps (``time.time()``)."""
+
+    spec: JobSpec
+    job_id: str
+    status: JobStatus = JobStatus.PENDING
+    returncode: int | None = None
+    reason: str = ""
+    submitted_at: float | None = None
+    started_at: float | None = None
+    ended_at: float | None = None
+
+    @property
+    def done(self) -> bool:
+        return self.status.final
+
+    @property
+    def started(self) -> bool:
+        return self.started_at is not None or self.done
+
+    def record(self) -> dict[str, object]:
+        """The job as a JSON-ready dict (written to ``job.json`` in its directory)."""
+        return {
+            "name": self.spec.name,
+            "job_id": self.job_id,
+            "status": str(self.status),
+            "returncode": self.returncode,
+            "reason": self.reason,
+            "submitted_at": self.submitted_at,
+            "started_at": self.started_at,
+            "ended_at": self.ended_at,
+            "argv": list(self.spec.argv),
+        }
+
+
+class System(ABC):
+    """One place jobs run. Subclasses are built from their pydantic config model."""
+
+    name: str
+
+    def check(self) -> None:
+        """Raise ``SystemError_`` if no job can run here. Default: nothing to check."""
+
+    def render(self, spec: JobSpec) -> str:
+        """The script that runs ``spec``, for humans and for dry-run."""
+        lines = ["#!/usr/bin/env bash", f"# cloudai job {spec.name}", "set -e"]
+        lines += [f"export {key}={shlex.quote(value)}" for key, value in spec.env.items()]
+        lines.append(f"cd {shlex.quote(str(spec.job_dir))}")
+        lines.append(shlex.join(spec.argv))
+        return "\n".join(lines) + "\n"
+
+    @abstractmethod
+    def submit(self, spec: JobSpec) -> Job: ...
+
+    @abstractmethod
+    def wait(self, jobs: Sequence[Job], timeout: float | None) -> None: ...
+
+    @abstractmethod
+    def cancel(self, jobs: Sequence[Job], reason: str = "cancelled") -> None: ...

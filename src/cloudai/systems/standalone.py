@@ -1,0 +1,137 @@
+"""Run jobs as local subprocesses, each in its own process group.
+
+Waiting is event-driven: ``wait`` blocks in one ``select`` on the jobs' Linux pidfds (or
+polls every 20 ms where pidfds are missing) until a job exits or the nearest time limit
+passes. A time limit or a cancel kills the whole process group, so no stray children.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import select
+import signal
+import subprocess
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from cloudai.config.system import StandaloneSystemConfig
+from cloudai.systems.base import Job, JobSpec, JobStatus, System
+
+_CANCEL_GRACE_S = 2.0
+_POLL_FALLBACK_S = 0.02
+
+
+@dataclass
+class _Proc:
+    popen: subprocess.Popen[bytes]
+    deadline: float | None
+    pidfd: int | None
+
+
+def _pidfd(pid: int) -> int | None:
+    try:
+        return os.pidfd_open(pid)
+    except (AttributeError, OSError):
+        return None
+
+
+def _kill_group(pid: int, sig: signal.Signals) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, sig)
+
+
+class StandaloneSystem(System):
+    """This machine. Jobs start at once; ``max_concurrent_jobs`` is the runner's to honour."""
+
+    def __init__(self, config: StandaloneSystemConfig) -> None:
+        self.config = config
+        self.name = config.name
+        self._procs: dict[Job, _Proc] = {}
+
+    def submit(self, spec: JobSpec) -> Job:
+        spec.job_dir.mkdir(parents=True, exist_ok=True)
+        (spec.job_dir / "cmd.sh").write_text(self.render(spec))
+        now = time.time()
+        env = {**os.environ, **self.config.global_env_vars, **spec.env}
+        try:
+            with open(spec.job_dir / "stdout.txt", "wb") as out, open(spec.job_dir / "stderr.txt", "wb") as err:
+                popen = subprocess.Popen(
+                    spec.argv,
+                    cwd=spec.job_dir,
+                    stdin=subprocess.DEVNULL,
+                    stdout=out,
+                    stderr=err,
+                    env=env,
+                    start_new_session=True,
+                )
+        except OSError as exc:  # e.g. the program does not exist: a failed job, not a crash
+            return Job(
+                spec,
+                "",
+                JobStatus.FAILED,
+                reason=f"could not start {spec.argv[0]!r}: {exc.strerror}",
+                submitted_at=now,
+                started_at=now,
+                ended_at=now,
+            )
+        job = Job(spec, str(popen.pid), JobStatus.RUNNING, submitted_at=now, started_at=now)
+        deadline = now + spec.time_limit_s if spec.time_limit_s else None
+        self._procs[job] = _Proc(popen, deadline, _pidfd(popen.pid))
+        return job
+
+    def wait(self, jobs: Sequence[Job], timeout: float | None) -> None:
+        procs = [self._procs[job] for job in jobs if job in self._procs]
+        if not procs:
+            return
+        now = time.time()
+        limits = [p.deadline for p in procs if p.deadline is not None]
+        if timeout is not None:
+            limits.append(now + timeout)
+        wait_s = max(0.0, min(limits) - now) if limits else None
+        fds = [p.pidfd for p in procs if p.pidfd is not None]
+        if len(fds) == len(procs):
+            select.select(fds, [], [], wait_s)
+        elif all(p.popen.poll() is None for p in procs):
+            time.sleep(_POLL_FALLBACK_S if wait_s is None else min(wait_s, _POLL_FALLBACK_S))
+        self._refresh([job for job in jobs if job in self._procs])
+
+    def cancel(self, jobs: Sequence[Job], reason: str = "cancelled") -> None:
+        live = [job for job in jobs if job in self._procs]
+        for job in live:
+            _kill_group(self._procs[job].popen.pid, signal.SIGTERM)
+        deadline = time.time() + _CANCEL_GRACE_S
+        while any(self._procs[job].popen.poll() is None for job in live) and time.time() < deadline:
+            self.wait(live, timeout=deadline - time.time())
+            live = [job for job in live if job in self._procs]
+        for job in live:
+            proc = self._procs.pop(job)
+            _kill_group(proc.popen.pid, signal.SIGKILL)
+            proc.popen.wait()
+            self._finish(job, proc, JobStatus.CANCELLED, reason)
+
+    def _refresh(self, jobs: Sequence[Job]) -> None:
+        now = time.time()
+        for job in jobs:
+            proc = self._procs[job]
+            code = proc.popen.poll()
+            if code is None and proc.deadline is not None and now >= proc.deadline:
+                _kill_group(proc.popen.pid, signal.SIGKILL)
+                proc.popen.wait()
+                del self._procs[job]
+                self._finish(job, proc, JobStatus.TIMEOUT, f"time limit of {job.spec.time_limit_s:g}s reached")
+            elif code is not None:
+                del self._procs[job]
+                _kill_group(proc.popen.pid, signal.SIGKILL)  # the job is over: so are its children
+                status = JobStatus.OK if code == 0 else JobStatus.FAILED
+                self._finish(job, proc, status, "" if code == 0 else f"exit code {code}")
+
+    @staticmethod
+    def _finish(job: Job, proc: _Proc, status: JobStatus, reason: str) -> None:
+        if proc.pidfd is not None:
+            os.close(proc.pidfd)
+        job.returncode = proc.popen.returncode
+        if job.status.final:  # e.g. cancelled after it had already finished: keep the truth
+            return
+        job.status, job.reason, job.ended_at = status, reason, time.time()

@@ -1,0 +1,25 @@
+"""Workload kinds, keyed by CloudAI's ``test_template_name``. Plugins: group ``cloudai.workloads``.
+
+Importing this package imports no workload (so a workload's own ``python -m`` entry stays fast).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from cloudai.registry import Registry
+
+if TYPE_CHECKING:
+    from cloudai.workloads.base import Workload
+
+WORKLOADS: Registry[type[Workload]] = Registry(
+    "workload (test_template_name)",
+    "cloudai.workloads",
+    {
+        "Sleep": "cloudai.workloads.sleep:Sleep",
+        "BashCmd": "cloudai.workloads.bash_cmd:BashCmd",
+        "Synthetic": "cloudai.workloads.synthetic:Synthetic",
+    },
+)
+
+__all__ = ["WORKLOADS"]

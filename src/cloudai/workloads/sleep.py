@@ -1,0 +1,25 @@
+"""``Sleep``: ``sleep <seconds>``. CloudAI's sleep tests load and run unchanged."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from cloudai.workloads.base import JobContext, Workload
+
+
+class SleepArgs(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    seconds: float = Field(default=1, ge=0)
+
+
+class Sleep(Workload):
+    name = "Sleep"
+    args_model = SleepArgs
+
+    def argv(self, args: Mapping[str, Any], job: JobContext) -> list[str]:
+        seconds = SleepArgs.model_validate(args).seconds
+        return ["sleep", f"{seconds:g}"]
