@@ -15,7 +15,7 @@ until asked. Ranges join a grid only with ``grid_points``.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Literal
@@ -151,13 +151,16 @@ def is_range(value: Any) -> bool:
     return isinstance(value, Mapping) and "low" in value and "high" in value and set(value) <= RANGE_KEYS
 
 
-def parse_space(flat: Mapping[str, Any], *, file: object = None, field_prefix: str = "cmd_args") -> Space:
-    """Classify each flat knob as fixed, categorical or range; every malformed one is reported."""
+def parse_space(flat: Mapping[str, Any], *, file: object = None, field_of: Callable[[str], str] | None = None) -> Space:
+    """Classify each flat knob as fixed, categorical or range; every malformed one is reported.
+
+    ``field_of(name)`` gives the TOML path used in error messages (default ``cmd_args.<name>``).
+    """
     fixed: dict[str, Any] = {}
     dims: list[Dimension] = []
     problems: list[Problem] = []
     for name, value in flat.items():
-        where = f"{field_prefix}.{name}" if field_prefix else name
+        where = field_of(name) if field_of else f"cmd_args.{name}"
         try:
             if isinstance(value, list):
                 if not value:

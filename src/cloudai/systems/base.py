@@ -33,6 +33,7 @@ class JobStatus(StrEnum):
     FAILED = "failed"
     TIMEOUT = "timeout"
     CANCELLED = "cancelled"
+    STOPPED = "stopped"  # ended on purpose by an end_post_comp dependency: not a failure
 
     @property
     def final(self) -> bool:

@@ -49,6 +49,7 @@ class StandaloneSystem(System):
         self.config = config
         self.name = config.name
         self._procs: dict[Job, _Proc] = {}
+        self._cancelling: dict[Job, str] = {}  # job -> reason, while its group is being stopped
 
     def submit(self, spec: JobSpec) -> Job:
         spec.job_dir.mkdir(parents=True, exist_ok=True)
@@ -100,6 +101,7 @@ class StandaloneSystem(System):
     def cancel(self, jobs: Sequence[Job], reason: str = "cancelled") -> None:
         live = [job for job in jobs if job in self._procs]
         for job in live:
+            self._cancelling[job] = reason
             _kill_group(self._procs[job].popen.pid, signal.SIGTERM)
         deadline = time.time() + _CANCEL_GRACE_S
         while any(self._procs[job].popen.poll() is None for job in live) and time.time() < deadline:
@@ -109,7 +111,7 @@ class StandaloneSystem(System):
             proc = self._procs.pop(job)
             _kill_group(proc.popen.pid, signal.SIGKILL)
             proc.popen.wait()
-            self._finish(job, proc, JobStatus.CANCELLED, reason)
+            self._finish(job, proc, JobStatus.CANCELLED, self._cancelling.pop(job, reason))
 
     def _refresh(self, jobs: Sequence[Job]) -> None:
         now = time.time()
@@ -124,8 +126,11 @@ class StandaloneSystem(System):
             elif code is not None:
                 del self._procs[job]
                 _kill_group(proc.popen.pid, signal.SIGKILL)  # the job is over: so are its children
-                status = JobStatus.OK if code == 0 else JobStatus.FAILED
-                self._finish(job, proc, status, "" if code == 0 else f"exit code {code}")
+                if job in self._cancelling:
+                    self._finish(job, proc, JobStatus.CANCELLED, self._cancelling.pop(job))
+                else:
+                    status = JobStatus.OK if code == 0 else JobStatus.FAILED
+                    self._finish(job, proc, status, "" if code == 0 else f"exit code {code}")
 
     @staticmethod
     def _finish(job: Job, proc: _Proc, status: JobStatus, reason: str) -> None:

@@ -1,0 +1,197 @@
+"""The ``cloudai`` command line. The only place errors become messages and exit codes.
+
+Exit codes: 0 ok, 1 a job or trial failed (or an unexpected error), 2 bad input, 130 interrupted.
+Heavy modules are imported inside the commands, so ``cloudai --help`` stays fast.
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import click
+
+from cloudai.errors import CloudAIError, ConfigError
+
+_VERBOSE = {"on": False}
+
+
+class _Group(click.Group):
+    """Turns our errors into one message on stderr and an exit code; a traceback only with -v."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except CloudAIError as exc:
+            if _VERBOSE["on"]:
+                logging.getLogger("cloudai").exception("failed")
+            click.echo(f"error: {exc}", err=True)
+            ctx.exit(exc.exit_code)
+        except KeyboardInterrupt:
+            click.echo("error: interrupted", err=True)
+            ctx.exit(130)
+
+
+def _setup_logging(verbose: bool, log_file: Path | None) -> None:
+    _VERBOSE["on"] = verbose
+    root = logging.getLogger("cloudai")
+    root.setLevel(logging.DEBUG)
+    console = logging.StreamHandler(sys.stderr)
+    console.setLevel(logging.DEBUG if verbose else logging.WARNING)
+    console.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+    root.addHandler(console)
+    if log_file is not None:
+        try:
+            handler = logging.FileHandler(log_file)
+        except OSError as exc:
+            raise ConfigError(f"cannot open the log file: {exc.strerror}", file=log_file) from None
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        root.addHandler(handler)
+
+
+def _sigterm_as_interrupt() -> None:
+    def handler(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, handler)
+
+
+def _common(func: Callable[..., Any]) -> Callable[..., Any]:
+    func = click.option("-v", "--verbose", is_flag=True, help="Log progress and show tracebacks.")(func)
+    return click.option("--log-file", type=click.Path(path_type=Path, dir_okay=False), help="Also log to FILE.")(func)
+
+
+def _scenario_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    path = click.Path(path_type=Path)
+    for option in reversed(
+        [
+            click.option("--system-config", type=path, help="System TOML (default: this machine, standalone)."),
+            click.option("--tests-dir", type=path, required=True, help="Directory of test TOML files."),
+            click.option("--test-scenario", type=path, required=True, help="Scenario TOML file."),
+            click.option("--output-dir", type=path, help="Results root (default: the system's output_path)."),
+            click.option("--single-sbatch", is_flag=True, help="Slurm: one sbatch script for the whole scenario."),
+            click.option("--enable-cache-without-check", is_flag=True, help="Accepted for CloudAI compatibility."),
+        ]
+    ):
+        func = option(func)
+    return _common(func)
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="cloudai")
+def cli() -> None:
+    """Design-space exploration for cluster workloads: run, sweep and search real jobs."""
+
+
+@cli.command()
+@_scenario_options
+@click.option("--resume", type=click.Path(path_type=Path, file_okay=False), help="Continue the run in this dir.")
+def run(
+    system_config: Path | None,
+    tests_dir: Path,
+    test_scenario: Path,
+    output_dir: Path | None,
+    single_sbatch: bool,
+    enable_cache_without_check: bool,
+    verbose: bool,
+    log_file: Path | None,
+    resume: Path | None,
+) -> None:
+    """Run a scenario: plain tests as jobs, agent-driven tests through their agent."""
+    _setup_logging(verbose, log_file)
+    from cloudai import pipeline
+
+    plan = pipeline.load_plan(system_config, tests_dir, test_scenario)
+    system = pipeline.build_system(plan.system_config)
+    system.check()
+    run_dir = (
+        resume
+        if resume is not None
+        else pipeline.create_run_dir(pipeline.output_root(plan, output_dir), plan.scenario.name)
+    )
+    if resume is None:
+        pipeline.write_run_manifest(plan, run_dir)
+    _sigterm_as_interrupt()
+    click.echo(f"Running scenario '{plan.scenario.name}' on {system.name}; results in {run_dir}")
+    code = pipeline.run_plain(plan, run_dir, system)
+    _summary(run_dir)
+    click.echo(f"Results: {run_dir}")
+    sys.exit(code)
+
+
+@cli.command(name="dry-run")
+@_scenario_options
+def dry_run(
+    system_config: Path | None,
+    tests_dir: Path,
+    test_scenario: Path,
+    output_dir: Path | None,
+    single_sbatch: bool,
+    enable_cache_without_check: bool,
+    verbose: bool,
+    log_file: Path | None,
+) -> None:
+    """Validate everything and write what would run into the results dir, without running it."""
+    _setup_logging(verbose, log_file)
+    from cloudai import pipeline
+
+    plan = pipeline.load_plan(system_config, tests_dir, test_scenario)
+    system = pipeline.build_system(plan.system_config)
+    run_dir = pipeline.create_run_dir(pipeline.output_root(plan, output_dir), plan.scenario.name)
+    pipeline.write_run_manifest(plan, run_dir)
+    pipeline.dry_run_plain(plan, run_dir, system, click.echo)
+    click.echo(f"Dry run: nothing was run; scripts in {run_dir}")
+
+
+@cli.command(name="verify-configs")
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("--tests-dir", type=click.Path(path_type=Path), help="Tests that scenarios refer to.")
+@_common
+def verify_configs(paths: tuple[Path, ...], tests_dir: Path | None, verbose: bool, log_file: Path | None) -> None:
+    """Validate system, test and scenario files (or directories of them); report every error."""
+    _setup_logging(verbose, log_file)
+    from cloudai.verify import verify_paths
+
+    checked, problems = verify_paths(list(paths), tests_dir)
+    for problem in problems:
+        click.echo(f"error: {problem}", err=True)
+    click.echo(f"{checked} file(s) checked, {len(problems)} problem(s)")
+    sys.exit(2 if problems else 0)
+
+
+@cli.command(name="list")
+def list_() -> None:
+    """List the workloads, agents, reward functions and systems available."""
+    from cloudai.agents import AGENTS
+    from cloudai.rewards import REWARDS
+    from cloudai.systems import SYSTEMS
+    from cloudai.workloads import WORKLOADS
+
+    for title, registry in (
+        ("Workloads", WORKLOADS),
+        ("Agents", AGENTS),
+        ("Reward functions", REWARDS),
+        ("Systems", SYSTEMS),
+    ):
+        click.echo(f"{title}:")
+        for name in registry.names():
+            click.echo(f"  {name}")
+
+
+def _summary(run_dir: Path) -> None:
+    import json
+
+    counts: dict[str, int] = {}
+    for record in sorted(run_dir.glob("*/*/job.json")):
+        status = json.loads(record.read_text()).get("status", "?")
+        counts[status] = counts.get(status, 0) + 1
+    if counts:
+        click.echo("Jobs: " + ", ".join(f"{n} {s}" for s, n in sorted(counts.items())))
+
+
+def main() -> None:
+    cli()

@@ -1,0 +1,197 @@
+"""Plain jobs: every scenario entry x ``iterations``, honouring dependencies, bounded concurrency.
+
+Dependency semantics (CloudAI's), for an entry B that names entry A:
+
+* ``start_post_init``: B starts once A's first job has started;
+* ``start_post_comp``: B starts once every iteration of A has finished, whatever its status;
+* ``end_post_comp``: B starts at once and is stopped (status ``stopped``, not a failure)
+  when every iteration of A has finished.
+
+Iterations of one entry run one after another. Ctrl-C / SIGTERM (raised as
+``KeyboardInterrupt``) cancels every running job, records it, and raises ``Interrupted``.
+The same job plumbing (``build_spec``, ``finish_job``) serves the DSE env's trials.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from cloudai.config.scenario import RunEntry, Scenario
+from cloudai.errors import CloudAIError, Interrupted, WorkloadError
+from cloudai.space import entry_knobs, split_knobs
+from cloudai.systems.base import Job, JobSpec, JobStatus, System
+from cloudai.workloads.base import METRICS_FILE, JobContext, Workload
+
+log = logging.getLogger(__name__)
+
+
+def build_spec(entry: RunEntry, workload: Workload, values: Mapping[str, Any], job_dir: Path, name: str) -> JobSpec:
+    """The job for one set of knob values (flat names, see ``cloudai.space``)."""
+    cmd_args, env, num_nodes = split_knobs(values)
+    context = JobContext(job_dir=job_dir, num_nodes=num_nodes, extra_cmd_args=entry.extra_cmd_args)
+    argv = workload.argv(cmd_args, context)
+    return JobSpec(name, tuple(argv), job_dir, env, entry.time_limit_s, num_nodes)
+
+
+def plain_values(entry: RunEntry) -> dict[str, Any]:
+    """Knob values of a plain (non-swept) entry."""
+    return entry_knobs(entry.cmd_args, entry.extra_env_vars, entry.num_nodes)
+
+
+def finish_job(job: Job, workload: Workload) -> dict[str, float]:
+    """Read a finished job's metrics (failing it when its workload promised some), write ``job.json``."""
+    metrics: dict[str, float] = {}
+    wants = workload.produces_metrics or (job.spec.job_dir / METRICS_FILE).exists()
+    if job.status is JobStatus.OK and wants:
+        try:
+            metrics = workload.read_metrics(job.spec.job_dir)
+        except WorkloadError as exc:
+            job.status, job.reason = JobStatus.FAILED, str(exc)
+    record = {**job.record(), "metrics": metrics}
+    job.spec.job_dir.mkdir(parents=True, exist_ok=True)
+    (job.spec.job_dir / "job.json").write_text(json.dumps(record, indent=1))
+    return metrics
+
+
+@dataclass(eq=False)
+class _Unit:
+    entry: RunEntry
+    iteration: int
+    job: Job | None = None
+    skipped: str = ""  # why it never started
+    recorded: bool = False
+
+    @property
+    def final(self) -> bool:
+        return bool(self.skipped) or (self.job is not None and self.job.done)
+
+
+@dataclass
+class PlainOutcome:
+    """What the run did: one record per (entry, iteration)."""
+
+    jobs: list[Job] = field(default_factory=list)
+
+    @property
+    def failed(self) -> list[Job]:
+        return [j for j in self.jobs if j.status not in (JobStatus.OK, JobStatus.STOPPED)]
+
+
+def job_dir(run_dir: Path, entry: RunEntry, iteration: int) -> Path:
+    return run_dir / entry.id / str(iteration)
+
+
+class PlainRunner:
+    """Runs the plain entries of a scenario on one system."""
+
+    def __init__(
+        self,
+        system: System,
+        workloads: Mapping[str, Workload],
+        run_dir: Path,
+        *,
+        max_concurrent: int = 8,
+        on_finish: Callable[[Job], None] | None = None,
+    ) -> None:
+        self.system = system
+        self.workloads = workloads
+        self.run_dir = run_dir
+        self.max_concurrent = max_concurrent
+        self.on_finish = on_finish or (lambda job: None)
+
+    def run(self, scenario: Scenario) -> PlainOutcome:
+        units = [_Unit(e, i) for e in scenario.entries for i in range(e.iterations)]
+        by_entry = {e.id: [u for u in units if u.entry is e] for e in scenario.entries}
+        try:
+            while not all(u.final for u in units):
+                self._stop_ended(units, by_entry)
+                while ready := self._ready(units, by_entry):  # a start may make others ready
+                    for unit in ready:
+                        self._start(unit)
+                running = [u.job for u in units if u.job is not None and not u.job.done]
+                if not running:
+                    if not all(u.final for u in units):
+                        raise CloudAIError("no job can start: the dependencies cannot be satisfied")
+                    continue
+                self.system.wait(running, timeout=None)
+                self._collect(units)
+        except KeyboardInterrupt:
+            self._interrupt(units)
+        return PlainOutcome([u.job for u in units if u.job is not None])
+
+    def _ready(self, units: list[_Unit], by_entry: dict[str, list[_Unit]]) -> list[_Unit]:
+        slots = self.max_concurrent - sum(1 for u in units if u.job is not None and not u.job.done)
+        ready: list[_Unit] = []
+        for unit in units:
+            if len(ready) >= slots:
+                break
+            if unit.job is not None or unit.skipped:
+                continue
+            siblings = by_entry[unit.entry.id]
+            if unit.iteration > 0 and not siblings[unit.iteration - 1].final:
+                continue
+            if all(self._dependency_met(dep.type, by_entry[dep.id]) for dep in unit.entry.dependencies):
+                ready.append(unit)
+        return ready
+
+    @staticmethod
+    def _dependency_met(kind: str, other: list[_Unit]) -> bool:
+        if kind == "start_post_init":
+            return any(u.job is not None and u.job.started for u in other) or all(u.final for u in other)
+        if kind == "start_post_comp":
+            return all(u.final for u in other)
+        return True  # end_post_comp gates the end, not the start
+
+    def _stop_ended(self, units: list[_Unit], by_entry: dict[str, list[_Unit]]) -> None:
+        """Apply end_post_comp: stop (or skip) every unit whose other entry has finished."""
+        for unit in units:
+            if unit.final:
+                continue
+            ended = [d.id for d in unit.entry.dependencies if d.type == "end_post_comp" and all(
+                u.final for u in by_entry[d.id])]  # fmt: skip
+            if not ended:
+                continue
+            reason = f"stopped: {ended[0]} completed (end_post_comp)"
+            if unit.job is None:
+                unit.skipped = reason
+                continue
+            self.system.cancel([unit.job], reason)
+            if unit.job.status is JobStatus.CANCELLED:
+                unit.job.status = JobStatus.STOPPED
+            self._finish(unit)
+
+    def _start(self, unit: _Unit) -> None:
+        entry = unit.entry
+        workload = self.workloads[entry.workload]
+        directory = job_dir(self.run_dir, entry, unit.iteration)
+        spec = build_spec(entry, workload, plain_values(entry), directory, f"{entry.id}.{unit.iteration}")
+        unit.job = self.system.submit(spec)
+        log.info("started %s (%s)", spec.name, unit.job.job_id)
+        if unit.job.done:
+            self._finish(unit)
+
+    def _collect(self, units: list[_Unit]) -> None:
+        for unit in units:
+            if unit.job is not None and unit.job.done:
+                self._finish(unit)
+
+    def _finish(self, unit: _Unit) -> None:
+        if unit.job is None or unit.recorded:
+            return
+        unit.recorded = True
+        finish_job(unit.job, self.workloads[unit.entry.workload])
+        log.info("%s: %s %s", unit.job.spec.name, unit.job.status, unit.job.reason)
+        self.on_finish(unit.job)
+
+    def _interrupt(self, units: list[_Unit]) -> None:
+        running = [u.job for u in units if u.job is not None and not u.job.done]
+        self.system.cancel(running, "interrupted")
+        for unit in units:
+            if unit.job is not None and unit.job.done:
+                self._finish(unit)
+        raise Interrupted(f"interrupted: cancelled {len(running)} running job(s); results so far in {self.run_dir}")
