@@ -1,0 +1,96 @@
+"""The environment contract agents step through (Gymnasium's ``Env``, plus VectorEnv-style async).
+
+Call order: ``reset(seed)`` once, then ``step`` (or ``step_async`` ... ``step_wait``) until the
+agent stops. Steps are numbered from 1 in ask order and never repeat, across resets and
+episodes; ``next_step`` is the number the next ``step``/``step_async`` will get.
+
+* ``define_action_space()``: the knobs the agent chooses, as a ``cloudai.space.Space``
+  (its ``dims``; its ``fixed`` values are injected by the env, not chosen).
+* ``define_observation_space()``: observation slot names (``agent_metrics`` order).
+* ``step(action) -> (observation, reward, done, info)``; ``info`` carries ``status`` (ok,
+  cached, failed, constraint, timeout), ``env_params`` and ``metrics``.
+* ``step_async(action) -> step`` starts a trial; ``step_wait()`` blocks until at least one
+  started trial finished and returns every finished one as ``Feedback`` (any order).
+* ``history()``: steps completed before this process started (``--resume``), in step order.
+* ``live``: True in live-RL mode, where ``done`` ends an episode and the agent resets.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Any
+
+from cloudai.space import Space
+
+Observation = list[float]
+
+
+@dataclass(frozen=True)
+class Feedback:
+    """One completed step: what ``update_policy`` learns from."""
+
+    step: int
+    episode: int
+    action: dict[str, Any]
+    reward: float
+    observation: Observation
+    status: str
+    done: bool = False
+    info: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def env_params(self) -> dict[str, Any]:
+        return dict(self.info.get("env_params", {}))
+
+
+class BaseGym(ABC):
+    live: bool = False
+    max_in_flight: int = 1  # how many trials step_async may keep running at once
+
+    def __init__(self) -> None:
+        self._ready: list[Feedback] = []  # finished by the default step_async, not yet handed out
+
+    @abstractmethod
+    def define_action_space(self) -> Space: ...
+
+    @abstractmethod
+    def define_observation_space(self) -> list[str]: ...
+
+    @abstractmethod
+    def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Observation, dict]: ...
+
+    @abstractmethod
+    def step(self, action: dict[str, Any]) -> tuple[Observation, float, bool, dict]: ...
+
+    @property
+    @abstractmethod
+    def next_step(self) -> int: ...
+
+    def step_async(self, action: dict[str, Any]) -> int:
+        """Start a trial. Default: run it now and hand it out on the next ``step_wait``."""
+        step = self.next_step
+        observation, reward, done, info = self.step(action)
+        self._ready.append(
+            Feedback(
+                step,
+                int(info.get("episode", 1)),
+                dict(action),
+                reward,
+                observation,
+                str(info.get("status", "ok")),
+                done,
+                info,
+            )
+        )
+        return step
+
+    def step_wait(self, timeout: float | None = None) -> list[Feedback]:
+        ready, self._ready = self._ready, []
+        return ready
+
+    def history(self) -> list[Feedback]:
+        return []
+
+    def close(self) -> None:
+        """Release what the env holds (jobs, connections). Safe to call twice."""
