@@ -29,7 +29,8 @@ class _Group(click.Group):
         except CloudAIError as exc:
             if _VERBOSE["on"]:
                 logging.getLogger("cloudai").exception("failed")
-            click.echo(f"error: {exc}", err=True)
+            for line in exc.problems if isinstance(exc, ConfigError) and exc.problems else [exc]:
+                click.echo(f"error: {line}", err=True)
             ctx.exit(exc.exit_code)
         except KeyboardInterrupt:
             click.echo("error: interrupted", err=True)

@@ -102,5 +102,6 @@ def did_you_mean(word: str, choices: Iterable[str]) -> str:
     """A hint listing the known choices, leading with the closest one when there is one."""
     known = sorted(choices)
     close = difflib.get_close_matches(word, known, n=1)
-    listing = ", ".join(known) if known else "(none)"
-    return f"did you mean '{close[0]}'? known: {listing}" if close else f"known: {listing}"
+    if close:
+        return f"did you mean '{close[0]}'?"
+    return f"known: {', '.join(known)}" if known else "none are known"
