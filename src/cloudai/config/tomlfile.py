@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import toml
 from pydantic import BaseModel, ValidationError
@@ -11,6 +11,7 @@ from pydantic import BaseModel, ValidationError
 from cloudai.errors import ConfigError, Problem, did_you_mean
 
 MAX_TOML_BYTES = 4 * 1024 * 1024
+M = TypeVar("M", bound=BaseModel)
 
 
 def read_toml(path: Path) -> dict[str, Any]:
@@ -59,7 +60,7 @@ def problems_from(exc: ValidationError, model: type[BaseModel], file: Path | Non
     return problems
 
 
-def validate(model: type[BaseModel], data: dict[str, Any], file: Path | None, prefix: tuple[str | int, ...] = ()):
+def validate(model: type[M], data: dict[str, Any], file: Path | None, prefix: tuple[str | int, ...] = ()) -> M:
     """``model.model_validate(data)``, raising a ``ConfigError`` with every problem found."""
     try:
         return model.model_validate(data)
