@@ -35,6 +35,12 @@ class _Group(click.Group):
         except KeyboardInterrupt:
             click.echo("error: interrupted", err=True)
             ctx.exit(130)
+        except OSError as exc:  # disk full, permissions: the user's to fix, not a bug to trace
+            if _VERBOSE["on"]:
+                logging.getLogger("cloudai").exception("failed")
+            where = f" ({exc.filename})" if exc.filename else ""
+            click.echo(f"error: {exc.strerror or exc}{where}", err=True)
+            ctx.exit(1)
 
 
 def _setup_logging(verbose: bool, log_file: Path | None) -> None:
@@ -181,6 +187,50 @@ def list_() -> None:
         click.echo(f"{title}:")
         for name in registry.names():
             click.echo(f"  {name}")
+
+
+@cli.command()
+@click.option("--system-config", type=click.Path(path_type=Path), help="System TOML (default: this machine).")
+@click.option("--tests-dir", type=click.Path(path_type=Path), required=True, help="Directory of test TOML files.")
+@click.option("--test-scenario", type=click.Path(path_type=Path), required=True, help="Scenario TOML file.")
+@click.option("--test-id", help="The agent-driven test to serve (default: the only one).")
+@click.option("--output-dir", type=click.Path(path_type=Path), help="Results root (default: the system's output_path).")
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind (loopback by default).")
+@click.option("--port", type=click.IntRange(0, 65535), default=8000, show_default=True)
+@click.option("--token-var", default="CLOUDAI_SERVE_TOKEN", show_default=True, help="Env var holding the bearer token.")
+@click.option("--max-sessions", type=click.IntRange(1, 64), default=1, show_default=True, help="WebSocket sessions.")
+@_common
+def serve(
+    system_config: Path | None,
+    tests_dir: Path,
+    test_scenario: Path,
+    test_id: str | None,
+    output_dir: Path | None,
+    host: str,
+    port: int,
+    token_var: str,
+    max_sessions: int,
+    verbose: bool,
+    log_file: Path | None,
+) -> None:
+    """Serve one agent-driven test as an OpenEnv-compatible environment (WebSocket /ws, HTTP)."""
+    import os
+
+    _setup_logging(verbose, log_file)
+    from cloudai.gym import serve as serving
+    from cloudai.gym.make import load_env
+
+    token = os.environ.get(token_var) or None
+    if token is None and host not in ("127.0.0.1", "localhost", "::1"):
+        click.echo(f"warning: serving on {host} without a token; set {token_var} to require one", err=True)
+    sock = serving.bind(host, port)
+    loaded = load_env(tests_dir, test_scenario, test_id, system_config=system_config, output_dir=output_dir)
+    app = serving.create_app(loaded.env, name=loaded.checked.entry.id, token=token, max_sessions=max_sessions)
+    url = f"http://{host if ':' not in host else f'[{host}]'}:{sock.getsockname()[1]}"
+    auth = f"bearer token from ${token_var}" if token else "no auth"
+    click.echo(f"Serving '{loaded.checked.entry.id}' at {url} ({auth}); results in {loaded.trial_dir}")
+    serving.run(app, sock)
+    click.echo(f"Stopped. Results: {loaded.trial_dir}")
 
 
 def _summary(run_dir: Path) -> None:

@@ -122,6 +122,9 @@ class PlainRunner:
                 self._collect(units)
         except KeyboardInterrupt:
             self._interrupt(units)
+        except BaseException:  # e.g. the disk filled up: stop what we started, then report
+            self.system.cancel([u.job for u in units if u.job is not None and not u.job.done], "run failed")
+            raise
         return PlainOutcome([u.job for u in units if u.job is not None])
 
     def _ready(self, units: list[_Unit], by_entry: dict[str, list[_Unit]]) -> list[_Unit]:

@@ -148,7 +148,8 @@ def unflatten(flat: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def is_range(value: Any) -> bool:
-    return isinstance(value, Mapping) and "low" in value and "high" in value and set(value) <= RANGE_KEYS
+    """A table with ``low`` or ``high`` is meant as a range (``parse_space`` reports what is wrong with it)."""
+    return isinstance(value, Mapping) and ("low" in value or "high" in value)
 
 
 def parse_space(flat: Mapping[str, Any], *, file: object = None, field_of: Callable[[str], str] | None = None) -> Space:
@@ -166,7 +167,7 @@ def parse_space(flat: Mapping[str, Any], *, file: object = None, field_of: Calla
                 if not value:
                     raise ValueError("empty list: give at least one value, or a scalar")
                 dims.append(Categorical(name, tuple(value)))
-            elif isinstance(value, Mapping) and ("low" in value or "high" in value):
+            elif is_range(value):
                 dims.append(_parse_range(name, value))
             else:
                 fixed[name] = value

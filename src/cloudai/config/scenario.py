@@ -18,6 +18,7 @@ from cloudai.config.test import AgentFields, EnvParamSpec, WorkloadConfig
 from cloudai.config.timelimit import parse_time_limit
 from cloudai.config.tomlfile import read_toml, validate
 from cloudai.errors import ConfigError, Problem, did_you_mean
+from cloudai.space import is_range
 
 DependencyType = Literal["start_post_init", "start_post_comp", "end_post_comp"]
 _SAFE_ID = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.:+-]*$")
@@ -132,15 +133,11 @@ def deep_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]
     """``override`` on top of ``base``; nested tables merge key by key, everything else replaces."""
     merged = dict(base)
     for key, value in override.items():
-        if isinstance(value, dict) and isinstance(merged.get(key), dict) and not _is_range(value):
+        if isinstance(value, dict) and isinstance(merged.get(key), dict) and not is_range(value):
             merged[key] = deep_merge(merged[key], value)
         else:
             merged[key] = value
     return merged
-
-
-def _is_range(value: dict[str, Any]) -> bool:
-    return "low" in value and "high" in value
 
 
 def _merge(index: int, raw: ScenarioEntry, tests: dict[str, tuple[WorkloadConfig, Path]], path: Path) -> RunEntry:
