@@ -113,8 +113,13 @@ def run(
     from cloudai import pipeline
 
     plan = pipeline.load_plan(system_config, tests_dir, test_scenario)
+    _check_flags(plan, single_sbatch)
     system = pipeline.build_system(plan.system_config)
     system.check()
+    if resume is not None and plan.agent_driven:
+        from cloudai.dse import check_resume
+
+        check_resume(plan, resume)
     run_dir = (
         resume
         if resume is not None
@@ -124,7 +129,13 @@ def run(
         pipeline.write_run_manifest(plan, run_dir)
     _sigterm_as_interrupt()
     click.echo(f"Running scenario '{plan.scenario.name}' on {system.name}; results in {run_dir}")
-    code = pipeline.run_plain(plan, run_dir, system)
+    if plan.agent_driven:
+        from cloudai.dse import resume_command, run_agent_entries
+
+        again = resume_command(system_config, tests_dir, test_scenario, run_dir)
+        code = run_agent_entries(plan, run_dir, system, click.echo, resume is not None, resume_command=again)
+    else:
+        code = pipeline.run_plain(plan, run_dir, system)
     _summary(run_dir)
     click.echo(f"Results: {run_dir}")
     sys.exit(code)
@@ -147,10 +158,16 @@ def dry_run(
     from cloudai import pipeline
 
     plan = pipeline.load_plan(system_config, tests_dir, test_scenario)
+    _check_flags(plan, single_sbatch)
     system = pipeline.build_system(plan.system_config)
     run_dir = pipeline.create_run_dir(pipeline.output_root(plan, output_dir), plan.scenario.name)
     pipeline.write_run_manifest(plan, run_dir)
-    pipeline.dry_run_plain(plan, run_dir, system, click.echo)
+    if plan.agent_driven:
+        from cloudai.dse import dry_run_agent_entries
+
+        dry_run_agent_entries(plan, run_dir, system, click.echo)
+    else:
+        pipeline.dry_run_plain(plan, run_dir, system, click.echo)
     click.echo(f"Dry run: nothing was run; scripts in {run_dir}")
 
 
@@ -231,6 +248,27 @@ def serve(
     click.echo(f"Serving '{loaded.checked.entry.id}' at {url} ({auth}); results in {loaded.trial_dir}")
     serving.run(app, sock)
     click.echo(f"Stopped. Results: {loaded.trial_dir}")
+
+
+@cli.command(name="generate-report")
+@click.argument("results_dirs", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("--output", type=click.Path(path_type=Path, dir_okay=False), help="Write the report (or comparison) here.")
+@_common
+def generate_report(results_dirs: tuple[Path, ...], output: Path | None, verbose: bool, log_file: Path | None) -> None:
+    """Write report.html and summary.csv per results dir; with several dirs, also a comparison page."""
+    _setup_logging(verbose, log_file)
+    from cloudai.reports import generate_report as generate
+
+    click.echo(f"Report: {generate(list(results_dirs), output)}")
+
+
+def _check_flags(plan: Any, single_sbatch: bool) -> None:
+    """Flag combinations the plan cannot honour (e.g. ``--single-sbatch`` with live RL): exit 2, nothing written."""
+    from cloudai.dse_checks import check_single_sbatch
+
+    problems = check_single_sbatch(plan.checked, single_sbatch)
+    if problems:
+        raise ConfigError(problems=problems)
 
 
 def _summary(run_dir: Path) -> None:

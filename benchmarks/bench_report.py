@@ -1,0 +1,79 @@
+"""Report generation time for a synthetic 10 000-step DSE trajectory with env.csv (aim: < 10 s).
+
+    uv run python benchmarks/bench_report.py [--steps N] [--keep]
+
+Writes a results dir in the layout `cloudai run` leaves (run.json, trajectory.csv, env.csv), times
+``generate_report`` on it (a cold start: imports of matplotlib and optuna included) and prints the seconds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import math
+import random
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+KNOBS = {
+    "threads": [1, 2, 4, 8, 16, 32, 64, 128],
+    "algo": ["ring", "tree", "nvls"],
+    "chunk_kib": None,  # continuous 64..4096
+    "use_sharp": [True, False],
+}
+
+
+def synthetic_run(root: Path, steps: int, seed: int = 0) -> Path:
+    rng = random.Random(seed)
+    run = root / "bench-scenario_2026-11-23_07-00-00"
+    it_dir = run / "Tests.1" / "0"
+    it_dir.mkdir(parents=True)
+    entry = {"id": "Tests.1", "test_name": "nccl", "workload": "NcclTest", "iterations": 1, "agent_driven": True,
+             "live_rl": False, "agent": "optuna", "agent_metrics": ["default"], "reward_function": "inverse",
+             "env_params": ["background_load", "link_latency_us"]}  # fmt: skip
+    manifest = {"scenario": "bench-scenario", "started_at": time.time(), "system": "standalone", "entries": [entry]}
+    (run / "run.json").write_text(json.dumps(manifest))
+    with (it_dir / "trajectory.csv").open("w", newline="") as tf, (it_dir / "env.csv").open("w", newline="") as ef:
+        traj, env = csv.writer(tf), csv.writer(ef)
+        traj.writerow(["step", "episode", "action", "reward", "observation", "status", "elapsed_s"])
+        env.writerow(["step", "background_load", "link_latency_us"])
+        action: dict = {}
+        for step in range(1, steps + 1):
+            status = rng.choices(["ok", "cached", "failed", "constraint"], [90, 5, 3, 2])[0]
+            if status != "cached" or not action:  # a cached step repeats an earlier action
+                action = {k: rng.choice(v) if v else round(rng.uniform(64, 4096), 1) for k, v in KNOBS.items()}
+            load, latency = rng.choice([0.0, 0.3, 0.6, 0.9]), round(rng.uniform(0.5, 20.0), 3)
+            busbw = math.log2(action["threads"]) * (1.3 if action["algo"] == "tree" else 1.0) * (1 - 0.5 * load)
+            reward = -1.0 if status in ("failed", "constraint") else busbw + rng.gauss(0, 0.2)
+            traj.writerow([step, 1, json.dumps(action), round(reward, 4), json.dumps([busbw]), status, 1.0])
+            env.writerow([step, load, latency])
+    return run
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description="Time generate_report on a synthetic trajectory.")
+    parser.add_argument("--steps", type=int, default=10_000)
+    parser.add_argument("--keep", action="store_true", help="keep the results dir and print its path")
+    args = parser.parse_args()
+    root = Path(tempfile.mkdtemp(prefix="cloudai-bench-report-"))
+    try:
+        run = synthetic_run(root, args.steps)
+        start = time.perf_counter()
+        from cloudai.reports import generate_report
+
+        report = generate_report([run])
+        elapsed = time.perf_counter() - start
+        size_kib = report.stat().st_size / 1024
+        print(f"generate_report: {args.steps} steps with env.csv in {elapsed:.2f} s ({size_kib:.0f} KiB report)")
+        if args.keep:
+            print(report)
+    finally:
+        if not args.keep:
+            shutil.rmtree(root, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,38 @@
+"""Reports on results dirs: the HTML report, ``summary.csv``, run comparisons and the terminal summary.
+
+Public API (everything else in this package is private)::
+
+    generate_report(run_dirs: list[Path], output: Path | None = None) -> Path
+    print_summary(run_dir: Path, console: rich.console.Console | None = None) -> None
+
+Both raise ``cloudai.errors.ConfigError`` (exit code 2) for a dir that is not a cloudai results dir.
+Importing this package imports nothing heavy: pandas, optuna, matplotlib and rich load on first call.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+__all__ = ["generate_report", "print_summary"]
+
+
+def generate_report(run_dirs: list[Path], output: Path | None = None) -> Path:
+    """One self-contained ``report.html`` + ``summary.csv`` per dir; a comparison page for several dirs.
+
+    Returns the page to open: the report for one dir, the comparison (``output`` or ``comparison.html``
+    beside the first dir) for several. See ``cloudai.reports.generate.generate_report``.
+    """
+    from cloudai.reports.generate import generate_report as generate
+
+    return generate(run_dirs, output)
+
+
+def print_summary(run_dir: Path, console: Console | None = None) -> None:
+    """A rich table: status counts per test, best trial of agent-driven tests, where the report is."""
+    from cloudai.reports.summary import print_summary as summary
+
+    summary(run_dir, console)

@@ -1,0 +1,140 @@
+"""What the report says about a trajectory: convergence, knob importance, top trials (regimes: ``regimes.py``).
+
+Pure functions of a ``Trajectory``: no plotting, no HTML. Rewards are maximised (higher is better), and only
+``ok``/``cached`` steps count as measurements of their action. Importance is Optuna's
+``get_param_importances`` on an in-memory study rebuilt from the trajectory, not hand-written statistics.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import warnings
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Literal, TypeGuard
+
+from cloudai.reports.trajectory import Step, Trajectory
+
+if TYPE_CHECKING:
+    from optuna.distributions import BaseDistribution
+
+KnobKind = Literal["categorical", "int", "float"]
+Choice = bool | int | float | str | None
+FEW_VALUES = 6  # at most this many distinct values: a numeric knob (or env param) is treated as categorical
+TOP_N = 10
+
+
+def is_number(value: object) -> TypeGuard[int | float]:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def knob_kind(values: Sequence[object]) -> KnobKind:
+    """Categorical for strings, bools, mixed or few distinct values; an int or float range otherwise."""
+    present = [_choice(v) for v in values if v is not None]
+    if not present or not all(is_number(v) for v in present) or len(set(present)) <= FEW_VALUES:
+        return "categorical"
+    return "int" if all(isinstance(v, int) for v in present) else "float"
+
+
+def best_so_far(traj: Trajectory) -> list[float]:
+    """Best scored reward up to each step, aligned with ``traj.steps`` (NaN before the first scored step)."""
+    best, out = -math.inf, []
+    for s in traj.steps:
+        if s.scored:
+            best = max(best, s.reward)
+        out.append(best if best > -math.inf else math.nan)
+    return out
+
+
+def episode_returns(traj: Trajectory) -> dict[int, tuple[float, int]]:
+    """Episode -> (sum of its rewards, number of steps); failed steps' rewards count, as the agent was paid them."""
+    sums: dict[int, float] = defaultdict(float)
+    sizes: dict[int, int] = defaultdict(int)
+    for s in traj.steps:
+        sizes[s.episode] += 1
+        if not math.isnan(s.reward):
+            sums[s.episode] += s.reward
+    return {ep: (sums[ep], sizes[ep]) for ep in sizes}
+
+
+@dataclass(frozen=True)
+class TopTrial:
+    step: Step  # the configuration's best step
+    evaluations: int  # how many steps tried this configuration
+
+
+def top_trials(traj: Trajectory, n: int = TOP_N) -> list[TopTrial]:
+    """The ``n`` best distinct configurations, best first."""
+    counts: dict[str, int] = defaultdict(int)
+    for s in traj.steps:
+        counts[s.key] += 1
+    seen: set[str] = set()
+    top: list[TopTrial] = []
+    for s in sorted(traj.scored(), key=lambda s: (-s.reward, s.step)):
+        if s.key not in seen and len(top) < n:
+            seen.add(s.key)
+            top.append(TopTrial(s, counts[s.key]))
+    return top
+
+
+@dataclass
+class Importance:
+    """Knob -> importance (sums to 1), or empty with ``note`` saying why; ``note`` also carries Optuna's warnings."""
+
+    values: dict[str, float] = field(default_factory=dict)
+    note: str = ""
+
+
+def param_importance(traj: Trajectory) -> Importance:
+    """Optuna importance over distinct ``ok`` configurations; needs >= 2 of them and a knob that varies."""
+    import optuna
+
+    distinct = {s.key: s for s in reversed([s for s in traj.steps if s.status == "ok" and s.scored])}
+    ok = list(distinct.values())
+    if len(ok) < 2:
+        return Importance(note=f"needs at least 2 distinct ok trials, found {len(ok)}")
+    dists = {k: d for k in traj.knobs if (d := _distribution([s.action.get(k) for s in ok])) is not None}
+    if not dists:
+        return Importance(note="no knob took more than one value in the ok trials")
+    trials = [
+        optuna.trial.create_trial(params={k: _choice(s.action[k]) for k in dists}, distributions=dists, value=s.reward)
+        for s in ok
+        if all(s.action.get(k) is not None for k in dists)
+    ]
+    if len(trials) < 2:
+        return Importance(note="fewer than 2 ok trials set every varying knob")
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    study = optuna.create_study(direction="maximize")
+    study.add_trials(trials)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            values = optuna.importance.get_param_importances(study)
+        except (ValueError, RuntimeError, ZeroDivisionError) as exc:
+            return Importance(note=f"optuna could not rank the knobs: {exc}")
+    note = " ".join(dict.fromkeys(str(w.message) for w in caught if issubclass(w.category, UserWarning)))
+    return Importance({k: float(v) for k, v in values.items()}, f"Optuna warned: {note}" if note else "")
+
+
+def _distribution(values: list[object]) -> BaseDistribution | None:
+    from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
+
+    present = [_choice(v) for v in values if v is not None]
+    distinct = list(dict.fromkeys(present))
+    if len(distinct) < 2:
+        return None
+    kind = knob_kind(present)
+    if kind == "categorical":
+        return CategoricalDistribution(sorted(distinct, key=lambda v: (type(v).__name__, str(v))))
+    numbers = [float(v) for v in present if is_number(v)]
+    lo, hi = min(numbers), max(numbers)
+    return IntDistribution(int(lo), int(hi)) if kind == "int" else FloatDistribution(lo, hi)
+
+
+def _choice(value: object) -> Choice:
+    """A value Optuna accepts as a parameter: scalars as they are, anything else as its JSON text."""
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    return json.dumps(value, sort_keys=True)

@@ -1,0 +1,87 @@
+"""The comparison page for several runs of the same test(s).
+
+Agent-driven tests are matched across runs by test name: their best-so-far curves are overlaid on one plot and
+their best configurations laid side by side (one column per run and iteration, one row per knob). Plain jobs
+are matched by (test name, iteration) with their status and headline metric per run. A test found in only
+some of the runs is listed, not an error: runs of different scenarios can still be compared where they meet.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+
+from cloudai.reports import html as h
+from cloudai.reports import plots
+from cloudai.reports.load import AgentRun, RunData
+
+
+def comparison_page(runs: list[RunData]) -> str:
+    labels = _labels(runs)
+    overview = [
+        (label, r.scenario, str(r.path), ", ".join(e.test_name for e in r.entries))
+        for label, r in zip(labels, runs, strict=True)
+    ]
+    body = [h.section("overview", "Runs compared", [h.table(["run", "scenario", "results", "tests"], overview)])]
+    by_test: dict[str, list[tuple[str, AgentRun]]] = defaultdict(list)
+    for label, run in zip(labels, runs, strict=True):
+        for ar in run.agent_runs:
+            by_test[run.entry(ar.test_id).test_name].append((f"{label} #{ar.iteration}", ar))
+    for test_name, members in by_test.items():
+        body.append(_agent_comparison(test_name, members, len(runs)))
+    if any(r.jobs for r in runs):
+        body.append(_jobs_comparison(runs, labels))
+    if not by_test and not any(r.jobs for r in runs):
+        body.append(h.note("None of these runs has a finished job yet.", "warn"))
+    return h.page(f"cloudai comparison of {len(runs)} runs", body)
+
+
+def _labels(runs: list[RunData]) -> list[str]:
+    names = [r.path.name for r in runs]
+    if len(set(names)) == len(names):
+        return names
+    return [f"{r.path.parent.name}/{r.path.name}" if names.count(r.path.name) > 1 else r.path.name for r in runs]
+
+
+def _agent_comparison(test_name: str, members: list[tuple[str, AgentRun]], n_runs: int) -> str:
+    slug = "compare-" + test_name.replace(" ", "_")
+    parts = []
+    runs_with = {label.rsplit(" #", 1)[0] for label, _ in members}
+    if len(runs_with) < n_runs:
+        parts.append(h.note(f"Only in {len(runs_with)} of {n_runs} runs: {', '.join(sorted(runs_with))}.", "warn"))
+    curves = {label: ar.trajectory for label, ar in members if ar.trajectory.steps}
+    if curves:
+        parts.append(h.img(plots.overlaid_best(curves), "best so far"))
+    parts.append(_best_side_by_side(members))
+    return h.section(slug, f"{test_name}: best so far and best configurations", parts)
+
+
+def _best_side_by_side(members: list[tuple[str, AgentRun]]) -> str:
+    bests = [(label, ar, ar.trajectory.best()) for label, ar in members]
+    knobs = list(dict.fromkeys(k for _, ar, _ in bests for k in ar.trajectory.knobs))
+    rows: list[list[object]] = [
+        ["best reward", *(None if b is None else b.reward for _, _, b in bests)],
+        ["best step", *(None if b is None else b.step for _, _, b in bests)],
+        ["steps", *(len(ar.trajectory.steps) for _, ar, _ in bests)],
+        ["ok steps", *(ar.trajectory.status_counts().get("ok", 0) for _, ar, _ in bests)],
+    ]
+    for knob in knobs:
+        rows.append([knob, *(None if b is None else _value(b.action.get(knob)) for _, _, b in bests)])
+    return h.table(["", *(label for label, _, _ in bests)], rows)
+
+
+def _value(value: object) -> object:
+    return value if value is None or isinstance(value, int | float | str) else json.dumps(value)
+
+
+def _jobs_comparison(runs: list[RunData], labels: list[str]) -> str:
+    keys = list(dict.fromkeys((r.entry(j.test_id).test_name, j.iteration) for r in runs for j in r.jobs))
+    rows = []
+    for name, iteration in keys:
+        cells: list[object] = [name, iteration]
+        for run in runs:
+            same = (j for j in run.jobs if (run.entry(j.test_id).test_name, j.iteration) == (name, iteration))
+            job = next(same, None)
+            cells.append("—" if job is None else f"{job.status} {h.fmt(job.headline)}")
+        rows.append(cells)
+    return h.section("jobs", "Plain jobs: status and headline metric", [h.table(["test", "iteration", *labels], rows)])

@@ -1,0 +1,79 @@
+"""HTML primitives for a self-contained page: inline CSS, no script, no external resource of any kind.
+
+Every function returns an HTML fragment as ``str`` and escapes what it is given, so callers pass plain
+text and values. Sections carry ``id`` and ``data-section`` so tests (and readers' links) can find them.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from html import escape
+
+CSS = """
+body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 1150px; color: #222; padding: 0 1em; }
+h1 { font-size: 1.6em; } h2 { border-bottom: 1px solid #ccc; padding-bottom: .2em; margin-top: 1.8em; }
+table { border-collapse: collapse; margin: .6em 0; font-size: .9em; }
+th, td { border: 1px solid #ddd; padding: .25em .6em; text-align: left; vertical-align: top; }
+th { background: #f3f3f3; } td.num { text-align: right; font-variant-numeric: tabular-nums; }
+img { max-width: 100%; height: auto; display: block; margin: .6em 0; }
+.note { color: #555; font-style: italic; } .warn { background: #fff4e5; border-left: 4px solid #f90; padding: .5em; }
+.trap { background: #fdecea; border-left: 4px solid #d33; padding: .5em; }
+.ok { color: #1a7f37; } .failed, .timeout, .cancelled, .stopped { color: #c62828; }
+pre { background: #f6f6f6; padding: .6em; overflow-x: auto; }
+"""
+
+
+def page(title: str, body: Iterable[str]) -> str:
+    return (
+        '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+        f"<title>{escape(title)}</title>\n<style>{CSS}</style>\n</head>\n<body>\n"
+        f"<h1>{escape(title)}</h1>\n" + "\n".join(body) + "\n</body>\n</html>\n"
+    )
+
+
+def section(slug: str, title: str, parts: Iterable[str], level: int = 2, data: str = "") -> str:
+    """``data-section`` is ``data`` or the part of ``slug`` after its last ``--``."""
+    kind = data or slug.split("--")[-1]
+    return (
+        f'<section id="{escape(slug)}" data-section="{escape(kind)}">\n'
+        f"<h{level}>{escape(title)}</h{level}>\n" + "\n".join(parts) + "\n</section>"
+    )
+
+
+def img(uri: str, alt: str) -> str:
+    return f'<img src="{uri}" alt="{escape(alt)}">'
+
+
+def note(text: str, kind: str = "note") -> str:
+    return f'<p class="{escape(kind)}">{escape(text)}</p>'
+
+
+def para(text: str) -> str:
+    return f"<p>{escape(text)}</p>"
+
+
+def pre(text: str) -> str:
+    return f"<pre>{escape(text)}</pre>"
+
+
+def fmt(value: object) -> str:
+    """Numbers to 4 significant digits, missing values as an em dash, everything else as text."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "—"
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    return str(value)
+
+
+def table(header: Sequence[str], rows: Iterable[Sequence[object]], status_col: int | None = None) -> str:
+    head = "".join(f"<th>{escape(h)}</th>" for h in header)
+    body = []
+    for row in rows:
+        cells = []
+        for i, value in enumerate(row):
+            numeric = isinstance(value, int | float) and not isinstance(value, bool)
+            cls = ' class="num"' if numeric else f' class="{escape(str(value))}"' if i == status_col else ""
+            cells.append(f"<td{cls}>{escape(fmt(value))}</td>")
+        body.append("<tr>" + "".join(cells) + "</tr>")
+    return f"<table>\n<thead><tr>{head}</tr></thead>\n<tbody>\n" + "\n".join(body) + "\n</tbody>\n</table>"

@@ -1,0 +1,211 @@
+"""Read a results dir ("run dir") back into typed records for the reports.
+
+Contract: ``load_run(run_dir)`` never runs anything and never writes. It trusts ``run.json`` for what the
+scenario declared and falls back to the tree (``<test id>/<iteration>/job.json`` or ``trajectory.csv``) for
+old or foreign dirs. A dir with neither is not a results dir: ``ConfigError`` naming it and what was expected.
+Damaged rows in ``trajectory.csv`` (the torn last line of an interrupted run) are dropped with a note, so a
+report of the completed steps is always possible.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from cloudai.errors import ConfigError
+from cloudai.reports.trajectory import Trajectory, read_env, read_trajectory
+
+RUN_MANIFEST = "run.json"
+JOB_RECORD = "job.json"
+TRAJECTORY = "trajectory.csv"
+ENV_FILE = "env.csv"
+FAILURE_FILE = "dse_failure.txt"
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One test of the scenario as ``run.json`` declares it (or as inferred from the tree)."""
+
+    id: str
+    test_name: str
+    workload: str = ""
+    agent_driven: bool = False
+    live_rl: bool = False
+    agent: str | None = None
+    agent_metrics: tuple[str, ...] = ("default",)
+    env_params: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class JobRecord:
+    """One finished (or abandoned) job: what ``job.json`` and ``metrics.json`` say."""
+
+    test_id: str
+    iteration: int
+    status: str
+    duration_s: float | None
+    metrics: dict[str, float]
+    reason: str = ""
+
+    @property
+    def headline(self) -> float | None:
+        """The ``default`` metric, the one a user sorts by."""
+        return self.metrics.get("default")
+
+
+@dataclass
+class AgentRun:
+    """One agent-driven (test, iteration): its trajectory (with env regimes and read notes) and any hard failure."""
+
+    test_id: str
+    iteration: int
+    trajectory: Trajectory
+    failure: str = ""  # dse_failure.txt: the run failed hard
+
+
+@dataclass
+class RunData:
+    """Everything a report shows about one run dir."""
+
+    path: Path
+    scenario: str
+    system: str
+    started_at: float | None
+    entries: list[Entry]
+    jobs: list[JobRecord] = field(default_factory=list)
+    agent_runs: list[AgentRun] = field(default_factory=list)
+
+    def entry(self, test_id: str) -> Entry:
+        return next((e for e in self.entries if e.id == test_id), Entry(test_id, test_id))
+
+
+def load_run(run_dir: Path) -> RunData:
+    """Read ``run_dir``; ``ConfigError`` when it is missing, not a dir, or holds no cloudai results."""
+    if not run_dir.is_dir():
+        raise ConfigError("no such results directory", file=run_dir, hint="pass a dir written by `cloudai run`")
+    manifest = _read_manifest(run_dir)
+    entries = _entries(manifest) if manifest is not None else _infer_entries(run_dir)
+    if manifest is None and not entries:
+        raise ConfigError(
+            "not a cloudai results directory: expected run.json or <test id>/<iteration>/job.json "
+            "or <test id>/<iteration>/trajectory.csv",
+            file=run_dir,
+            hint=_hint(run_dir),
+        )
+    run = RunData(
+        path=run_dir,
+        scenario=str((manifest or {}).get("scenario") or run_dir.name),
+        system=str((manifest or {}).get("system") or ""),
+        started_at=_float((manifest or {}).get("started_at")),
+        entries=entries,
+    )
+    for entry in entries:
+        for it_dir in _iteration_dirs(run_dir / entry.id):
+            iteration = int(it_dir.name)
+            if entry.agent_driven or (it_dir / TRAJECTORY).exists():
+                run.agent_runs.append(_agent_run(entry, it_dir, iteration))
+            elif (it_dir / JOB_RECORD).exists():
+                run.jobs.append(_job_record(entry.id, iteration, it_dir))
+    return run
+
+
+def _read_manifest(run_dir: Path) -> dict[str, Any] | None:
+    path = run_dir / RUN_MANIFEST
+    if not path.exists():
+        return None
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"unreadable run manifest: {exc}", file=path) from None
+    if not isinstance(data, dict) or not isinstance(data.get("entries", []), list):
+        raise ConfigError("run manifest is not an object with an 'entries' list", file=path)
+    return data
+
+
+def _entries(manifest: dict[str, Any]) -> list[Entry]:
+    entries = []
+    for raw in manifest.get("entries", []):
+        if not isinstance(raw, dict) or "id" not in raw:
+            continue
+        entries.append(
+            Entry(
+                id=str(raw["id"]),
+                test_name=str(raw.get("test_name") or raw["id"]),
+                workload=str(raw.get("workload") or ""),
+                agent_driven=bool(raw.get("agent_driven")),
+                live_rl=bool(raw.get("live_rl")),
+                agent=raw.get("agent"),
+                agent_metrics=tuple(str(m) for m in raw.get("agent_metrics") or ("default",)),
+                env_params=tuple(str(p) for p in raw.get("env_params") or ()),
+            )
+        )
+    return entries
+
+
+def _infer_entries(run_dir: Path) -> list[Entry]:
+    """Tests of a dir without ``run.json``: children holding ``<iteration>/{job.json,trajectory.csv}``."""
+    entries = []
+    for child in sorted(p for p in run_dir.iterdir() if p.is_dir()):
+        its = [d for d in _iteration_dirs(child) if (d / JOB_RECORD).exists() or (d / TRAJECTORY).exists()]
+        if its:
+            driven = any((d / TRAJECTORY).exists() for d in its)
+            episodes = driven and any(_has_episodes(d / TRAJECTORY) for d in its)
+            entries.append(Entry(child.name, child.name, agent_driven=driven, live_rl=episodes))
+    return entries
+
+
+def _has_episodes(path: Path) -> bool:
+    return path.exists() and read_trajectory(path).episodes > 1
+
+
+def _iteration_dirs(test_dir: Path) -> list[Path]:
+    if not test_dir.is_dir():
+        return []
+    return sorted((p for p in test_dir.iterdir() if p.is_dir() and p.name.isdigit()), key=lambda p: int(p.name))
+
+
+def _job_record(test_id: str, iteration: int, job_dir: Path) -> JobRecord:
+    try:
+        record = json.loads((job_dir / JOB_RECORD).read_text())
+    except (OSError, ValueError):
+        record = {"status": "unknown", "reason": "job.json unreadable"}
+    metrics = _metrics(record.get("metrics"))
+    if (job_dir / "metrics.json").exists():
+        with contextlib.suppress(OSError, ValueError):
+            metrics.update(_metrics(json.loads((job_dir / "metrics.json").read_text())))
+    start, end = _float(record.get("started_at")), _float(record.get("ended_at"))
+    duration = end - start if start is not None and end is not None else None
+    status, reason = str(record.get("status", "unknown")), str(record.get("reason") or "")
+    return JobRecord(test_id, iteration, status, duration, metrics, reason)
+
+
+def _agent_run(entry: Entry, it_dir: Path, iteration: int) -> AgentRun:
+    traj_path = it_dir / TRAJECTORY
+    if traj_path.exists():
+        trajectory = read_trajectory(traj_path)
+        if (it_dir / ENV_FILE).exists():
+            read_env(it_dir / ENV_FILE, trajectory)
+    else:
+        trajectory = Trajectory(notes=["no trajectory.csv: the agent completed no step"])
+    failure = (it_dir / FAILURE_FILE).read_text(errors="replace") if (it_dir / FAILURE_FILE).exists() else ""
+    return AgentRun(entry.id, iteration, trajectory, failure)
+
+
+def _metrics(raw: object) -> dict[str, float]:
+    if not isinstance(raw, dict):
+        return {}
+    return {str(k): float(v) for k, v in raw.items() if isinstance(v, int | float) and not isinstance(v, bool)}
+
+
+def _float(value: object) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def _hint(run_dir: Path) -> str:
+    runs = sorted(p.name for p in run_dir.iterdir() if (p / RUN_MANIFEST).exists()) if run_dir.is_dir() else []
+    if runs:
+        return f"this looks like an output_path; pass one of its run dirs: {', '.join(runs[:5])}"
+    return "pass a <output_path>/<scenario>_<timestamp> dir written by `cloudai run`"

@@ -1,0 +1,148 @@
+"""Does the best configuration hold across environment regimes, or is it good only where the env was easy?
+
+A regime is one value of one env param (``env.csv``), or one quartile bin of a continuous numeric param;
+each param is looked at on its own, so a few params do not explode into a sparse cross product. In every
+regime the best configuration's mean and min reward stand beside every measured configuration's mean. The
+verdict calls it a *trap* when it is below the median configuration in some regime it was measured in, and
+*unproven* when some regime never measured it; either way it names the most robust configuration (highest
+worst-regime mean among those measured in every regime), if there is one.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from bisect import bisect_right
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass
+from statistics import fmean
+
+from cloudai.reports.analysis import is_number
+from cloudai.reports.trajectory import Step, Trajectory
+
+
+@dataclass(frozen=True)
+class Regime:
+    """The best configuration in one regime of one env param, beside every configuration measured there."""
+
+    param: str
+    label: str  # the value, or the bin of a continuous param
+    best_mean: float  # NaN when the best configuration was never measured here
+    best_min: float
+    best_n: int
+    all_mean: float  # mean over configurations of each one's mean reward here
+    configs: int
+    beaten_by: float  # share of configurations with a higher mean here (NaN when not measured)
+
+
+@dataclass
+class Regimes:
+    rows: list[Regime]
+    verdict: str
+    trap: bool  # the best configuration is weak, or unproven, in some regime
+
+
+def regimes(traj: Trajectory) -> Regimes | None:
+    """Per env param, group scored steps by regime; None without a scored step or without env data."""
+    best = traj.best()
+    if best is None or not traj.env_params:
+        return None
+    rows: list[Regime] = []
+    worst_per_param: list[dict[str, float]] = []  # per param: config measured in all its regimes -> worst mean
+    for param in traj.env_params:
+        groups = _groups(traj, param)
+        for label, configs in groups.items():
+            means = {k: fmean(r) for k, r in configs.items()}
+            mine = configs.get(best.key, [])
+            best_mean = means.get(best.key, math.nan)
+            beaten = sum(m > best_mean for m in means.values()) / len(means) if mine else math.nan
+            rows.append(
+                Regime(
+                    param,
+                    label,
+                    best_mean,
+                    min(mine, default=math.nan),
+                    len(mine),
+                    fmean(means.values()),
+                    len(means),
+                    beaten,
+                )
+            )
+        everywhere = set.intersection(*(set(c) for c in groups.values())) if groups else set()
+        worst_per_param.append({k: min(fmean(c[k]) for c in groups.values()) for k in everywhere})
+    common = set.intersection(*(set(w) for w in worst_per_param))
+    worst_of = {k: min(w[k] for w in worst_per_param) for k in common}
+    return Regimes(rows, *_verdict(rows, best, _robust(traj, worst_of)))
+
+
+def _groups(traj: Trajectory, param: str) -> dict[str, dict[str, list[float]]]:
+    label_of = labeller([s.env.get(param) for s in traj.steps])
+    groups: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    for s in traj.scored():
+        groups[label_of(s.env.get(param))][s.key].append(s.reward)
+    return dict(sorted(groups.items(), key=lambda kv: _order(kv[0])))
+
+
+def _order(label: str) -> tuple[int, float, str]:
+    head = label.split(" to ")[0]
+    try:
+        return (0, float(head), label)
+    except ValueError:
+        return (1, 0.0, label)
+
+
+def labeller(values: list[object]) -> Callable[[object], str]:
+    """Value -> regime label: the value itself, or its quartile bin for a continuous numeric param."""
+    present = [v for v in values if v is not None]
+    numbers = sorted(float(v) for v in present if is_number(v))
+    if len(numbers) != len(present) or len(set(numbers)) <= 6:
+        return str
+    edges = sorted({numbers[int(q * (len(numbers) - 1))] for q in (0.25, 0.5, 0.75)})
+    bounds = [numbers[0], *edges, numbers[-1]]
+
+    def label(v: object) -> str:
+        if not is_number(v):
+            return str(v)
+        i = min(bisect_right(edges, float(v)), len(bounds) - 2)
+        return f"{bounds[i]:.3g} to {bounds[i + 1]:.3g}"
+
+    return label
+
+
+def _robust(traj: Trajectory, worst_of: dict[str, float]) -> tuple[Step, float] | None:
+    if not worst_of:
+        return None
+    key = max(worst_of, key=lambda k: worst_of[k])
+    step = next(s for s in traj.steps if s.key == key)
+    return step, worst_of[key]
+
+
+def _verdict(rows: list[Regime], best: Step, robust: tuple[Step, float] | None) -> tuple[str, bool]:
+    hardest = min(rows, key=lambda r: r.all_mean)
+    weak = [r for r in rows if r.best_n and r.configs > 1 and r.beaten_by > 0.5]
+    unseen = [r for r in rows if not r.best_n]
+    alternative = ""
+    if robust is not None and robust[0].key != best.key:
+        alternative = (
+            f" The most robust configuration measured in every regime is {json.dumps(robust[0].action)} "
+            f"(worst regime mean {robust[1]:.4g})."
+        )
+    if weak:
+        where = "; ".join(f"{r.param}={r.label}" for r in weak)
+        return (
+            f"Trap: the best configuration is below the median configuration in {where}. It looks best "
+            f"because of the easier regimes.{alternative}",
+            True,
+        )
+    if unseen:
+        return (
+            f"Unproven: the best configuration was never measured in {len(unseen)} of {len(rows)} regimes "
+            f"(hardest: {hardest.param}={hardest.label}); it may be good only where it was tried.{alternative}",
+            True,
+        )
+    return (
+        f"The best configuration holds in every observed regime (hardest: {hardest.param}={hardest.label}, "
+        f"where it averages {hardest.best_mean:.4g}).",
+        False,
+    )

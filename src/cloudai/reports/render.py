@@ -1,0 +1,120 @@
+"""One run dir's report page: the plain jobs table, then one section per agent-driven (test, iteration).
+
+Section ids (``data-section`` in brackets) are stable, for links and tests: ``overview``, ``jobs``, and per
+agent run ``<test id>-<iteration>`` [agent] with sub-sections ``<base>--reward`` [reward], ``--knobs``
+[knobs], ``--importance`` [importance], ``--top`` [top], ``--regimes`` [regimes], ``--episodes`` [episodes].
+A section that cannot be computed says why instead of disappearing.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+
+from cloudai.reports import analysis, plots, regimes
+from cloudai.reports import html as h
+from cloudai.reports.load import AgentRun, RunData
+from cloudai.reports.trajectory import Trajectory
+
+
+def run_page(run: RunData) -> str:
+    body = [_overview(run)]
+    if run.jobs:
+        body.append(_jobs(run))
+    body.extend(agent_section(run, ar) for ar in run.agent_runs)
+    if not run.jobs and not run.agent_runs:
+        body.append(h.note("No job has finished in this run yet: nothing to report.", "warn"))
+    return h.page(f"cloudai report: {run.scenario}", body)
+
+
+def _overview(run: RunData) -> str:
+    when = datetime.fromtimestamp(run.started_at, UTC).strftime("%Y-%m-%d %H:%M:%S UTC") if run.started_at else "—"
+    rows = [("scenario", run.scenario), ("system", run.system or "—"), ("started", when), ("results", str(run.path))]
+    rows.append(("tests", ", ".join(f"{e.id} ({e.test_name})" for e in run.entries) or "—"))
+    return h.section("overview", "Overview", [h.table(["", ""], rows)])
+
+
+def _jobs(run: RunData) -> str:
+    rows = [
+        (j.test_id, run.entry(j.test_id).test_name, j.iteration, j.status, j.duration_s, j.headline, j.reason)
+        for j in run.jobs
+    ]
+    header = ["test", "test name", "iteration", "status", "duration (s)", "headline metric", "reason"]
+    return h.section("jobs", "Jobs", [h.table(header, rows, status_col=3)])
+
+
+def agent_section(run: RunData, ar: AgentRun) -> str:
+    entry = run.entry(ar.test_id)
+    traj = ar.trajectory
+    base = f"{ar.test_id}-{ar.iteration}".replace(" ", "_")
+    title = f"{ar.test_id} ({entry.test_name}), iteration {ar.iteration}" + (f": {entry.agent}" if entry.agent else "")
+    parts = [h.note(n, "warn") for n in traj.notes]
+    if ar.failure:
+        parts += [h.note("The run failed hard (dse_failure.txt):", "warn"), h.pre(ar.failure)]
+    counts = ", ".join(f"{n} {s}" for s, n in traj.status_counts().items()) or "none"
+    parts.append(h.para(f"{len(traj.steps)} steps: {counts}."))
+    if not traj.steps:
+        return h.section(base, title, parts, data="agent")
+    best = traj.best()
+    if best is not None:
+        action = json.dumps(best.action, sort_keys=True)
+        parts.append(h.para(f"Best: reward {h.fmt(best.reward)} at step {best.step}, action {action}."))
+    parts.append(h.section(f"{base}--reward", "Reward per step", [h.img(plots.reward_curve(traj), "reward")], 3))
+    if traj.knobs and traj.scored():
+        parts.append(h.section(f"{base}--knobs", "Knob effects", [h.img(plots.knob_effects(traj), "knobs")], 3))
+    parts.append(_importance(traj, base))
+    parts.append(_top(traj, base))
+    if traj.env_params:
+        parts.append(_regimes(traj, base))
+    if entry.live_rl or traj.episodes > 1:
+        returns = analysis.episode_returns(traj)
+        table = h.table(["episode", "return", "steps"], [(ep, ret, n) for ep, (ret, n) in returns.items()])
+        img = h.img(plots.episode_returns(returns), "episode returns")
+        parts.append(h.section(f"{base}--episodes", "Episode returns", [img, table], 3))
+    return h.section(base, title, parts, data="agent")
+
+
+def _importance(traj: Trajectory, base: str) -> str:
+    imp = analysis.param_importance(traj)
+    if not imp.values:
+        return h.section(f"{base}--importance", "Parameter importance", [h.note(f"Not computed: {imp.note}.")], 3)
+    parts = [
+        h.img(plots.importance_bars(imp.values), "importance"),
+        h.table(["knob", "importance"], list(imp.values.items())),
+        h.note("Optuna get_param_importances over the distinct ok trials; importances sum to 1."),
+    ]
+    if imp.note:
+        parts.append(h.note(imp.note, "warn"))
+    return h.section(f"{base}--importance", "Parameter importance", parts, 3)
+
+
+def _top(traj: Trajectory, base: str) -> str:
+    top = analysis.top_trials(traj)
+    if not top:
+        return h.section(f"{base}--top", "Top 10 trials", [h.note("No ok or cached trial yet.")], 3)
+    header = ["step", "episode", "reward", "status", *traj.knobs, "evaluations"]
+    rows = [
+        [t.step.step, t.step.episode, t.step.reward, t.step.status, *(_cell(t.step.action.get(k)) for k in traj.knobs),
+         t.evaluations]
+        for t in top
+    ]  # fmt: skip
+    return h.section(f"{base}--top", f"Top {len(top)} trials", [h.table(header, rows, status_col=3)], 3)
+
+
+def _regimes(traj: Trajectory, base: str) -> str:
+    title = "Best configuration across environment regimes"
+    reg = regimes.regimes(traj)
+    if reg is None:
+        return h.section(f"{base}--regimes", title, [h.note("No scored trial to place in a regime.")], 3)
+    header = ["env param", "regime", "best mean", "best min", "best n", "all configs mean", "configs", "share better"]
+    rows = [[r.param, r.label, r.best_mean, r.best_min, r.best_n, r.all_mean, r.configs, r.beaten_by] for r in reg.rows]
+    parts = [
+        h.note(reg.verdict, "trap" if reg.trap else "note"),
+        h.img(plots.regime_bars(reg), "regimes"),
+        h.table(header, rows),
+    ]
+    return h.section(f"{base}--regimes", title, parts, 3)
+
+
+def _cell(value: object) -> object:
+    return value if value is None or isinstance(value, bool | int | float | str) else json.dumps(value)

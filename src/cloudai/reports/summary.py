@@ -1,0 +1,125 @@
+"""The short forms of a run: ``summary.csv`` (one row per test iteration) and the terminal table.
+
+``summary.csv`` columns (``SUMMARY_COLUMNS``): ``kind`` is ``plain``, ``dse`` or ``live_rl``. For plain jobs
+``status``, ``duration_s`` and ``metric`` (the ``default`` metric) come from ``job.json``/``metrics.json``;
+for agent-driven tests ``status`` is ``failed`` when the run failed hard (``dse_failure.txt``) or no step
+scored, else ``ok``, and ``steps, ok_steps, best_step, best_reward, best_action`` describe the search.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections import Counter
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from cloudai.reports.load import AgentRun, RunData, load_run
+from cloudai.reports.write import atomic_write
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+SUMMARY_FILE = "summary.csv"
+REPORT_FILE = "report.html"
+SUMMARY_COLUMNS = (
+    "test_id",
+    "test_name",
+    "iteration",
+    "kind",
+    "status",
+    "duration_s",
+    "metric",
+    "steps",
+    "ok_steps",
+    "best_step",
+    "best_reward",
+    "best_action",
+)
+
+
+def summary_rows(run: RunData) -> list[dict[str, object]]:
+    rows: list[dict[str, object]] = []
+    for job in run.jobs:
+        rows.append(
+            {
+                "test_id": job.test_id,
+                "test_name": run.entry(job.test_id).test_name,
+                "iteration": job.iteration,
+                "kind": "plain",
+                "status": job.status,
+                "duration_s": None if job.duration_s is None else round(job.duration_s, 3),
+                "metric": job.headline,
+            }
+        )
+    for ar in run.agent_runs:
+        entry, traj = run.entry(ar.test_id), ar.trajectory
+        best = traj.best()
+        row: dict[str, object] = {
+            "test_id": ar.test_id,
+            "test_name": entry.test_name,
+            "iteration": ar.iteration,
+            "kind": "live_rl" if entry.live_rl else "dse",
+            "status": "failed" if ar.failure or best is None else "ok",
+            "steps": len(traj.steps),
+            "ok_steps": traj.status_counts().get("ok", 0),
+        }
+        if best is not None:
+            row.update(best_step=best.step, best_reward=best.reward)
+            row["best_action"] = json.dumps(best.action, sort_keys=True)
+        rows.append(row)
+    return rows
+
+
+def write_summary_csv(run: RunData) -> Path:
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(SUMMARY_COLUMNS)
+    for row in summary_rows(run):
+        writer.writerow(["" if row.get(c) is None else row[c] for c in SUMMARY_COLUMNS])
+    return atomic_write(run.path / SUMMARY_FILE, buf.getvalue())
+
+
+def print_summary(run_dir: Path, console: Console | None = None) -> None:
+    """Status counts per test, the best trial of agent-driven tests, and where the report is (or how to make it).
+
+    Raises ``ConfigError`` when ``run_dir`` is not a results dir (see ``load_run``).
+    """
+    from rich.console import Console
+    from rich.table import Table
+
+    run = load_run(run_dir)
+    console = console or Console()
+    driven = bool(run.agent_runs)
+    table = Table(title=f"{run.scenario}: {run_dir}")
+    for column in ("test", "kind", "iterations", "status", *(("best reward", "best action") if driven else ())):
+        table.add_column(column, overflow="fold")
+    for entry in run.entries:
+        jobs = [j for j in run.jobs if j.test_id == entry.id]
+        agent_runs = [a for a in run.agent_runs if a.test_id == entry.id]
+        counts = Counter(j.status for j in jobs)
+        for ar in agent_runs:
+            counts.update(ar.trajectory.status_counts())
+        kind = "live RL" if entry.live_rl else "DSE" if entry.agent_driven else "plain"
+        status = ", ".join(f"{_style(s)}{n} {s}[/]" for s, n in sorted(counts.items())) or "no results"
+        best = _best(agent_runs) if driven else ()
+        table.add_row(f"{entry.id} ({entry.test_name})", kind, str(len(jobs) + len(agent_runs)), status, *best)
+    console.print(table)
+    report = run_dir / REPORT_FILE
+    if report.exists():
+        console.print(f"Report: {report}")
+    else:
+        console.print(f"Report: run `cloudai generate-report {run_dir}`")
+
+
+def _best(agent_runs: list[AgentRun]) -> tuple[str, str]:
+    bests = [b for ar in agent_runs if (b := ar.trajectory.best()) is not None]
+    if not bests:
+        return ("—", "—") if agent_runs else ("", "")
+    best = max(bests, key=lambda b: b.reward)
+    return f"{best.reward:.4g} (step {best.step})", json.dumps(best.action, sort_keys=True)
+
+
+def _style(status: str) -> str:
+    return "[green]" if status in ("ok", "cached") else "[yellow]" if status == "constraint" else "[red]"

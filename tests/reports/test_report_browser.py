@@ -1,0 +1,115 @@
+"""report.html rendered by a real headless Chromium: it loads offline, without errors, and is not blank.
+
+Three checks per page, from one Chromium run each:
+- the screenshot exists and has content (pixel spread of the greyscale image, share of non-white pixels);
+- Chromium's stderr log holds no ``CONSOLE`` line (the report has no script, so any console message
+  is a problem: a blocked resource, a parse error) except our probe's;
+- Chromium's NetLog holds no request started by the page (browser-internal ones have initiator
+  "not an origin"): the report needs no network.
+The probe is a copy of report.html with a load-time script that checks every image decoded.
+Needs ``/usr/bin/chromium`` (Debian package ``chromium``); skipped without it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from cloudai.reports import generate_report
+
+pytestmark = pytest.mark.browser
+
+CHROMIUM = Path("/usr/bin/chromium")
+PROBE = """<script>
+window.addEventListener("load", () => {
+  const bad = [...document.images].filter((i) => !(i.complete && i.naturalWidth > 0));
+  if (bad.length) console.error("PROBE broken images: " + bad.map((i) => i.alt).join(","));
+  else console.log("PROBE ok " + document.images.length + " images");
+});
+</script>
+</body>"""
+
+
+def render(page: Path, tmp: Path) -> tuple[Path, list[str], list[str]]:
+    """Screenshot ``page``; return the PNG, the console lines logged, the URLs the page requested."""
+    if not CHROMIUM.exists():
+        pytest.skip("headless Chromium not installed: apt-get install -y chromium (Debian package 'chromium')")
+    shot, netlog, profile = tmp / f"{page.stem}.png", tmp / f"{page.stem}-net.json", tmp / f"{page.stem}-profile"
+    argv = [
+        str(CHROMIUM), "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+        "--disable-component-update", "--disable-sync", "--no-first-run", f"--user-data-dir={profile}",
+        f"--screenshot={shot}", "--window-size=1200,2000", "--enable-logging=stderr", "--v=0",
+        f"--log-net-log={netlog}", page.resolve().as_uri(),
+    ]  # fmt: skip
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    console = [line for line in done.stderr.splitlines() if re.search(r":CONSOLE[:(]", line)]
+    return shot, console, page_requests(netlog)
+
+
+def page_requests(netlog: Path) -> list[str]:
+    """URLs of network requests the page started (Chromium's own background requests are left out)."""
+    if not netlog.exists():
+        return []
+    text = netlog.read_text()
+    log = json.loads(text if text.rstrip().endswith("}") else text.rstrip().rstrip(",") + "]}")
+    start = log["constants"]["logEventTypes"]["URL_REQUEST_START_JOB"]
+    return [
+        e["params"]["url"]
+        for e in log["events"]
+        if e["type"] == start and "url" in e.get("params", {}) and e["params"].get("initiator") != "not an origin"
+    ]
+
+
+def assert_not_blank(png: Path) -> None:
+    from PIL import Image, ImageStat
+
+    assert png.exists() and png.stat().st_size > 0
+    with Image.open(png) as img:
+        grey = img.convert("L")
+        assert grey.size == (1200, 2000)
+        assert ImageStat.Stat(grey).stddev[0] > 10, "screenshot is (nearly) one colour"
+        histogram = grey.histogram()
+        assert 1 - histogram[255] / sum(histogram) > 0.02, "screenshot is (nearly) all white"
+
+
+def check(report: Path, tmp_path: Path) -> None:
+    shot, console, requests = render(report, tmp_path)
+    assert_not_blank(shot)
+    assert console == [], console
+    assert requests == [], requests
+
+    probe = report.with_name("probe.html")
+    probe.write_text(report.read_text().replace("</body>", PROBE))
+    _, console, requests = render(probe, tmp_path)
+    images = report.read_text().count("<img ")
+    assert len(console) == 1 and f"PROBE ok {images} images" in console[0], console
+    assert requests == []
+
+
+def test_dse_report_renders_offline_without_errors(live_run: Path, tmp_path: Path) -> None:
+    check(generate_report([live_run]), tmp_path)
+
+
+def test_comparison_renders_offline_without_errors(make_dse: Callable[..., Path], tmp_path: Path) -> None:
+    a, b = make_dse("a_2026-11-23_07-00-00", steps=30), make_dse("b_2026-11-23_08-00-00", steps=20, seed=3)
+    check(generate_report([a, b]), tmp_path)
+
+
+def test_the_probe_catches_a_broken_page(tmp_path: Path) -> None:
+    """The checks above can fail: a page with a broken image and a remote one is caught."""
+    page = tmp_path / "bad.html"
+    page.write_text(
+        '<html><body><img alt="x" src="missing.png"><img src="https://example.invalid/y.png"></body></html>'
+    )
+    _, _, requests = render(page, tmp_path)
+    assert requests == ["https://example.invalid/y.png"]
+    probe = tmp_path / "bad-probe.html"
+    probe.write_text(page.read_text().replace("</body>", PROBE))
+    _, console, _ = render(probe, tmp_path)
+    assert any("PROBE broken images" in line for line in console), console

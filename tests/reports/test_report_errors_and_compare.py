@@ -1,0 +1,113 @@
+"""Bad inputs give a ConfigError (exit code 2) naming the dir; several runs give a comparison page."""
+
+from __future__ import annotations
+
+import csv
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from tests.reports.report_builders import parse
+
+from cloudai.errors import ConfigError
+from cloudai.reports import generate_report
+
+MakeDse = Callable[..., Path]
+
+
+def test_an_empty_dir_is_a_config_error_naming_it(tmp_path: Path) -> None:
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(ConfigError) as info:
+        generate_report([empty])
+    assert info.value.exit_code == 2
+    assert str(empty) in str(info.value)
+    assert "expected run.json or <test id>/<iteration>/job.json" in str(info.value)
+    assert not list(empty.iterdir()), "nothing is written into a dir that is not a results dir"
+
+
+def test_an_unrelated_dir_is_a_config_error(tmp_path: Path) -> None:
+    (tmp_path / "src" / "pkg").mkdir(parents=True)
+    (tmp_path / "README.md").write_text("hello")
+    (tmp_path / "src" / "0").mkdir()
+    with pytest.raises(ConfigError, match="not a cloudai results directory"):
+        generate_report([tmp_path])
+
+
+def test_a_missing_dir_is_a_config_error(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="no such results directory"):
+        generate_report([tmp_path / "nope"])
+
+
+def test_an_output_path_hints_at_its_run_dirs(plain_run: Path) -> None:
+    with pytest.raises(ConfigError, match=f"pass one of its run dirs: {plain_run.name}"):
+        generate_report([plain_run.parent])
+
+
+def test_a_broken_run_json_is_a_config_error(tmp_path: Path) -> None:
+    (tmp_path / "run.json").write_text("{not json")
+    with pytest.raises(ConfigError, match="unreadable run manifest"):
+        generate_report([tmp_path])
+
+
+def test_one_bad_dir_among_several_writes_nothing(plain_run: Path, tmp_path: Path) -> None:
+    with pytest.raises(ConfigError):
+        generate_report([plain_run, tmp_path / "nope"])
+    assert not (plain_run / "report.html").exists()
+
+
+def test_no_dir_at_all_is_a_config_error() -> None:
+    with pytest.raises(ConfigError, match="no results directory given"):
+        generate_report([])
+
+
+def test_two_runs_of_the_same_test_are_compared(make_dse: MakeDse) -> None:
+    a = make_dse("dse-scenario_2026-11-23_07-00-00", steps=40, seed=1)
+    b = make_dse("dse-scenario_2026-11-23_08-00-00", steps=25, seed=2, env=False)
+
+    out = generate_report([a, b])
+
+    assert out == a.parent / "comparison.html"
+    assert (a / "report.html").exists() and (b / "report.html").exists()
+    assert (a / "summary.csv").exists() and (b / "summary.csv").exists()
+    page = parse(out)
+    assert page.sections["compare-tests.1-test"] == "compare-tests.1-test"
+    assert len(page.images) == 1  # overlaid best-so-far curves
+    assert f"{a.name} #0" in page.cells and f"{b.name} #0" in page.cells  # best configurations side by side
+    assert {"best reward", "threads", "algo", "chunk"} <= set(page.cells)
+    assert page.external == [] and page.scripts == 0
+
+
+def test_comparison_of_plain_runs_and_an_explicit_output(plain_run: Path, make_dse: MakeDse, tmp_path: Path) -> None:
+    dse = make_dse(steps=10)
+    out = generate_report([plain_run, dse], tmp_path / "cmp.html")
+    assert out == tmp_path / "cmp.html"
+    page = parse(out)
+    assert "jobs" in page.sections
+    assert "Only in 1 of 2 runs" in page.all_text
+
+
+def test_a_rerun_replaces_the_files(plain_run: Path) -> None:
+    first = generate_report([plain_run]).read_text()
+    second = generate_report([plain_run]).read_text()
+    assert first == second
+    assert sorted(p.name for p in plain_run.iterdir() if p.is_file()) == ["report.html", "run.json", "summary.csv"]
+    with (plain_run / "summary.csv").open() as fh:
+        assert len(list(csv.reader(fh))) == 4
+
+
+def test_importing_the_package_imports_nothing_heavy() -> None:
+    code = (
+        "import sys, cloudai.reports; "
+        "heavy = [m for m in ('pandas', 'matplotlib', 'optuna', 'rich') if m in sys.modules]; print(heavy)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def test_the_public_api_is_exactly_two_functions() -> None:
+    import cloudai.reports
+
+    assert cloudai.reports.__all__ == ["generate_report", "print_summary"]

@@ -1,0 +1,165 @@
+"""Reports from results dirs of each kind: the expected sections and images, self-contained, plus summary.csv."""
+
+from __future__ import annotations
+
+import csv
+from collections.abc import Callable
+from pathlib import Path
+
+from tests.reports.report_builders import Page, entry, parse, write_manifest
+
+from cloudai.reports import generate_report
+
+MakeDse = Callable[..., Path]
+
+
+def assert_self_contained(page: Page) -> None:
+    assert page.external == [], "the report must open with no network"
+    assert page.scripts == 0
+    assert all(src.startswith("data:image/png;base64,") for src in page.images)
+
+
+def read_summary(run: Path) -> list[dict[str, str]]:
+    with (run / "summary.csv").open() as fh:
+        return list(csv.DictReader(fh))
+
+
+def test_plain_run_lists_every_job(plain_run: Path) -> None:
+    report = generate_report([plain_run])
+
+    assert report == plain_run / "report.html"
+    page = parse(report)
+    assert {"overview", "jobs"} <= page.kinds()
+    assert "agent" not in page.kinds()
+    for text in ("Tests.1", "Tests.2", "tests.1-test", "failed", "1.5", "1.25", "exit code 1"):
+        assert text in page.cells
+    assert_self_contained(page)
+    rows = read_summary(plain_run)
+    assert [(r["test_id"], r["iteration"], r["kind"], r["status"]) for r in rows] == [
+        ("Tests.1", "0", "plain", "ok"),
+        ("Tests.1", "1", "plain", "ok"),
+        ("Tests.2", "0", "plain", "failed"),
+    ]
+    assert rows[0]["metric"] == "1.5" and rows[0]["duration_s"] == "2.0"
+
+
+def test_dse_run_with_env_params_has_every_section(dse_run: Path) -> None:
+    page = parse(generate_report([dse_run]))
+
+    assert {"overview", "agent", "reward", "knobs", "importance", "top", "regimes"} <= page.kinds()
+    assert "episodes" not in page.kinds()
+    assert len(page.images) == 4  # reward, knobs, importance, regimes
+    assert_self_contained(page)
+    assert {"threads", "algo", "chunk"} <= set(page.cells)  # importance and top-10 tables name the knobs
+    assert "Optuna get_param_importances" in page.all_text
+    row = read_summary(dse_run)[0]
+    assert row["kind"] == "dse" and row["status"] == "ok" and row["steps"] == "60"
+    assert '"threads"' in row["best_action"]
+
+
+def test_top_trials_table_lists_each_configuration_once(dse_run: Path) -> None:
+    text = generate_report([dse_run]).read_text()
+    top = text.split('id="Tests.1-0--top"')[1].split("</section>")[0]
+    assert "Top 9 trials" in top  # the fake agent tries 9 configurations
+    assert top.count("<tr>") == 10  # header + 9
+
+
+def test_the_trap_configuration_is_called_out(dse_run: Path) -> None:
+    page = parse(generate_report([dse_run]))
+
+    assert "Trap: the best configuration is below the median configuration in background_load=0.9" in page.all_text
+
+
+def test_live_rl_run_shows_episode_returns(live_run: Path) -> None:
+    page = parse(generate_report([live_run]))
+
+    assert {"agent", "reward", "episodes", "regimes"} <= page.kinds()
+    assert len(page.images) == 5  # reward, knobs, importance, regimes, episodes
+    assert read_summary(live_run)[0]["kind"] == "live_rl"
+    assert_self_contained(page)
+
+
+def test_interrupted_run_with_torn_last_line_still_reports(make_dse: MakeDse) -> None:
+    run = make_dse(steps=20, torn=True)
+
+    page = parse(generate_report([run]))
+
+    assert "reward" in page.kinds()
+    assert "line 22: torn last line (interrupted run); dropped" in page.all_text
+    assert read_summary(run)[0]["steps"] == "20"
+
+
+def test_a_run_without_run_json_is_inferred_from_the_tree(make_dse: MakeDse) -> None:
+    run = make_dse(manifest=False, steps=15)
+
+    page = parse(generate_report([run]))
+
+    assert {"agent", "reward", "regimes"} <= page.kinds()
+
+
+def test_importance_is_skipped_with_a_note_under_two_ok_trials(make_dse: MakeDse) -> None:
+    run = make_dse(steps=1, env=False)
+
+    page = parse(generate_report([run]))
+
+    assert "Not computed: needs at least 2 distinct ok trials, found 1." in page.all_text
+    assert "regimes" not in page.kinds()
+
+
+def test_output_option_moves_the_report_but_not_the_summary(plain_run: Path, tmp_path: Path) -> None:
+    target = tmp_path / "elsewhere" / "mine.html"
+
+    assert generate_report([plain_run], target) == target
+    assert target.exists() and not (plain_run / "report.html").exists()
+    assert (plain_run / "summary.csv").exists()
+    assert not [p for p in target.parent.iterdir() if p.name.endswith(".tmp")]
+
+
+def test_a_run_with_no_finished_job_says_so(tmp_path: Path) -> None:
+    run = tmp_path / "fresh"
+    write_manifest(run, [entry("Tests.1")])
+
+    page = parse(generate_report([run]))
+
+    assert "No job has finished in this run yet" in page.all_text
+
+
+def test_report_from_a_real_plain_run(tmp_path: Path) -> None:
+    """The layout the runner really writes (not a fixture): the README's sleep scenario."""
+    from tests.conftest import CONF, cloudai
+
+    done = cloudai("run", "--tests-dir", CONF / "common/test", "--test-scenario",
+                   CONF / "common/test_scenario/sleep.toml", "--output-dir", tmp_path / "out")  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    (run,) = (tmp_path / "out").iterdir()
+
+    page = parse(generate_report([run]))
+
+    assert {"overview", "jobs"} <= page.kinds()
+    assert {"Tests.1", "Tests.4", "sleep_5", "stopped"} <= set(page.cells)
+    assert [r["status"] for r in read_summary(run)] == ["ok", "ok", "ok", "stopped"]
+
+
+def test_a_hard_failure_is_shown_with_the_completed_steps(make_dse: MakeDse) -> None:
+    run = make_dse(steps=12)
+    (run / "Tests.1" / "0" / "dse_failure.txt").write_text("step 13: GymServerError: reset failed\nresume: ...\n")
+
+    page = parse(generate_report([run]))
+
+    assert "The run failed hard (dse_failure.txt):" in page.all_text
+    assert "step 13: GymServerError: reset failed" in page.all_text
+    assert "reward" in page.kinds()
+    assert read_summary(run)[0]["status"] == "failed"
+
+
+def test_a_run_that_failed_before_its_first_step(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    write_manifest(run, [entry("Tests.1", agent="optuna")])
+    (run / "Tests.1" / "0").mkdir(parents=True)
+    (run / "Tests.1" / "0" / "dse_failure.txt").write_text("could not start the agent")
+
+    page = parse(generate_report([run]))
+
+    assert "no trajectory.csv: the agent completed no step" in page.all_text
+    assert "could not start the agent" in page.all_text
+    assert read_summary(run)[0]["status"] == "failed"
