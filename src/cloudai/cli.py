@@ -252,7 +252,9 @@ def serve(
 
 @cli.command(name="generate-report")
 @click.argument("results_dirs", nargs=-1, required=True, type=click.Path(path_type=Path))
-@click.option("--output", type=click.Path(path_type=Path, dir_okay=False), help="Write the report (or comparison) here.")
+@click.option(
+    "--output", type=click.Path(path_type=Path, dir_okay=False), help="Write the report (or comparison) here."
+)
 @_common
 def generate_report(results_dirs: tuple[Path, ...], output: Path | None, verbose: bool, log_file: Path | None) -> None:
     """Write report.html and summary.csv per results dir; with several dirs, also a comparison page."""

@@ -1,23 +1,163 @@
-"""Load-time checks of an agent-driven entry: agent, reward, metrics, agent_config, env_params."""
+"""Load-time checks of an agent-driven entry: agent, reward, metrics, agent_config, steps, env_params.
+
+Called from ``cloudai.validation`` for every agent-driven entry, before anything is
+written, so each problem is reported at once with exit code 2 and no results dir. The
+helpers ``agent_space`` and ``default_steps`` are shared with ``cloudai.dse`` so that the
+run does exactly what validation accepted.
+"""
 
 from __future__ import annotations
 
+import importlib.util
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+from pydantic import ValidationError
+
 from cloudai.agents import AGENTS
 from cloudai.config.scenario import RunEntry
+from cloudai.config.tomlfile import problems_from
 from cloudai.errors import ConfigError, Problem
 from cloudai.rewards import REWARDS
-from cloudai.space import Space
+from cloudai.space import Range, Space
+from cloudai.workloads import WORKLOADS
+
+if TYPE_CHECKING:
+    from cloudai.agents.base import AgentConfig, BaseAgent
+    from cloudai.validation import CheckedEntry
+
+
+def env_params_available() -> bool:
+    """Whether ``cloudai.env_params`` is installed; without it env_params are treated as absent."""
+    return importlib.util.find_spec("cloudai.env_params") is not None
+
+
+def env_param_names(entry: RunEntry) -> set[str]:
+    return set(entry.agent.env_params or {}) if env_params_available() else set()
+
+
+def agent_space(entry: RunEntry, space: Space) -> Space:
+    """The space the agent chooses from: the entry's space minus the env-sampled dimensions."""
+    return space.without(env_param_names(entry))
+
+
+GRID_AGENTS = frozenset({"grid_search", "bandit"})  # they walk Space.grid_point: a range needs grid_points
+
+
+def finite(space: Space, agent_cls: type[BaseAgent]) -> bool:
+    """Whether the agent's space has a grid: every knob a list, or (grid agents) a range with grid_points."""
+    if agent_cls.name in GRID_AGENTS:
+        return space.has_grid
+    return not any(isinstance(d, Range) for d in space.dims)
+
+
+def default_steps(entry: RunEntry, space: Space, agent_cls: type[BaseAgent]) -> int | None:
+    """``agent_steps``, or the grid size when the agent's space is finite; None when neither is known."""
+    if entry.agent.steps is not None:
+        return entry.agent.steps
+    action = agent_space(entry, space)
+    return action.grid_size if finite(action, agent_cls) else None
+
+
+def agent_config(entry: RunEntry, agent_cls: type[BaseAgent]) -> AgentConfig:
+    """``agent_config`` validated by the agent's model; ``seed`` falls back to the test's ``seed``."""
+    config = agent_cls.config_model.model_validate(entry.agent.config or {})
+    if config.seed is None and entry.agent.seed is not None:
+        config = config.model_copy(update={"seed": entry.agent.seed})
+    return config
 
 
 def check_agent_entry(entry: RunEntry, space: Space, live: bool) -> list[Problem]:
     problems: list[Problem] = []
-    prefix = entry.field_prefix
-    for registry, name, field in (
-        (AGENTS, entry.agent.name, "agent"),
-        (REWARDS, entry.agent.reward, "agent_reward_function"),
-    ):
-        try:
-            registry.get(name, file=entry.scenario_file, field=f"{prefix}.{field}")
-        except ConfigError as exc:
-            problems += exc.problems
+    prefix, file = entry.field_prefix, str(entry.scenario_file)
+    try:
+        REWARDS.get(entry.agent.reward, file=file, field=f"{prefix}.agent_reward_function")
+    except ConfigError as exc:
+        problems += exc.problems
+    try:
+        agent_cls = AGENTS.get(entry.agent.name, file=file, field=f"{prefix}.agent")
+    except ConfigError as exc:
+        return problems + exc.problems
+    try:
+        agent_config(entry, agent_cls)
+    except ValidationError as exc:
+        problems += [
+            Problem(
+                file, f"{prefix}.agent_config.{p.field}" if p.field else f"{prefix}.agent_config", p.message, p.hint
+            )
+            for p in problems_from(exc, agent_cls.config_model, None)
+        ]
+    if not live:
+        problems += _check_metrics(entry)
+        problems += _check_space(entry, space, agent_cls)
+    if entry.agent.env_params and env_params_available():
+        from cloudai.env_params import check_env_params
+
+        problems += check_env_params(entry, space, agent_cls)
+    if live and entry.agent.steps is None:
+        problems.append(Problem(file, f"{prefix}.agent_steps", "live RL needs agent_steps", "add agent_steps = N"))
     return problems
+
+
+def check_single_sbatch(checked: Mapping[str, CheckedEntry], single_sbatch: bool) -> list[Problem]:
+    """``--single-sbatch`` renders one batch script up front: a live environment cannot live in it."""
+    if not single_sbatch:
+        return []
+    return [
+        Problem(
+            str(c.entry.scenario_file),
+            f"{c.entry.field_prefix}.cmd_args.live_rl_mode",
+            f"test '{c.entry.id}' is live RL, which cannot run with --single-sbatch",
+            "drop --single-sbatch, or run the live-RL test in its own scenario",
+        )
+        for c in checked.values()
+        if c.live_rl
+    ]
+
+
+def _check_metrics(entry: RunEntry) -> list[Problem]:
+    """Metric names against the workload's declared ``metrics`` (a workload that declares none is trusted)."""
+    declared = getattr(WORKLOADS.get(entry.workload), "metrics", None)
+    field = f"{entry.field_prefix}.agent_metrics"
+    problems = []
+    if len(set(entry.agent.metrics)) != len(entry.agent.metrics):
+        problems.append(Problem(str(entry.scenario_file), field, "a metric is listed twice"))
+    if declared:
+        for name in entry.agent.metrics:
+            if name not in declared:
+                hint = f"{entry.workload} reports: {', '.join(declared)}"
+                problems.append(Problem(str(entry.scenario_file), field, f"unknown metric '{name}'", hint))
+    return problems
+
+
+def _check_space(entry: RunEntry, space: Space, agent_cls: type[BaseAgent]) -> list[Problem]:
+    file, prefix = str(entry.scenario_file), entry.field_prefix
+    action = agent_space(entry, space)
+    problems = []
+    if agent_cls.name in GRID_AGENTS:
+        for dim in action.dims:
+            if isinstance(dim, Range) and dim.grid_points is None:
+                problems.append(
+                    Problem(
+                        file,
+                        _knob_field(entry, dim.name),
+                        f"{agent_cls.name} cannot use the range '{dim.name}' without grid_points",
+                        'add grid_points = N to the range, or use agent = "random_search" or "optuna"',
+                    )
+                )
+    if not problems and default_steps(entry, space, agent_cls) is None:
+        problems.append(
+            Problem(
+                file,
+                f"{prefix}.agent_steps",
+                f"the space of '{entry.id}' has a continuous range, so {agent_cls.name} needs agent_steps",
+                "add agent_steps = N (how many trials to run)",
+            )
+        )
+    return problems
+
+
+def _knob_field(entry: RunEntry, name: str) -> str:
+    from cloudai.validation import knob_field
+
+    return knob_field(entry, name)

@@ -6,36 +6,51 @@ or on a scenario entry; the entry wins. See USER_GUIDE.md for every field.
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from cloudai.config.tomlfile import read_toml, validate
 from cloudai.errors import ConfigError, Problem
 
 
 class EnvParamSpec(BaseModel):
-    """How the environment samples ``cmd_args.<name>`` each trial (domain randomization)."""
+    """How the environment samples ``cmd_args.<name>`` each trial (domain randomization).
+
+    The candidates stay in ``cmd_args`` (a list or a range); this table only says how to draw
+    from them: ``weights`` for a list (uniform when omitted), ``distribution`` for a range
+    (``uniform`` by default, ``loguniform`` when the range has ``log = true``; ``normal`` needs
+    ``mean`` and ``std`` and is clipped to [low, high]). What this model checks needs no
+    ``cmd_args``; the checks against them live in ``cloudai.env_params.check_env_params``.
+    """
 
     model_config = ConfigDict(extra="forbid")
 
-    weights: list[float] | None = None
+    weights: list[float] | None = Field(default=None, min_length=1)
     distribution: Literal["uniform", "loguniform", "normal"] | None = None
     mean: float | None = None
     std: float | None = Field(default=None, gt=0)
 
+    @field_validator("weights")
+    @classmethod
+    def _weights(cls, weights: list[float] | None) -> list[float] | None:
+        if weights is not None:
+            if any(not math.isfinite(w) or w < 0 for w in weights):
+                raise ValueError("weights must be finite and not negative")
+            if not any(w > 0 for w in weights):
+                raise ValueError("weights must not all be zero")
+        return weights
+
     @model_validator(mode="after")
     def _check(self) -> EnvParamSpec:
-        if self.weights is not None:
-            if any(w < 0 for w in self.weights):
-                raise ValueError("weights must not be negative")
-            if not any(w > 0 for w in self.weights):
-                raise ValueError("weights must not all be zero")
-            if self.distribution is not None:
-                raise ValueError("give weights (for a list) or distribution (for a range), not both")
+        if self.weights is not None and self.distribution is not None:
+            raise ValueError("give weights (for a list) or distribution (for a range), not both")
         if self.distribution == "normal" and (self.mean is None or self.std is None):
             raise ValueError("distribution 'normal' needs both mean and std")
+        if self.distribution != "normal" and (self.mean is not None or self.std is not None):
+            raise ValueError("mean and std apply only to distribution = 'normal'")
         return self
 
 

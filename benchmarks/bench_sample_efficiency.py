@@ -1,0 +1,100 @@
+"""Sample efficiency on the Synthetic landscape: steps to first reach 98% of the known optimum.
+
+The landscape is ``cloudai.workloads.synthetic_model`` evaluated in-process (no jobs, so
+this measures the search, not the orchestration) over a space of at least 2000 grid
+points. ``grid_search`` needs the whole grid to be sure it saw the optimum; ``optuna`` and
+``random_search`` stop counting at the first step whose reward (``bus_bw``) reaches 98% of
+``optimum()``. Median over 5 seeds; a run that never gets there within the grid's size
+counts as the grid's size (and is marked). Aim: optuna <= grid/10 and <= random/2.
+
+    uv run python benchmarks/bench_sample_efficiency.py [--seeds 5] [--target 0.98]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from cloudai.agents import AGENTS
+from cloudai.gym.base import BaseGym, Feedback, Observation
+from cloudai.space import Space
+
+
+class LandscapeGym(BaseGym):
+    """A ``BaseGym`` over a pure reward function of the action, with the space's fixed values merged in."""
+
+    def __init__(self, space: Space, reward: Callable[[Mapping[str, Any]], float]) -> None:
+        super().__init__()
+        self.space, self.reward, self.rewards = space, reward, list[float]()
+
+    def define_action_space(self) -> Space:
+        return self.space
+
+    def define_observation_space(self) -> list[str]:
+        return ["bus_bw"]
+
+    def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Observation, dict]:
+        return [0.0], {}
+
+    @property
+    def next_step(self) -> int:
+        return len(self.rewards) + 1
+
+    def step(self, action: dict[str, Any]) -> tuple[Observation, float, bool, dict]:
+        value = self.reward(self.space.full(action))
+        self.rewards.append(value)
+        return [value], value, False, {"status": "ok"}
+
+
+def steps_to_target(
+    agent: str, space: Space, reward: Callable[[Mapping[str, Any]], float], target: float, seed: int
+) -> tuple[int, bool]:
+    """(steps to the first reward >= target, reached?) within a budget of the grid's size.
+
+    The ask/tell loop is driven here (not ``run()``) so a run stops as soon as it hits the target.
+    """
+    env = LandscapeGym(space, reward)
+    agent_cls = AGENTS.get(agent)
+    searcher = agent_cls(env, agent_cls.config_model(seed=seed), space.grid_size)
+    observation, _ = env.reset(seed=seed)
+    while len(env.rewards) < space.grid_size and (choice := searcher.select_action(observation)) is not None:
+        step, action = choice
+        observation, value, done, info = env.step(action)
+        searcher.update_policy(Feedback(step, 1, action, value, observation, "ok", done, info))
+        if value >= target:
+            return step, True
+    return space.grid_size, False
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--seeds", type=int, default=5)
+    parser.add_argument("--target", type=float, default=0.98, help="fraction of the known optimum to reach")
+    args = parser.parse_args()
+    from cloudai.workloads import synthetic_model as model
+
+    space, reward, best = landscape(model)
+    target = args.target * best
+    print(f"Synthetic landscape: {len(space.dims)} dimensions, grid of {space.grid_size} points")
+    print(f"known optimum bus_bw = {best:.4g}; target {args.target:.0%} = {target:.4g}; median over {args.seeds} seeds")
+    medians: dict[str, float] = {}
+    for agent in ("optuna", "random_search"):
+        runs = [steps_to_target(agent, space, reward, target, seed) for seed in range(args.seeds)]
+        medians[agent] = statistics.median(steps for steps, _ in runs)
+        shown = ", ".join(f"{steps}{'' if hit else '+'}" for steps, hit in runs)
+        print(f"  {agent:<14} median {medians[agent]:>7.1f} steps   (per seed: {shown})")
+    grid = space.grid_size
+    print(f"  {'grid_search':<14} needs   {grid:>7d} steps   (the whole grid, to be sure)")
+    opt, rnd = medians["optuna"], medians["random_search"]
+    print(f"optuna: {opt / grid:.3f} of the grid (aim <= 0.100), {opt / rnd:.2f} of random's steps (aim <= 0.50)")
+
+
+def landscape(model: Any) -> tuple[Space, Callable[[Mapping[str, Any]], float], float]:
+    """The benchmark space over the model's knobs, its reward (``bus_bw``) and the known optimum."""
+    raise NotImplementedError  # filled in against cloudai.workloads.synthetic_model's API
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,186 @@
+"""``cloudai serve`` round trips: steps/s over WebSocket and HTTP (aim: WS >= 500 steps/s).
+
+    uv run python benchmarks/bench_serve.py [--steps N]
+
+Three servers, each a separate process on a free loopback port, each driven over one
+persistent connection (a raw ``websockets`` session; an ``httpx.Client`` with keep-alive):
+
+* ``trial``: ``cloudai serve`` over a zero-duration test (``Synthetic`` with duration_s = 0 when
+  installed, else a ``BashCmd`` that writes metrics.json): every step is a real job (a
+  subprocess through the standalone system) recorded in trajectory.csv. Distinct actions,
+  so nothing comes from the cache.
+* ``cached``: the same server stepped with one repeated action: the env answers from its
+  cache (no job) and still records every step: the serve + env + CSV overhead alone.
+* ``in-process``: the same app (``create_app``) over an in-process env (``ServingSim``
+  through the live-RL env when installed, else a pure-Python ``BaseGym``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import importlib.util
+import json
+import math
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+from websockets.sync.client import connect
+
+HERE = Path(__file__).resolve()
+SYNTHETIC = importlib.util.find_spec("cloudai.workloads.synthetic") is not None
+
+
+def write_test(root: Path) -> tuple[Path, Path]:
+    tests, scenario = root / "tests", root / "scenario.toml"
+    tests.mkdir()
+    if SYNTHETIC:
+        workload, args = "Synthetic", "duration_s = 0\n"
+    else:
+        workload, args = "BashCmd", 'cmd = "echo \'{\\"default\\": 1.0}\' > metrics.json; true"\n'
+    (tests / "t.toml").write_text(
+        f'name = "t"\ntest_template_name = "{workload}"\nagent = "random_search"\nagent_steps = 1000000\n'
+        f'agent_reward_function = "identity"\n[cmd_args]\n{args}x = {{ low = 0, high = 100000000, dtype = "int" }}\n'
+    )
+    scenario.write_text('name = "bench"\n[[Tests]]\nid = "Tests.t"\ntest_name = "t"\n')
+    return tests, scenario
+
+
+def start(argv: list[str]) -> tuple[subprocess.Popen[str], str, Path | None]:
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    line = proc.stdout.readline()
+    match = re.search(r"at (http://\S+) .*results in (.+)$", line.strip())
+    if match is None:
+        proc.kill()
+        raise SystemExit(f"server did not start: {line!r} {proc.stderr.read() if proc.stderr else ''}")
+    url = match[1]
+    for _ in range(3000):
+        try:
+            if httpx.get(f"{url}/health", timeout=5).status_code == 200:
+                break
+        except httpx.TransportError:
+            time.sleep(0.01)
+    return proc, url, Path(match[2]) if match[2] != "-" else None
+
+
+def bench_ws(url: str, actions: list[dict[str, Any]]) -> float:
+    with connect(url.replace("http", "ws") + "/ws") as ws:
+        ws.send(json.dumps({"type": "reset", "data": {}}))
+        ws.recv()
+        began = time.perf_counter()
+        for action in actions:
+            ws.send(json.dumps({"type": "step", "data": action}))
+            reply = json.loads(ws.recv())
+            assert reply["type"] == "observation", reply
+        elapsed = time.perf_counter() - began
+        ws.send(json.dumps({"type": "close"}))
+    return len(actions) / elapsed
+
+
+def bench_http(url: str, actions: list[dict[str, Any]]) -> float:
+    with httpx.Client(base_url=url, timeout=60) as client:
+        client.post("/reset", json={})
+        began = time.perf_counter()
+        for action in actions:
+            response = client.post("/step", json={"action": action})
+            assert response.status_code == 200, response.text
+        elapsed = time.perf_counter() - began
+    return len(actions) / elapsed
+
+
+def stop(proc: subprocess.Popen[str]) -> None:
+    proc.terminate()
+    proc.communicate(timeout=120)
+
+
+def serve_in_process() -> None:
+    """``--in-process``: serve a fast in-process env with the same app, print a banner like ``cloudai serve``."""
+    from cloudai.gym.serve import bind, create_app, run
+
+    env = _fast_env()
+    sock = bind("127.0.0.1", 0)
+    print(f"Serving 'fast' at http://127.0.0.1:{sock.getsockname()[1]} (no auth); results in -", flush=True)
+    run(create_app(env, name="fast"), sock)
+
+
+def _fast_env() -> Any:
+    from cloudai.gym.base import BaseGym
+    from cloudai.space import Range, Space
+
+    class Quadratic(BaseGym):
+        """Pure Python: reward -(x - 42)^2; the serve overhead with nothing behind it."""
+
+        def __init__(self) -> None:
+            super().__init__()
+            self._next = 1
+
+        def define_action_space(self) -> Space:
+            return Space({}, (Range("x", 0, 100000000, dtype="int"),))
+
+        def define_observation_space(self) -> list[str]:
+            return ["default"]
+
+        def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[list[float], dict]:
+            return [math.nan], {}
+
+        def step(self, action: dict[str, Any]) -> tuple[list[float], float, bool, dict]:
+            step, self._next = self._next, self._next + 1
+            value = -float((action["x"] - 42) ** 2)
+            return [value], value, False, {"step": step, "episode": 1, "status": "ok"}
+
+        @property
+        def next_step(self) -> int:
+            return self._next
+
+    return Quadratic()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description="cloudai serve round-trip steps/s")
+    parser.add_argument("--steps", type=int, default=300, help="steps per measurement (real trials)")
+    parser.add_argument("--fast-steps", type=int, default=5000, help="steps per cached/in-process measurement")
+    parser.add_argument("--in-process", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.in_process:
+        return serve_in_process()
+    with tempfile.TemporaryDirectory() as tmp:
+        tests, scenario = write_test(Path(tmp))
+        argv = [sys.executable, "-m", "cloudai", "serve", "--tests-dir", str(tests), "--test-scenario", str(scenario)]
+        proc, url, trial_dir = start([*argv, "--output-dir", str(Path(tmp) / "out"), "--port", "0"])
+        try:
+            n = args.steps
+            results = {
+                "trial ws": bench_ws(url, [{"x": i} for i in range(n)]),
+                "trial http": bench_http(url, [{"x": i} for i in range(n, 2 * n)]),
+                "cached ws": bench_ws(url, [{"x": 0}] * args.fast_steps),
+                "cached http": bench_http(url, [{"x": 0}] * args.fast_steps),
+            }
+        finally:
+            stop(proc)
+        assert trial_dir is not None
+        with (trial_dir / "trajectory.csv").open() as handle:
+            rows = list(csv.DictReader(handle))
+        statuses = {s: sum(r["status"] == s for r in rows) for s in ("ok", "cached")}
+        proc, url, _ = start([sys.executable, str(HERE), "--in-process"])
+        try:
+            fast = [{"x": i} for i in range(args.fast_steps)]
+            results["in-process ws"] = bench_ws(url, fast)
+            results["in-process http"] = bench_http(url, fast)
+        finally:
+            stop(proc)
+    print(f"workload: {'Synthetic duration_s=0' if SYNTHETIC else 'BashCmd echo'}; cpus: {os.cpu_count()}")
+    print(f"trajectory.csv: {len(rows)} rows ({statuses['ok']} ok, {statuses['cached']} cached)")
+    for name, rate in results.items():
+        print(f"{name:>16}: {rate:8.0f} steps/s")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,115 @@
+"""``random_search``: seeded uniform sampling, without replacement where the space is finite.
+
+* All dimensions categorical (a finite grid): the agent walks a seeded pseudo-random
+  permutation of the grid indices (a Feistel network, cycle-walked into ``[0, size)``), so
+  every point comes exactly once, in O(1) memory even for a 10^9-point grid, and
+  ``select_action`` returns None once all are asked.
+* Any range present: each dimension is drawn independently (categorical uniformly, a range
+  uniformly, log-uniformly when ``log``, rounded for ``int``). Exact repeats are redrawn
+  (up to ``_MAX_REDRAWS`` times, then the space is taken as exhausted). ``grid_points``
+  is ignored here: it discretizes a range for ``grid_search`` only.
+
+The same ``config.seed`` gives the same sequence. Steps replayed on resume (and any other
+feedback) count as seen, so a resumed run never asks a completed point again.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+import numpy as np
+
+from cloudai.agents.base import AgentConfig, BaseAgent
+from cloudai.gym.base import BaseGym, Feedback, Observation
+from cloudai.space import Categorical, Range
+
+_MAX_REDRAWS = 100
+_M64 = (1 << 64) - 1
+
+
+def _mix(x: int) -> int:
+    """splitmix64's finalizer: a cheap, well-spread 64-bit hash (the Feistel round function)."""
+    x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & _M64
+    x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) & _M64
+    return x ^ (x >> 31)
+
+
+class FeistelPermutation:
+    """A keyed bijection of ``range(n)`` in O(1) memory: ``perm(i)`` for i in 0..n-1 visits each index once."""
+
+    def __init__(self, n: int, keys: list[int]) -> None:
+        bits = max(2, (n - 1).bit_length())
+        self.n, self.half, self.keys = n, (bits + 1) // 2, keys
+        self.mask = (1 << self.half) - 1
+
+    def __call__(self, i: int) -> int:
+        x = i
+        while True:  # cycle-walk: the 2^(2*half) domain is < 4n, so a few rounds on average
+            left, right = x >> self.half, x & self.mask
+            for key in self.keys:
+                left, right = right, left ^ (_mix(right ^ key) & self.mask)
+            x = (left << self.half) | right
+            if x < self.n:
+                return x
+
+
+class RandomSearchAgent(BaseAgent):
+    name = "random_search"
+    samples_env_params = True
+
+    def __init__(self, env: BaseGym, config: AgentConfig, max_steps: int) -> None:
+        super().__init__(env, config, max_steps)
+        self.space = env.define_action_space()
+        self.rng = np.random.default_rng(config.seed)
+        self.finite = all(isinstance(d, Categorical) for d in self.space.dims)
+        self._seen: set[int | str] = set()  # grid indices (finite) or canonical JSON of points
+        if self.finite:
+            keys = [int(k) for k in self.rng.integers(0, 2**63, size=6)]
+            self._perm, self._pos = FeistelPermutation(self.space.grid_size, keys), 0
+
+    def select_action(self, observation: Observation) -> tuple[int, dict[str, Any]] | None:
+        point = self._next_grid_point() if self.finite else self._draw_unseen()
+        return None if point is None else (self.env.next_step, point)
+
+    def update_policy(self, feedback: Feedback) -> None:
+        key = self._key(feedback.action)
+        if key is not None:
+            self._seen.add(key)
+
+    def _next_grid_point(self) -> dict[str, Any] | None:
+        while self._pos < self.space.grid_size:
+            index = self._perm(self._pos)
+            self._pos += 1
+            if index not in self._seen:
+                self._seen.add(index)
+                return self.space.grid_point(index)
+        return None
+
+    def _draw_unseen(self) -> dict[str, Any] | None:
+        for _ in range(_MAX_REDRAWS):
+            point = {d.name: self._draw(d) for d in self.space.dims}
+            key = json.dumps(point, sort_keys=True, default=str)
+            if key not in self._seen:
+                self._seen.add(key)
+                return point
+        return None
+
+    def _draw(self, dim: Categorical | Range) -> Any:
+        if isinstance(dim, Categorical):
+            return dim.choices[int(self.rng.integers(len(dim.choices)))]
+        if dim.log:
+            return dim.clip(math.exp(self.rng.uniform(math.log(dim.low), math.log(dim.high))))
+        if dim.dtype == "int":
+            low = math.ceil(dim.low)
+            return dim.clip(int(self.rng.integers(low, max(low, math.floor(dim.high)) + 1)))
+        return dim.clip(self.rng.uniform(dim.low, dim.high))
+
+    def _key(self, point: dict[str, Any]) -> int | str | None:
+        if not self.finite:
+            return json.dumps(point, sort_keys=True, default=str)
+        try:
+            return self.space.grid_index(point)
+        except (KeyError, ValueError):
+            return None  # not a point of this space (e.g. the space changed since the recorded run)

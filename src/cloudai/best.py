@@ -1,0 +1,74 @@
+"""``best.toml``: the best trial of an agent-driven run as a test TOML that ``cloudai run`` accepts unchanged.
+
+Every knob is a scalar there (fixed values, the best action, and the env_params that
+trial was measured under), so the test is plain: put the file in a tests dir and name it
+in a scenario (``test_name = "<name>"``). ``num_nodes`` is not a test field: when it was
+swept, the chosen value is given in a comment for the scenario entry. An agent may add
+comment lines (e.g. the bandit's best per env_params regime) through ``best_notes()``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import toml
+
+from cloudai.space import NUM_NODES, split_knobs
+
+if TYPE_CHECKING:
+    from cloudai.config.scenario import RunEntry
+    from cloudai.gym.base import Feedback
+    from cloudai.space import Space
+
+BEST_FILE = "best.toml"
+
+
+def best_test(entry: RunEntry, space: Space, best: Feedback) -> dict[str, Any]:
+    """The test table of the best trial: plain, every cmd_arg a scalar."""
+    values = space.full({**best.action, **best.env_params})
+    cmd_args, env_vars, _ = split_knobs(values)
+    test: dict[str, Any] = {
+        "name": f"{entry.test_name}_best",
+        "description": f"best trial of {entry.id}: step {best.step}, reward {best.reward:.6g}",
+        "test_template_name": entry.workload,
+        "cmd_args": cmd_args,
+    }
+    if env_vars:
+        test["extra_env_vars"] = env_vars
+    if entry.extra_cmd_args:
+        test["extra_cmd_args"] = entry.extra_cmd_args
+    return test
+
+
+def best_text(entry: RunEntry, space: Space, best: Feedback, recorded: int, notes: Sequence[str] = ()) -> str:
+    metrics = best.info.get("metrics") or dict(zip(entry.agent.metrics, best.observation, strict=False))
+    lines = [
+        f"# Best trial of '{entry.id}' over {recorded} recorded step(s): step {best.step} ({best.status}),",
+        f"# reward {best.reward:.6g} = {entry.agent.reward}({entry.agent.metrics[0]}).",
+        "# Metrics: " + ", ".join(f"{k}={_num(v)}" for k, v in metrics.items()),
+        f"# Action: {', '.join(f'{k}={v!r}' for k, v in best.action.items())}",
+    ]
+    if best.env_params:
+        lines.append(f"# Measured under env_params {best.env_params} (sampled by the environment; fixed here).")
+    nodes = space.full(best.action).get(NUM_NODES, 1)
+    if NUM_NODES in best.action or nodes != 1:
+        lines.append(f"# num_nodes = {nodes}: set it on the scenario entry (not a test field).")
+    lines += [f"# {note}" for note in notes]
+    test = best_test(entry, space, best)
+    lines.append(f'# Run it: copy this file into a tests dir; in a scenario: test_name = "{test["name"]}".')
+    return "\n".join(lines) + "\n\n" + toml.dumps(test)
+
+
+def write_best(path: Path, text: str) -> Path:
+    """Replace ``path`` atomically: a reader never sees half a best.toml."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(text)
+    tmp.replace(path)
+    return path
+
+
+def _num(value: Any) -> str:
+    return f"{value:.6g}" if isinstance(value, float) and math.isfinite(value) else str(value)

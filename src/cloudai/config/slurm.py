@@ -1,0 +1,106 @@
+"""The ``scheduler = "slurm"`` system model: CloudAI's slurm system TOML, loaded unchanged.
+
+CloudAI's own fields (``default_partition``, ``[[partitions]]`` with ``[[partitions.groups]]``,
+``gpus_per_node``, ``mpi``, ``extra_sbatch_args``, ...) keep their meaning. Fields CloudAI
+uses for features we do not have (``cache_docker_images_locally``, ``data_repository``,
+``reports``, ``slurm_api``) are accepted, so existing files load, and ignored.
+
+Ours: ``poll_interval_s`` (seconds between ``squeue`` calls; CloudAI's ``monitor_interval``
+is accepted but a 60 s default would make every trial a minute longer), ``max_concurrent_jobs``
+(as on standalone: how many jobs the runner keeps in the queue at once), ``exclusive``
+(``#SBATCH --exclusive``) and ``command_timeout_s`` (the cap on every Slurm command we run).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
+
+from cloudai.errors import did_you_mean
+
+
+class SlurmGroup(BaseModel):
+    """A named subset of a partition's nodes (CloudAI's ``[[partitions.groups]]``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    nodes: list[str] = Field(default_factory=list)
+
+
+class SlurmPartition(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    nodes: list[str] = Field(default_factory=list)
+    groups: list[SlurmGroup] = Field(default_factory=list)
+
+
+class SlurmSystemConfig(BaseModel):
+    """A Slurm cluster reached through ``sbatch``/``squeue``/``scontrol`` on this machine."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    scheduler: Literal["slurm"] = "slurm"
+    install_path: Path = Path("./install")
+    output_path: Path = Path("./results")
+    partitions: list[SlurmPartition] = Field(min_length=1)  # before default_partition: its validator reads it
+    default_partition: str
+    account: str | None = None
+    distribution: str | None = None
+    mpi: str = "pmix"
+    gpus_per_node: int | None = Field(default=None, ge=0)
+    ntasks_per_node: int | None = Field(default=None, ge=1)
+    global_env_vars: dict[str, str] = Field(default_factory=dict)
+    extra_sbatch_args: list[str] = Field(default_factory=list)
+    extra_srun_args: str | None = None
+    exclusive: bool = False
+    monitor_interval: float = Field(default=60, gt=0)
+    poll_interval_s: float = Field(default=1.0, gt=0)
+    max_concurrent_jobs: int = Field(default=8, ge=1)
+    command_timeout_s: float = Field(default=60.0, gt=0)
+    # Accepted for CloudAI compatibility, unused here.
+    cache_docker_images_locally: bool = False
+    container_mount_home: bool = False
+    extra_transient_status_errors: list[str] = Field(default_factory=list)
+    status_retry_pause_seconds: int = Field(default=10, ge=0)
+    data_repository: dict[str, Any] | None = None
+    reports: dict[str, Any] | None = None
+    slurm_api: dict[str, Any] | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _stringify_env(cls, data: Any) -> Any:
+        """CloudAI allows numbers in ``global_env_vars``; the environment only holds strings."""
+        if isinstance(data, dict) and isinstance(data.get("global_env_vars"), dict):
+            env = data["global_env_vars"]
+            data = {**data, "global_env_vars": {k: _env_text(v) for k, v in env.items()}}
+        return data
+
+    @field_validator("default_partition")
+    @classmethod
+    def _known_partition(cls, value: str, info: ValidationInfo) -> str:
+        partitions = info.data.get("partitions")
+        if partitions is None:  # partitions itself is invalid: that error is reported instead
+            return value
+        names = [p.name for p in partitions]
+        if value not in names:
+            raise ValueError(
+                f"'{value}' is not a declared partition ([[partitions]] name); {did_you_mean(value, names)}"
+            )
+        return value
+
+    @property
+    def partition_names(self) -> list[str]:
+        return [p.name for p in self.partitions]
+
+
+def _env_text(value: Any) -> Any:
+    if isinstance(value, bool):
+        return "1" if value else "0"
+    if isinstance(value, int | float):
+        return str(value)
+    return value

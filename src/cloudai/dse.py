@@ -1,0 +1,221 @@
+"""The DSE handler: run (or dry-run) every agent-driven entry of a plan through its agent.
+
+For each agent-driven entry and iteration, ``run_agent_entries`` builds the env
+(``build_env``: the one place an env class is picked, offline ``CloudAIGymEnv`` or the
+live-RL sibling) and the agent (``AGENTS``, ``agent_config`` validated by its model),
+calls ``agent.run()``, then writes ``best.toml`` and prints the best trial. Outcomes:
+
+* finished: exit code 0, or 1 when no trial succeeded (nothing to recommend);
+* an exception in the agent or the env: in-flight jobs are cancelled, the finished steps
+  written, ``dse_failure.txt`` (what, at which step, the traceback, the exact ``--resume``
+  command) is left in the iteration dir, and the exit code is 1;
+* Ctrl-C / SIGTERM: the same clean-up, then ``Interrupted`` carrying the resume command.
+
+``--resume DIR`` continues in DIR: each iteration's env reads its trajectory back, the
+agent is told every recorded step, and runs on to ``agent_steps``; no step is re-run.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from cloudai.errors import ConfigError, Interrupted
+from cloudai.gym.base import BaseGym, Feedback
+
+if TYPE_CHECKING:
+    from cloudai.env_params import EnvParamSampler
+    from cloudai.pipeline import Plan
+    from cloudai.systems.base import System
+    from cloudai.validation import CheckedEntry
+
+Echo = Callable[[str], None]
+FAILURE_FILE = "dse_failure.txt"
+
+
+def build_env(
+    plan: Plan,
+    checked: CheckedEntry,
+    run_dir: Path,
+    *,
+    iteration: int = 0,
+    system: System | None = None,
+    resume: bool = False,
+    on_step: Callable[[Feedback], None] | None = None,
+) -> BaseGym:
+    """The env of one (entry, iteration), recording into ``<run_dir>/<test id>/<iteration>/``."""
+    from cloudai import pipeline
+    from cloudai.agents import AGENTS
+    from cloudai.dse_checks import agent_config
+    from cloudai.gym.env import CloudAIGymEnv, TrialSetup
+    from cloudai.workloads import WORKLOADS
+
+    entry = checked.entry
+    config = agent_config(entry, AGENTS.get(entry.agent.name))
+    setup = TrialSetup(
+        entry=entry,
+        space=checked.space,
+        workload=None if checked.live_rl else WORKLOADS.get(entry.workload)(),
+        system=system if system is not None else pipeline.build_system(plan.system_config),
+        out_dir=run_dir / entry.id / str(iteration),
+        iteration=iteration,
+        penalty_reward=config.penalty_reward,
+        max_in_flight=int(getattr(plan.system_config, "max_concurrent_jobs", 8)),
+        sampler=sampler_for(checked),
+        resume=resume,
+        on_step=on_step,
+    )
+    if checked.live_rl:
+        return _live_env_class()(setup)
+    return CloudAIGymEnv(setup)
+
+
+def dry_run_agent_entries(plan: Plan, run_dir: Path, system: System, echo: Echo, n: int = 5) -> None:
+    """See ``cloudai.dse_dry_run``."""
+    from cloudai.dse_dry_run import dry_run_entries
+
+    dry_run_entries(plan, run_dir, system, echo, n)
+
+
+def run_agent_entries(
+    plan: Plan, run_dir: Path, system: System, echo: Echo, resume: bool, *, resume_command: str = ""
+) -> int:
+    """Run every agent-driven entry (every iteration); the exit code (see the module docstring)."""
+    code = 0
+    for checked in plan.checked.values():
+        if not checked.agent_driven:
+            continue
+        for iteration in range(checked.entry.iterations):
+            result = _run_iteration(plan, checked, run_dir, system, echo, iteration, resume, resume_command)
+            if result is None:  # a hard failure: the rest would likely fail the same way
+                return 1
+            code = max(code, result)
+    return code
+
+
+def _run_iteration(
+    plan: Plan,
+    checked: CheckedEntry,
+    run_dir: Path,
+    system: System,
+    echo: Echo,
+    iteration: int,
+    resume: bool,
+    resume_command: str,
+) -> int | None:
+    """One iteration; its exit code, or None after a hard failure (``dse_failure.txt`` written)."""
+    from cloudai.agents import AGENTS
+    from cloudai.best import BEST_FILE, best_text, write_best
+    from cloudai.dse_checks import agent_config, default_steps
+    from cloudai.progress import StepProgress
+
+    entry = checked.entry
+    agent_cls = AGENTS.get(entry.agent.name)
+    steps = default_steps(entry, checked.space, agent_cls) or 0
+    out_dir = run_dir / entry.id / str(iteration)
+    (out_dir / FAILURE_FILE).unlink(missing_ok=True)
+    progress = StepProgress(f"{entry.id}/{iteration}", steps, echo)
+    env = build_env(plan, checked, run_dir, iteration=iteration, system=system, resume=resume, on_step=progress.update)
+    history = env.history()
+    progress.done = len(history)
+    progress.best = max((f.reward for f in history if f.status in ("ok", "cached")), default=None)
+    try:
+        with progress:
+            agent = agent_cls(env, agent_config(entry, agent_cls), steps)
+            agent.run()
+    except KeyboardInterrupt:
+        env.close()
+        raise Interrupted(
+            f"interrupted: {entry.id} iteration {iteration} stopped before step {env.next_step}; "
+            f"finished steps are in {out_dir / 'trajectory.csv'}\n  resume with: {resume_command}"
+        ) from None
+    except Exception as exc:
+        in_flight = list(getattr(env, "in_flight", []))
+        env.close()
+        path = _write_failure(out_dir, checked, env, exc, in_flight, resume_command)
+        echo(f"error: {entry.id} iteration {iteration} failed: {type(exc).__name__}: {exc}")
+        echo(f"  details: {path}\n  resume with: {resume_command}")
+        return None
+    env.close()
+    best, recorded = agent.best, progress.done
+    if best is None:
+        echo(f"{entry.id}/{iteration}: no trial succeeded in {recorded} step(s); see {out_dir / 'trajectory.csv'}")
+        return 1
+    notes = getattr(agent, "best_notes", lambda: [])()
+    text = best_text(entry, checked.space, best, recorded, notes)
+    path = write_best(out_dir / BEST_FILE, text)
+    echo(f"{entry.id}/{iteration}: best of {recorded} step(s) is step {best.step}: reward {best.reward:.6g}")
+    echo(f"  action {json.dumps(best.action)}; test TOML: {path}")
+    return 0
+
+
+def check_resume(plan: Plan, run_dir: Path) -> None:
+    """``run_dir`` must be a results dir of this scenario (its ``run.json`` names the same tests)."""
+    manifest = run_dir / "run.json"
+    if not manifest.is_file():
+        raise ConfigError(
+            "not a cloudai results directory (no run.json)", file=run_dir, hint="pass a dir that `cloudai run` wrote"
+        )
+    try:
+        data = json.loads(manifest.read_text())
+        ids = [e["id"] for e in data["entries"]]
+    except (ValueError, KeyError, TypeError) as exc:
+        raise ConfigError(f"run.json is unreadable: {exc}", file=manifest) from None
+    if data.get("scenario") != plan.scenario.name or ids != [e.id for e in plan.scenario.entries]:
+        raise ConfigError(
+            f"this run was of scenario '{data.get('scenario')}' with tests {ids}, not of '{plan.scenario.name}'",
+            file=manifest,
+            hint="resume with the same --tests-dir and --test-scenario the run was started with",
+        )
+
+
+def resume_command(system_config: Path | None, tests_dir: Path, test_scenario: Path, run_dir: Path) -> str:
+    """The exact command that continues this run, with absolute paths (works from any directory)."""
+    args = ["cloudai", "run"]
+    if system_config is not None:
+        args += ["--system-config", str(system_config.resolve())]
+    args += ["--tests-dir", str(tests_dir.resolve()), "--test-scenario", str(test_scenario.resolve())]
+    return shlex.join([*args, "--resume", str(run_dir.resolve())])
+
+
+def sampler_for(checked: CheckedEntry) -> EnvParamSampler | None:
+    """The env_params sampler, or None (none declared, or ``cloudai.env_params`` not installed)."""
+    from cloudai.dse_checks import env_params_available
+
+    specs = checked.entry.agent.env_params
+    if not specs or not env_params_available():
+        return None
+    from cloudai.env_params import EnvParamSampler, env_seed
+
+    return EnvParamSampler(specs, checked.space, env_seed(checked.entry))
+
+
+def _live_env_class() -> Callable[..., BaseGym]:
+    """The live-RL env (a sibling of ``CloudAIGymEnv`` built from the same ``TrialSetup``)."""
+    try:
+        from cloudai.gym.live import LiveGymEnv  # type: ignore[import-not-found]
+    except ImportError:
+        raise ConfigError("live RL mode is not available in this installation", field="cmd_args.live_rl_mode") from None
+    return LiveGymEnv
+
+
+def _write_failure(
+    out_dir: Path, checked: CheckedEntry, env: BaseGym, exc: BaseException, in_flight: list[int], resume_cmd: str
+) -> Path:
+    entry = checked.entry
+    text = (
+        f"cloudai: the agent-driven run of '{entry.id}' (agent {entry.agent.name}) failed hard.\n\n"
+        f"what:   {type(exc).__name__}: {exc}\n"
+        f"where:  at step {env.next_step - 1} (the last step started); steps in flight were cancelled: {in_flight}\n"
+        f"record: every finished step is in {out_dir / 'trajectory.csv'}\n"
+        f"resume: {resume_cmd}\n\n"
+        "traceback:\n" + "".join(traceback.format_exception(exc))
+    )
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = out_dir / FAILURE_FILE
+    path.write_text(text)
+    return path

@@ -1,0 +1,99 @@
+"""``cloudai dry-run`` of agent-driven tests: the space, its size, and the agent's first trials as scripts.
+
+Nothing runs and the grid is never materialised: its size is a product of the dimension
+sizes, and the trials shown are the agent's own first asks (``select_action`` against an
+env that runs nothing), so a 10^6-point grid costs what a 10-point one does.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from cloudai.gym.base import BaseGym, Observation
+from cloudai.space import Categorical, Dimension, Space, split_knobs
+
+if TYPE_CHECKING:
+    from cloudai.dse import Echo
+    from cloudai.pipeline import Plan
+    from cloudai.systems.base import System
+
+
+def dry_run_entries(plan: Plan, run_dir: Path, system: System, echo: Echo, n: int = 5) -> None:
+    """Print each agent-driven entry's space and write its agent's first ``n`` trials' scripts; run nothing."""
+    from cloudai.agents import AGENTS
+    from cloudai.dse import sampler_for
+    from cloudai.dse_checks import agent_config, agent_space, default_steps, finite
+    from cloudai.runner import build_spec
+    from cloudai.workloads import WORKLOADS
+
+    for checked in (c for c in plan.checked.values() if c.agent_driven):
+        entry = checked.entry
+        agent_cls = AGENTS.get(entry.agent.name)
+        config = agent_config(entry, agent_cls)
+        action = agent_space(entry, checked.space)
+        size = f"{action.grid_size} grid points" if finite(action, agent_cls) else "continuous"
+        steps = default_steps(entry, checked.space, agent_cls)
+        echo(f"{entry.id}: agent {entry.agent.name}, {steps} step(s), {len(action.dims)} dimension(s), {size}")
+        echo(f"  reward {entry.agent.reward}({entry.agent.metrics[0]}); observation {list(entry.agent.metrics)}")
+        for dim in checked.space.dims:
+            sampled = " (env_param: sampled by the environment)" if dim.name not in action.names else ""
+            echo(f"  {_describe(dim)}{sampled}")
+        if checked.live_rl:
+            echo("  live RL: each trial is a step of the live environment; no scripts to write")
+            continue
+        workload, sampler = WORKLOADS.get(entry.workload)(), sampler_for(checked)
+        dry = _DryGym(action, list(entry.agent.metrics), sampler)
+        agent = agent_cls(dry, config, min(n, steps or n))
+        for _ in range(min(n, steps or n)):
+            choice = agent.select_action(dry.reset()[0])
+            if choice is None:
+                break
+            step, point = choice
+            dry.step_count += 1
+            env = sampler.sample(step) if sampler else {}
+            values = action.full({**point, **env})
+            why = workload.constraint(split_knobs(values)[0])
+            directory = run_dir / entry.id / "0" / str(step)
+            spec = build_spec(entry, workload, values, directory, f"{entry.id}.0.{step}")
+            directory.mkdir(parents=True, exist_ok=True)
+            (directory / "cmd.sh").write_text(system.render(spec))
+            note = f"  [infeasible: {why}]" if why else ""
+            echo(f"  step {step}: {json.dumps(point)}{' env ' + json.dumps(env) if env else ''}{note}")
+
+
+class _DryGym(BaseGym):
+    """An env that runs nothing: dry-run asks the agent for its first actions against it."""
+
+    def __init__(self, space: Space, metrics: list[str], sampler: Any) -> None:
+        super().__init__()
+        self.space, self.metrics, self.sampler, self.step_count = space, metrics, sampler, 0
+
+    def env_param_sampler(self) -> Any:
+        return self.sampler
+
+    def define_action_space(self) -> Space:
+        return self.space
+
+    def define_observation_space(self) -> list[str]:
+        return self.metrics
+
+    def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Observation, dict]:
+        return [math.nan] * len(self.metrics), {}
+
+    def step(self, action: dict[str, Any]) -> tuple[Observation, float, bool, dict]:
+        raise NotImplementedError("a dry run runs no trial")
+
+    @property
+    def next_step(self) -> int:
+        return self.step_count + 1
+
+
+def _describe(dim: Dimension) -> str:
+    if isinstance(dim, Categorical):
+        more = " ..." if len(dim.choices) > 8 else ""
+        return f"{dim.name}: {len(dim.choices)} choices {list(dim.choices)[:8]}{more}"
+    grid = f", grid_points {dim.grid_points}" if dim.grid_points else ""
+    return f"{dim.name}: range [{dim.low:g}, {dim.high:g}] {dim.dtype}{' log' if dim.log else ''}{grid}"

@@ -1,0 +1,220 @@
+"""``GymnasiumAdapter``: a cloudai ``BaseGym`` as a ``gymnasium.Env``, so any Gymnasium trainer can drive trials.
+
+Spaces (from ``env.define_action_space()``; fixed knobs are not part of the action):
+
+* a ``Categorical`` knob is ``Discrete(len(choices))``: the action is the index of a choice;
+* a ``Range`` knob is a float64 ``Box(low, high, shape=(1,))`` in the knob's own units; an
+  ``int`` range is quantized in ``decode_action`` (rounded, then clamped into [low, high]).
+
+``decode_action`` turns a space sample into the knob values a native agent would send;
+``encode_action`` is its exact inverse for every value of the space (a candidate of a
+categorical knob, a number in [low, high], integral for an int range) and raises
+``ConfigError`` for anything else. ``validate_point`` is the check both share, and the one
+``cloudai serve`` applies to values that arrive over the wire.
+
+The observation is a flat float32 ``Box`` (one unbounded slot per ``agent_metrics`` name,
+NaN reported as 0.0 with ``status`` in ``info``), or a ``spaces.Dict`` when the env offers
+``observation_descriptors()`` (leaves ``kind="box"`` -> ``Box(low, high, (n or 1,))``,
+``kind="categorical"`` -> ``Discrete(n)``), filled from the flat list in descriptor order.
+
+Episodes: ``terminated`` is the env's ``done`` in live-RL mode (offline DSE never
+terminates); ``truncated`` after ``max_steps`` steps since ``reset`` (default: the env's
+``agent_steps``). The adapter counts its own steps and never touches the env's monotonic
+step counter; ``info`` carries the env's info (``step``, ``status``, ``metrics``,
+``env_params``...) plus ``knobs``, every knob's value in that trial (fixed ones included).
+A trial is a real job, so the registered spec is ``nondeterministic`` (see ``make``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from typing import Any, Protocol
+
+import gymnasium
+import numpy as np
+from gymnasium import spaces
+
+from cloudai.errors import ConfigError
+from cloudai.gym.base import BaseGym
+from cloudai.space import Categorical, Range, Space
+
+
+class ObsLeaf(Protocol):
+    """What the adapter reads of an ``ObsLeafDescriptor`` (``cloudai.gym.spaces``)."""
+
+    kind: str
+    low: float | None
+    high: float | None
+    n: int | None
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Equality that keeps bools apart from numbers (TOML ``true`` is not ``1``)."""
+    return isinstance(a, bool) == isinstance(b, bool) and a == b
+
+
+def candidate_index(dim: Categorical, value: Any) -> int:
+    """The index of ``value`` among ``dim.choices``; ``ConfigError`` when it is not one of them."""
+    for index, choice in enumerate(dim.choices):
+        if _same(choice, value):
+            return index
+    raise ConfigError(
+        f"{value!r} is not a candidate of '{dim.name}'",
+        field=f"cmd_args.{dim.name}",
+        hint=f"candidates: {', '.join(repr(c) for c in dim.choices)}",
+    )
+
+
+def range_value(dim: Range, value: Any) -> float | int:
+    """``value`` checked against a range: a finite number in [low, high], integral for int ranges."""
+    field = f"cmd_args.{dim.name}"
+    if isinstance(value, bool) or not isinstance(value, int | float | np.integer | np.floating):
+        raise ConfigError(f"'{dim.name}' takes a number, not {value!r}", field=field)
+    number = float(value)
+    if not math.isfinite(number) or not dim.low <= number <= dim.high:
+        raise ConfigError(f"{value!r} is outside '{dim.name}' [{dim.low:g}, {dim.high:g}]", field=field)
+    if dim.dtype == "int":
+        if number != round(number):
+            raise ConfigError(f"'{dim.name}' is an int range; {value!r} is not an integer", field=field)
+        return round(number)
+    return number
+
+
+def validate_point(space: Space, values: Mapping[str, Any]) -> dict[str, Any]:
+    """The chosen knobs of ``values``, checked and normalized; fixed knobs may be repeated unchanged."""
+    unknown = [k for k in values if k not in space.names and k not in space.fixed]
+    if unknown:
+        raise ConfigError(f"unknown knob(s) {sorted(unknown)}; the action takes {list(space.names)}")
+    changed = [k for k in values if k in space.fixed and not _same(values[k], space.fixed[k])]
+    if changed:
+        raise ConfigError(f"knob(s) {changed} are fixed by the test and cannot be chosen")
+    missing = [name for name in space.names if name not in values]
+    if missing:
+        raise ConfigError(f"missing knob(s) {missing}")
+    point: dict[str, Any] = {}
+    for dim in space.dims:
+        value = values[dim.name]
+        point[dim.name] = dim.choices[candidate_index(dim, value)] if isinstance(dim, Categorical) else (
+            range_value(dim, value))  # fmt: skip
+    return point
+
+
+def action_space_of(space: Space) -> spaces.Dict:
+    """``Discrete`` per categorical knob, float64 ``Box((1,))`` per range, keyed by knob name."""
+    leaves: dict[str, spaces.Space[Any]] = {}
+    for dim in space.dims:
+        if isinstance(dim, Categorical):
+            leaves[dim.name] = spaces.Discrete(len(dim.choices))
+        else:
+            leaves[dim.name] = spaces.Box(dim.low, dim.high, shape=(1,), dtype=np.float64)
+    return spaces.Dict(leaves)
+
+
+def observation_leaves(env: BaseGym) -> dict[str, ObsLeaf] | None:
+    """The env's structured observation leaves, when it offers ``observation_descriptors()``."""
+    describe: Callable[[], Mapping[str, ObsLeaf]] | None = getattr(env, "observation_descriptors", None)
+    return dict(describe()) if callable(describe) else None
+
+
+def _leaf_space(name: str, leaf: ObsLeaf) -> spaces.Space[Any]:
+    if leaf.kind == "categorical":
+        if not leaf.n or leaf.n < 1:
+            raise ConfigError(f"categorical observation '{name}' needs n >= 1")
+        return spaces.Discrete(int(leaf.n))
+    if leaf.kind == "box":
+        low = -np.inf if leaf.low is None else leaf.low
+        high = np.inf if leaf.high is None else leaf.high
+        return spaces.Box(low, high, shape=(int(leaf.n or 1),), dtype=np.float32)
+    raise ConfigError(f"observation '{name}' has unknown kind {leaf.kind!r} (box or categorical)")
+
+
+class GymnasiumAdapter(gymnasium.Env[Any, dict[str, Any]]):
+    """A ``BaseGym`` as a ``gymnasium.Env`` with a ``Dict`` action space (see the module docstring)."""
+
+    metadata: dict[str, Any] = {"render_modes": []}
+    render_mode = None
+
+    def __init__(self, env: BaseGym, *, max_steps: int | None = None) -> None:
+        self._env = env
+        self._space = env.define_action_space()
+        self._names = list(env.define_observation_space())
+        self.max_steps = max_steps
+        self._episode_steps = 0
+        self.action_space = action_space_of(self._space)
+        self._leaves = observation_leaves(env)
+        if self._leaves is not None:
+            self.observation_space = spaces.Dict({n: _leaf_space(n, leaf) for n, leaf in self._leaves.items()})
+        else:
+            self.observation_space = spaces.Box(-np.inf, np.inf, shape=(len(self._names),), dtype=np.float32)
+
+    @property
+    def cloudai_env(self) -> BaseGym:
+        """The wrapped cloudai environment (native dict actions, ``Feedback``, ``history``)."""
+        return self._env
+
+    @property
+    def knob_space(self) -> Space:
+        return self._space
+
+    def decode_action(self, action: Mapping[str, Any]) -> dict[str, Any]:
+        """A sample of ``action_space`` -> knob values (int ranges rounded and clamped)."""
+        point: dict[str, Any] = {}
+        for dim in self._space.dims:
+            if dim.name not in action:
+                raise ConfigError(f"action has no '{dim.name}'; it takes {list(self._space.names)}")
+            raw = np.asarray(action[dim.name]).reshape(-1)
+            if isinstance(dim, Categorical):
+                index = int(raw[0])
+                if not 0 <= index < len(dim.choices):
+                    raise ConfigError(f"'{dim.name}' index {index} outside [0, {len(dim.choices)})")
+                point[dim.name] = dim.choices[index]
+            else:
+                point[dim.name] = dim.clip(float(raw[0]))
+        return point
+
+    def encode_action(self, values: Mapping[str, Any]) -> dict[str, Any]:
+        """Knob values -> the ``action_space`` sample that decodes to exactly them."""
+        point = validate_point(self._space, values)
+        action: dict[str, Any] = {}
+        for dim in self._space.dims:
+            if isinstance(dim, Categorical):
+                action[dim.name] = np.int64(candidate_index(dim, point[dim.name]))
+            else:
+                action[dim.name] = np.array([point[dim.name]], dtype=np.float64)
+        return action
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
+        super().reset(seed=seed)
+        self._episode_steps = 0
+        observation, info = self._env.reset(seed=seed, options=options)
+        return self._observe(observation), dict(info)
+
+    def step(self, action: dict[str, Any]) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+        point = self.decode_action(action)
+        observation, reward, done, info = self._env.step(point)
+        self._episode_steps += 1
+        terminated = bool(done) and self._env.live
+        truncated = self.max_steps is not None and self._episode_steps >= self.max_steps and not terminated
+        info = {**info, "knobs": self._space.full(point)}
+        return self._observe(observation), float(reward), terminated, truncated, info
+
+    def close(self) -> None:
+        self._env.close()
+
+    def _observe(self, values: list[float]) -> Any:
+        flat = np.nan_to_num(np.asarray(values, dtype=np.float32), nan=0.0, posinf=np.inf, neginf=-np.inf)
+        if self._leaves is None:
+            if flat.shape != (len(self._names),):
+                raise ConfigError(f"the env observed {flat.size} value(s) for {len(self._names)} name(s)")
+            return flat
+        observation: dict[str, Any] = {}
+        offset = 0
+        for name, leaf in self._leaves.items():
+            size = 1 if leaf.kind == "categorical" else int(leaf.n or 1)
+            chunk = flat[offset : offset + size]
+            offset += size
+            observation[name] = np.int64(chunk[0]) if leaf.kind == "categorical" else chunk.copy()
+        if offset != flat.size:
+            raise ConfigError(f"the env observed {flat.size} value(s); its descriptors take {offset}")
+        return observation

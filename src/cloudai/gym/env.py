@@ -1,0 +1,291 @@
+"""``CloudAIGymEnv``: one agent-driven (test, iteration) as a ``BaseGym``; a step is one trial, a real job.
+
+``step_async(action)`` gives the trial the next monotonic step number, then, in order:
+
+1. samples the env_params for that step (``EnvParamSampler``; none declared: ``{}``);
+2. looks ``(action, env_params)`` up among this run's successful steps: a hit is recorded
+   as ``cached`` with the earlier measurement, and no job is launched;
+3. asks the workload's ``constraint``: an infeasible point is recorded as ``constraint``
+   with ``penalty_reward``, and no job is launched;
+4. otherwise submits the job into ``<iteration dir>/<step>/`` through the ``System``.
+
+``step_wait()`` makes ONE ``system.wait`` call for every trial in flight, reads the metrics
+of each finished one in ``agent_metrics`` order and turns the first into the reward. A job
+that failed, timed out or lacks a metric is recorded as ``failed``/``timeout`` with the
+penalty reward; its observation has the declared length with NaN where nothing was
+measured (0.0 would read as a measurement; NaN is ``null`` in trajectory.csv).
+
+Rows reach ``trajectory.csv`` in step order: a trial that finishes before an earlier one
+waits in memory. ``close()`` cancels what is still running (those steps are not recorded,
+leaving a gap a resumed agent may fill), then writes every finished step. The cache holds
+successes only (a transient failure deserves a second chance); an action asked again
+while its twin is still running waits for it rather than launching a second job.
+
+This env is offline DSE: ``done`` is always False and the episode never changes. The
+live-RL env (steps delegated to a ``GymServer``) is a sibling built by ``cloudai.dse.build_env``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from collections import deque
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from cloudai.errors import AgentError, ConfigError
+from cloudai.gym.base import BaseGym, Feedback, Observation
+from cloudai.rewards import REWARDS
+from cloudai.runner import build_spec, finish_job
+from cloudai.space import Categorical, Space, split_knobs
+from cloudai.systems.base import Job, JobStatus, System
+from cloudai.trajectory import Row, TrajectoryWriter, env_cell
+
+if TYPE_CHECKING:
+    from cloudai.config.scenario import RunEntry
+    from cloudai.env_params import EnvParamSampler
+    from cloudai.workloads.base import Workload
+
+SCORED = ("ok", "cached")
+
+
+@dataclass(frozen=True)
+class TrialSetup:
+    """What one agent-driven (entry, iteration) runs with; built by ``cloudai.dse``."""
+
+    entry: RunEntry
+    space: Space  # the entry's whole space: env_param dimensions included
+    workload: Workload | None  # None in live-RL mode: a trial is a server step, not a job
+    system: System
+    out_dir: Path  # <run dir>/<test id>/<iteration>
+    iteration: int = 0
+    penalty_reward: float = -1.0
+    max_in_flight: int = 1
+    sampler: EnvParamSampler | None = None
+    resume: bool = False
+    on_step: Callable[[Feedback], None] | None = field(default=None, compare=False)
+
+
+@dataclass(eq=False)
+class _Trial:
+    step: int
+    action: dict[str, Any]
+    env: dict[str, Any]
+    key: str  # cache_key(action, env)
+    started: float
+    job: Job | None = None
+    followers: list[_Trial] = field(default_factory=list)  # the same key asked while this one ran
+
+
+def cache_key(action: Mapping[str, Any], env_params: Mapping[str, Any]) -> str:
+    """Canonical JSON of (action, env_params): equal configurations in an equal environment, equal keys."""
+    return json.dumps([action, env_params], sort_keys=True, default=str)
+
+
+class CloudAIGymEnv(BaseGym):
+    live = False
+
+    def __init__(self, setup: TrialSetup) -> None:
+        super().__init__()
+        if setup.workload is None:
+            raise ConfigError("the offline env runs jobs: it needs the entry's workload", field="test_template_name")
+        self.setup, self.workload = setup, setup.workload
+        self.metrics = tuple(setup.entry.agent.metrics)
+        self.reward_fn = REWARDS.get(setup.entry.agent.reward)
+        self.env_names = tuple(setup.sampler.names) if setup.sampler else ()
+        self.action_space = setup.space.without(set(self.env_names))
+        self.max_in_flight = setup.max_in_flight
+        self.writer = TrajectoryWriter(setup.out_dir, self.env_names, resume=setup.resume)
+        self._history = [self._replayed(row) for row in self.writer.rows]
+        self._cache = {cache_key(f.action, f.env_params): f for f in self._history if f.status in SCORED}
+        self._next = max(self.writer.last_step, _highest_step_dir(setup.out_dir)) + 1
+        self._episode = self._history[-1].episode if self._history else 1
+        self._pending: dict[int, _Trial] = {}  # in flight, by step
+        self._running: dict[str, _Trial] = {}  # in flight, by cache key
+        self._unwritten: deque[int] = deque()  # started steps not yet in trajectory.csv, ascending
+        self._finished: dict[int, tuple[Feedback, float]] = {}  # finished, waiting for earlier steps
+
+    def define_action_space(self) -> Space:
+        return self.action_space
+
+    def define_observation_space(self) -> list[str]:
+        return list(self.metrics)
+
+    @property
+    def next_step(self) -> int:
+        return self._next
+
+    @property
+    def in_flight(self) -> list[int]:
+        return sorted(self._pending)
+
+    def env_param_sampler(self) -> EnvParamSampler | None:
+        """The env_params sampler (None without env_params): deterministic per step, so agents may peek."""
+        return self.setup.sampler
+
+    def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Observation, dict]:
+        """Nothing to restart offline: the observation before a measurement is all NaN."""
+        return self._nothing(), {"episode": self._episode}
+
+    def history(self) -> list[Feedback]:
+        return list(self._history)
+
+    def step(self, action: dict[str, Any]) -> tuple[Observation, float, bool, dict]:
+        step = self.step_async(action)
+        mine: Feedback | None = None
+        others: list[Feedback] = []
+        while mine is None:
+            for feedback in self.step_wait():
+                if feedback.step == step:
+                    mine = feedback
+                else:
+                    others.append(feedback)
+        self._ready = others + self._ready  # finished meanwhile: handed out by the next step_wait
+        return mine.observation, mine.reward, mine.done, mine.info
+
+    def step_async(self, action: dict[str, Any]) -> int:
+        self._check(action)
+        step = self._next
+        self._next += 1
+        self._unwritten.append(step)
+        env = self.setup.sampler.sample(step) if self.setup.sampler else {}
+        trial = _Trial(step, dict(action), env, cache_key(action, env), time.monotonic())
+        hit = self._cache.get(trial.key)
+        if hit is not None:
+            self._cached(trial, hit)
+        elif trial.key in self._running:  # the same trial is running: share its result when it succeeds
+            self._running[trial.key].followers.append(trial)
+        elif reason := self.workload.constraint(split_knobs(self._values(trial))[0]):
+            self._complete(trial, self._nothing(), self.setup.penalty_reward, "constraint", {"reason": reason})
+        else:
+            self._submit(trial)
+        return step
+
+    def step_wait(self, timeout: float | None = None) -> list[Feedback]:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while self._pending:
+            wait_s = 0.0 if self._ready else (None if deadline is None else max(0.0, deadline - time.monotonic()))
+            self.setup.system.wait([t.job for t in self._pending.values() if t.job is not None], wait_s)
+            for trial in [t for t in self._pending.values() if t.job is not None and t.job.done]:
+                self._finish(trial)
+            if self._ready or wait_s == 0.0:
+                break
+        ready, self._ready = self._ready, []
+        return ready
+
+    def close(self) -> None:
+        """Cancel the trials in flight (not recorded), write every finished step, close the files."""
+        if self._pending:
+            trials = list(self._pending.values())
+            self.setup.system.cancel([t.job for t in trials if t.job is not None], "interrupted")
+            for trial in trials:
+                if trial.job is not None:
+                    finish_job(trial.job, self.workload)  # job.json says it was cancelled
+                for step in [trial.step, *(f.step for f in trial.followers)]:
+                    self._unwritten.remove(step)
+            self._pending.clear()
+            self._running.clear()
+        if not self.writer.broken:
+            self._write_ready()
+        self.writer.close()
+
+    def _values(self, trial: _Trial) -> dict[str, Any]:
+        return self.action_space.full({**trial.action, **trial.env})
+
+    def _submit(self, trial: _Trial) -> None:
+        entry, step = self.setup.entry, trial.step
+        name = f"{entry.id}.{self.setup.iteration}.{step}"
+        spec = build_spec(entry, self.workload, self._values(trial), self.setup.out_dir / str(step), name)
+        trial.job = self.setup.system.submit(spec)
+        self._pending[step] = self._running[trial.key] = trial
+
+    def _cached(self, trial: _Trial, hit: Feedback) -> None:
+        info = {"metrics": hit.info.get("metrics", {}), "cached_from": hit.step}
+        self._complete(trial, hit.observation, hit.reward, "cached", info)
+
+    def _finish(self, trial: _Trial) -> None:
+        del self._pending[trial.step]
+        del self._running[trial.key]
+        job = trial.job
+        assert job is not None
+        metrics = finish_job(job, self.workload)
+        observation = [metrics.get(name, math.nan) for name in self.metrics]
+        status = {JobStatus.OK: "ok", JobStatus.TIMEOUT: "timeout"}.get(job.status, "failed")
+        reason = job.reason
+        missing = [name for name in self.metrics if name not in metrics]
+        if status == "ok" and missing:
+            status, reason = "failed", f"metric(s) {', '.join(missing)} not reported"
+        reward = self.reward_fn(observation[0]) if status == "ok" else self.setup.penalty_reward
+        info = {"metrics": metrics, "reason": reason, "job_dir": str(job.spec.job_dir)}
+        feedback = self._complete(trial, observation, reward, status, info)
+        for follower in trial.followers:  # a failure is not shared: each follower gets its own chance
+            if status == "ok":
+                self._cached(follower, feedback)
+            else:
+                self._submit(follower)
+
+    def _complete(
+        self, trial: _Trial, observation: Observation, reward: float, status: str, extra: dict[str, Any]
+    ) -> Feedback:
+        step, episode = trial.step, self._episode
+        info = {"status": status, "step": step, "episode": episode, "env_params": trial.env, **extra}
+        feedback = Feedback(step, episode, dict(trial.action), reward, observation, status, False, info)
+        self._ready.append(feedback)
+        self._finished[step] = (feedback, time.monotonic() - trial.started)
+        if status == "ok":
+            self._cache[trial.key] = feedback
+        self._write_ready()
+        if self.setup.on_step is not None:
+            self.setup.on_step(feedback)
+        return feedback
+
+    def _write_ready(self) -> None:
+        """Append every finished step whose predecessors are all written (rows stay in step order)."""
+        while self._unwritten and self._unwritten[0] in self._finished:
+            feedback, elapsed = self._finished.pop(self._unwritten.popleft())
+            self.writer.append(
+                step=feedback.step,
+                episode=feedback.episode,
+                action=feedback.action,
+                reward=feedback.reward,
+                observation=feedback.observation,
+                status=feedback.status,
+                elapsed_s=elapsed,
+                env=feedback.env_params,
+            )
+
+    def _check(self, action: Mapping[str, Any]) -> None:
+        names = set(self.action_space.names)
+        if set(action) != names:
+            unknown, missing = sorted(set(action) - names), sorted(names - set(action))
+            raise AgentError(f"action {action!r} does not fit the space: unknown {unknown}, missing {missing}")
+
+    def _nothing(self) -> Observation:
+        return [math.nan] * len(self.metrics)
+
+    def _replayed(self, row: Row) -> Feedback:
+        """A recorded row as the agent saw it, env_params typed back through the space."""
+        env = {name: _typed(self.setup.space, name, text) for name, text in row.env.items()}
+        info = {"status": row.status, "step": row.step, "episode": row.episode, "env_params": env,
+                "metrics": dict(zip(self.metrics, row.observation, strict=False)), "replayed": True}  # fmt: skip
+        return Feedback(row.step, row.episode, row.action, row.reward, row.observation, row.status, False, info)
+
+
+def _typed(space: Space, name: str, text: str) -> Any:
+    """An env.csv cell back to the value it was written from (a candidate, or a number for a range)."""
+    dim = next((d for d in space.dims if d.name == name), None)
+    if isinstance(dim, Categorical):
+        return next((c for c in dim.choices if env_cell(c) == text), text)
+    if dim is not None:
+        return round(float(text)) if dim.dtype == "int" else float(text)
+    return text
+
+
+def _highest_step_dir(out_dir: Path) -> int:
+    """The highest step that has a job dir: a resumed run never reuses one (a cancelled trial's files)."""
+    if not out_dir.is_dir():
+        return 0
+    return max((int(p.name) for p in out_dir.iterdir() if p.name.isdigit() and p.is_dir()), default=0)

@@ -1,0 +1,212 @@
+"""The JSON ``cloudai serve`` speaks, as pure functions, plus the ASGI guard (bearer token, body size).
+
+Shapes follow ``openenv-core`` 0.3.0 (``openenv.core.env_server.types``):
+
+* ``/schema`` -> ``{"action", "observation", "state"}`` JSON Schemas. The action schema is
+  an object with one required property per chosen knob (``enum`` for a categorical knob,
+  ``type`` number/integer with ``minimum``/``maximum`` for a range) and the optional
+  ``metadata`` object every OpenEnv ``Action`` has; ``additionalProperties`` is false.
+* an observation payload is ``{"observation": {...}, "reward": float | None, "done": bool}``;
+  the observation holds one field per ``agent_metrics`` name (number, ``null`` for NaN) or
+  per structured leaf, and ``trial`` (``step``, ``episode``, ``status``, ``env_params``): an
+  object, so clients that take "the numeric fields" as the observation skip it.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from cloudai.errors import ConfigError
+from cloudai.gym.adapter import ObsLeaf
+from cloudai.space import Categorical, Space
+
+_JSON_TYPES = ((bool, "boolean"), (int, "integer"), (float, "number"), (str, "string"))
+_TRIAL = {
+    "type": "object",
+    "description": "cloudai bookkeeping: the trajectory.csv step, episode, status and env_params of this trial",
+    "properties": {
+        "step": {"anyOf": [{"type": "integer"}, {"type": "null"}]},
+        "episode": {"anyOf": [{"type": "integer"}, {"type": "null"}]},
+        "status": {"type": "string"},
+        "env_params": {"type": "object"},
+    },
+}
+_STATE = {
+    "title": "State",
+    "type": "object",
+    "additionalProperties": True,
+    "properties": {
+        "episode_id": {"anyOf": [{"type": "string"}, {"type": "null"}], "default": None},
+        "step_count": {"type": "integer", "minimum": 0, "default": 0},
+        "next_step": {"type": "integer", "description": "the trajectory.csv step the next trial will get"},
+    },
+}
+
+
+def _json_type(value: Any) -> str | None:
+    return next((name for kind, name in _JSON_TYPES if isinstance(value, kind)), None)
+
+
+def knob_schema(space: Space) -> dict[str, Any]:
+    """The JSON Schema of one action: the chosen knobs (fixed ones are the server's business)."""
+    properties: dict[str, Any] = {}
+    for dim in space.dims:
+        if isinstance(dim, Categorical):
+            prop: dict[str, Any] = {"enum": list(dim.choices)}
+            types = {_json_type(c) for c in dim.choices}
+            if len(types) == 1 and None not in types:
+                prop["type"] = types.pop()
+        else:
+            integer = dim.dtype == "int"
+            low, high = (math.ceil(dim.low), math.floor(dim.high)) if integer else (dim.low, dim.high)
+            prop = {"type": "integer" if integer else "number", "minimum": low, "maximum": high}
+            if dim.log:
+                prop["description"] = "log-scaled range"
+        properties[dim.name] = {"title": dim.name, **prop}
+    properties["metadata"] = {"type": "object", "title": "Metadata", "description": "ignored by cloudai"}
+    return {
+        "title": "CloudAIAction",
+        "type": "object",
+        "properties": properties,
+        "required": list(space.names),
+        "additionalProperties": False,
+    }
+
+
+def observation_schema(names: list[str], leaves: Mapping[str, ObsLeaf] | None) -> dict[str, Any]:
+    properties: dict[str, Any] = {}
+    if leaves is None:
+        for name in names:
+            properties[name] = {"title": name, "anyOf": [{"type": "number"}, {"type": "null"}]}
+    else:
+        for name, leaf in leaves.items():
+            properties[name] = _leaf_schema(name, leaf)
+    properties["trial"] = _TRIAL
+    properties["done"] = {"type": "boolean", "default": False}
+    properties["reward"] = {"anyOf": [{"type": "boolean"}, {"type": "integer"}, {"type": "number"}, {"type": "null"}]}
+    properties["metadata"] = {"type": "object"}
+    return {"title": "CloudAIObservation", "type": "object", "properties": properties}
+
+
+def _leaf_schema(name: str, leaf: ObsLeaf) -> dict[str, Any]:
+    if leaf.kind == "categorical":
+        return {"title": name, "type": "integer", "minimum": 0, "maximum": int(leaf.n or 1) - 1}
+    number: dict[str, Any] = {"type": "number"}
+    if leaf.low is not None and math.isfinite(leaf.low):
+        number["minimum"] = leaf.low
+    if leaf.high is not None and math.isfinite(leaf.high):
+        number["maximum"] = leaf.high
+    if (leaf.n or 1) == 1:
+        return {"title": name, **number}
+    return {"title": name, "type": "array", "items": number, "minItems": leaf.n, "maxItems": leaf.n}
+
+
+def schemas(space: Space, names: list[str], leaves: Mapping[str, ObsLeaf] | None) -> dict[str, Any]:
+    return {"action": knob_schema(space), "observation": observation_schema(names, leaves), "state": _STATE}
+
+
+def finite(value: float) -> float | None:
+    """JSON has no NaN or infinity: they travel as null (as OpenEnv's own server sends them)."""
+    return float(value) if math.isfinite(value) else None
+
+
+def observation_fields(values: list[float], names: list[str], leaves: Mapping[str, ObsLeaf] | None) -> dict[str, Any]:
+    """The observation object for one flat observation list (agent_metrics order, or leaf order)."""
+    if leaves is None:
+        return {name: finite(float(v)) for name, v in zip(names, values, strict=False)}
+    fields: dict[str, Any] = {}
+    offset = 0
+    for name, leaf in leaves.items():
+        size = 1 if leaf.kind == "categorical" else int(leaf.n or 1)
+        chunk = [finite(float(v)) for v in values[offset : offset + size]]
+        offset += size
+        if leaf.kind == "categorical":
+            fields[name] = None if chunk[0] is None else int(chunk[0])
+        else:
+            fields[name] = chunk[0] if size == 1 else chunk
+    return fields
+
+
+def payload(
+    values: list[float],
+    reward: float | None,
+    done: bool,
+    info: Mapping[str, Any],
+    names: list[str],
+    leaves: Mapping[str, ObsLeaf] | None,
+) -> dict[str, Any]:
+    """``{"observation", "reward", "done"}``, the data of an OpenEnv observation reply."""
+    trial = {
+        "step": info.get("step"),
+        "episode": info.get("episode"),
+        "status": str(info.get("status", "ok")),
+        "env_params": dict(info.get("env_params", {})),
+    }
+    observation = {**observation_fields(values, names, leaves), "trial": trial}
+    return {"observation": observation, "reward": None if reward is None else finite(reward), "done": bool(done)}
+
+
+def action_errors(exc: ConfigError) -> list[dict[str, Any]]:
+    """A ``ConfigError`` as pydantic-style ``errors`` entries (what OpenEnv's VALIDATION_ERROR carries)."""
+    return [
+        {"type": "value_error", "loc": ["action", *(p.field.split(".")[1:] if p.field else [])], "msg": p.message}
+        for p in exc.problems
+    ]
+
+
+def dumps(message: Mapping[str, Any]) -> str:
+    return json.dumps(message, separators=(",", ":"), default=str)
+
+
+class Guard:
+    """ASGI middleware: bearer-token check (constant-time) and a request-body size limit.
+
+    Unauthorized HTTP requests get 401 and a ``WWW-Authenticate: Bearer`` header; an
+    unauthorized WebSocket handshake is denied with an HTTP 401 response. Bodies over
+    ``max_body`` bytes get 413: the server's HTTP parser holds a body to its Content-Length, so
+    checking the header suffices; chunked bodies (no length) are refused with 411.
+    The token is never logged, echoed or written.
+    """
+
+    def __init__(self, app: Any, *, token: str | None, max_body: int) -> None:
+        self.app = app
+        self._token = token.encode() if token else None
+        self.max_body = max_body
+
+    def _authorized(self, scope: Mapping[str, Any]) -> bool:
+        if self._token is None:
+            return True
+        header = dict(scope.get("headers") or []).get(b"authorization", b"")
+        scheme, _, credentials = header.partition(b" ")
+        return scheme.lower() == b"bearer" and hmac.compare_digest(credentials.strip(), self._token)
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] not in ("http", "websocket"):
+            return await self.app(scope, receive, send)
+        if not self._authorized(scope):
+            return await self._deny(scope, receive, send, 401, "missing or wrong bearer token")
+        if scope["type"] == "websocket":
+            return await self.app(scope, receive, send)
+        headers = dict(scope.get("headers") or [])
+        declared = headers.get(b"content-length")
+        if declared is None and b"chunked" in headers.get(b"transfer-encoding", b"").lower():
+            return await self._deny(scope, receive, send, 411, "send a Content-Length (chunked bodies are refused)")
+        if declared is not None and (not declared.isdigit() or int(declared) > self.max_body):
+            return await self._deny(scope, receive, send, 413, f"request body over {self.max_body} bytes")
+        return await self.app(scope, receive, send)
+
+    async def _deny(self, scope: Any, receive: Any, send: Any, status: int, message: str) -> None:
+        from starlette.responses import JSONResponse
+
+        headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
+        response = JSONResponse({"detail": message}, status_code=status, headers=headers)
+        if scope["type"] == "websocket":
+            await receive()  # websocket.connect
+            if "websocket.http.response" not in scope.get("extensions", {}):
+                await send({"type": "websocket.close", "code": 1008})
+                return
+        await response(scope, receive, send)

@@ -1,0 +1,114 @@
+"""sbatch scripts as pure text: a ``JobSpec`` and the system config in, the script out.
+
+Nothing here touches Slurm or the disk beyond ``Path.absolute()`` (which reads the working
+directory), so golden files pin the exact output. The layout follows CloudAI's: ``#SBATCH``
+header, exported environment, ``cd`` into the job dir, one ``srun`` of the job's argv.
+"""
+
+from __future__ import annotations
+
+import math
+import shlex
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from cloudai.config.slurm import SlurmSystemConfig
+from cloudai.config.timelimit import format_time_limit
+from cloudai.systems.base import JobSpec
+
+SCRIPT_NAME = "sbatch.sh"
+STDOUT = "stdout.txt"
+STDERR = "stderr.txt"
+
+# Our dependency kinds -> Slurm's ``--dependency`` types. ``end_post_comp`` has no Slurm
+# equivalent (the runner scancels the job when the other one completes), hence absent.
+DEPENDENCY_TYPES: dict[str, str] = {"start_post_init": "after", "start_post_comp": "afterany"}
+
+
+def dependency_expr(kind: str, job_ids: Sequence[str]) -> str | None:
+    """``"afterany:12:13"`` for ``start_post_comp`` on jobs 12 and 13; None when Slurm cannot express it.
+
+    ``start_post_comp`` maps to ``afterany`` (not ``afterok``) because our runner starts the
+    dependent job whatever the other job's status; use ``afterok`` yourself for CloudAI's
+    stricter flavour.
+    """
+    slurm_type = DEPENDENCY_TYPES.get(kind)
+    if slurm_type is None or not job_ids:
+        return None
+    return ":".join([slurm_type, *job_ids])
+
+
+def time_directive(seconds: float) -> str:
+    """``--time`` value; whole seconds rounded up (Slurm itself enforces whole minutes)."""
+    return format_time_limit(max(1, math.ceil(seconds)))
+
+
+def sbatch_header(
+    *,
+    job_name: str,
+    stdout: Path,
+    stderr: Path,
+    config: SlurmSystemConfig,
+    num_nodes: int,
+    time_limit_s: float | None,
+    dependencies: Sequence[str] = (),
+) -> list[str]:
+    """The ``#!`` line and ``#SBATCH`` directives, in a fixed order."""
+    lines = ["#!/bin/bash", f"#SBATCH --job-name={job_name}"]
+    lines += [f"#SBATCH --output={stdout}", f"#SBATCH --error={stderr}"]
+    lines.append(f"#SBATCH --partition={config.default_partition}")
+    lines.append(f"#SBATCH -N {num_nodes}")
+    if config.account:
+        lines.append(f"#SBATCH --account={config.account}")
+    if config.gpus_per_node:
+        lines.append(f"#SBATCH --gpus-per-node={config.gpus_per_node}")
+    if config.ntasks_per_node:
+        lines.append(f"#SBATCH --ntasks-per-node={config.ntasks_per_node}")
+    if time_limit_s:
+        lines.append(f"#SBATCH --time={time_directive(time_limit_s)}")
+    if config.exclusive:
+        lines.append("#SBATCH --exclusive")
+    if dependencies:
+        lines.append(f"#SBATCH --dependency={','.join(dependencies)}")
+        lines.append("#SBATCH --kill-on-invalid-dep=yes")
+    lines += [f"#SBATCH {arg}" for arg in config.extra_sbatch_args]
+    return lines
+
+
+def export_lines(*envs: Mapping[str, str]) -> list[str]:
+    """``export KEY='value'`` for each variable, later mappings overriding earlier ones."""
+    merged: dict[str, str] = {}
+    for env in envs:
+        merged.update(env)
+    return [f"export {key}={shlex.quote(value)}" for key, value in merged.items()]
+
+
+def srun_prefix(config: SlurmSystemConfig, extra: Sequence[str] = ()) -> list[str]:
+    """``srun`` and its flags, before the job's argv (already shell-safe tokens)."""
+    words = ["srun", "--export=ALL", f"--mpi={config.mpi}"]
+    if config.distribution:
+        words.append(f"--distribution={config.distribution}")
+    words += extra
+    if config.extra_srun_args:
+        words.append(config.extra_srun_args)  # verbatim, as CloudAI does: may hold several flags
+    return words
+
+
+def render_sbatch(spec: JobSpec, config: SlurmSystemConfig, dependencies: Sequence[str] = ()) -> str:
+    """The sbatch script for one job: output into its job dir, one ``srun`` of its argv."""
+    job_dir = spec.job_dir.absolute()
+    lines = sbatch_header(
+        job_name=spec.name,
+        stdout=job_dir / STDOUT,
+        stderr=job_dir / STDERR,
+        config=config,
+        num_nodes=spec.num_nodes,
+        time_limit_s=spec.time_limit_s,
+        dependencies=dependencies,
+    )
+    lines.append("")
+    lines += export_lines(config.global_env_vars, spec.env)
+    lines.append(f"cd {shlex.quote(str(job_dir))}")
+    lines.append("")
+    lines.append(" ".join([*srun_prefix(config), shlex.join(spec.argv)]))
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,217 @@
+"""The strict records of an agent-driven run: ``trajectory.csv`` and, with env_params, ``env.csv``.
+
+Contract (DESIGN.md "Outputs"):
+
+* ``trajectory.csv``: header ``step,episode,action,reward,observation,status,elapsed_s``;
+  ``action`` a JSON object, ``observation`` a JSON list (a missing value is ``null``),
+  ``status`` one of ``STATUSES``. Steps strictly increase (gaps are allowed: a trial
+  cancelled by Ctrl-C is not recorded and a resumed agent may fill it later).
+* ``env.csv``: ``step,<param...>``, one row per trajectory row, same step.
+* Each row is flushed and fsync'ed as it is written, the env row first and the trajectory
+  row last: the trajectory row commits the step. A crash can thus leave a torn last line
+  or an env row without its trajectory row; ``read_trajectory`` drops both, and
+  ``TrajectoryWriter(resume=True)`` rewrites both files (atomically) to the consistent
+  prefix before appending, so the files stay aligned whatever happened before.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import os
+import tempfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from cloudai.errors import ConfigError
+
+TRAJECTORY_FILE = "trajectory.csv"
+ENV_FILE = "env.csv"
+COLUMNS = ("step", "episode", "action", "reward", "observation", "status", "elapsed_s")
+STATUSES = frozenset({"ok", "cached", "failed", "constraint", "timeout"})
+
+
+@dataclass(frozen=True)
+class Row:
+    """One recorded step. ``env`` holds env.csv's cells as written (text), keyed by param name."""
+
+    step: int
+    episode: int
+    action: dict[str, Any]
+    reward: float
+    observation: list[float]
+    status: str
+    elapsed_s: float
+    env: dict[str, str] = field(default_factory=dict)
+
+
+def env_cell(value: Any) -> str:
+    """How a sampled value is written to env.csv: TOML spelling for booleans, ``str`` otherwise."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), allow_nan=False)
+
+
+def _observation(values: Sequence[float]) -> str:
+    return _json([v if math.isfinite(v) else None for v in values])
+
+
+class TrajectoryWriter:
+    """Appends rows to ``directory/trajectory.csv`` (and ``env.csv`` when ``env_names`` is non-empty)."""
+
+    def __init__(self, directory: Path, env_names: Sequence[str] = (), *, resume: bool = False) -> None:
+        self.directory = directory
+        self.env_names = tuple(env_names)
+        self.rows: list[Row] = read_trajectory(directory, self.env_names) if resume else []
+        self.last_step = self.rows[-1].step if self.rows else 0
+        self.broken = False  # a write was interrupted mid-row: append no more (resume repairs the tail)
+        directory.mkdir(parents=True, exist_ok=True)
+        self._traj = self._open(TRAJECTORY_FILE, COLUMNS, [self._traj_cells(r) for r in self.rows])
+        self._env = (
+            self._open(ENV_FILE, ("step", *self.env_names), [self._env_cells(r.step, r.env) for r in self.rows])
+            if self.env_names
+            else None
+        )
+
+    def append(
+        self,
+        *,
+        step: int,
+        episode: int,
+        action: Mapping[str, Any],
+        reward: float,
+        observation: Sequence[float],
+        status: str,
+        elapsed_s: float,
+        env: Mapping[str, Any] | None = None,
+    ) -> None:
+        """Write one step; raises ``ValueError`` on a step not above the last, an unknown status or env mismatch."""
+        if step <= self.last_step:
+            raise ValueError(f"step {step} is not above the last recorded step {self.last_step}")
+        if status not in STATUSES:
+            raise ValueError(f"status {status!r} is not one of {sorted(STATUSES)}")
+        cells = {name: env_cell(value) for name, value in (env or {}).items()}
+        if set(cells) != set(self.env_names):
+            raise ValueError(f"env params {sorted(cells)} differ from the declared {sorted(self.env_names)}")
+        if self.broken:
+            raise ValueError("an earlier write was interrupted; no more rows can be appended")
+        row = Row(step, episode, dict(action), reward, list(observation), status, elapsed_s, cells)
+        self.broken = True
+        if self._env is not None:
+            self._write(self._env, self._env_cells(step, cells))
+        self._write(self._traj, self._traj_cells(row))
+        self.broken = False
+        self.last_step = step
+
+    def close(self) -> None:
+        for fh in (self._traj, self._env):
+            if fh is not None and not fh.closed:
+                fh.close()
+
+    def _open(self, name: str, header: Sequence[str], rows: list[list[str]]) -> io.TextIOWrapper:
+        """Rewrite ``name`` atomically with ``header`` + ``rows``, then open it for appending."""
+        path = self.directory / name
+        fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=self.directory)
+        try:
+            with os.fdopen(fd, "w", newline="", encoding="utf-8") as fh:
+                writer = csv.writer(fh, lineterminator="\n")
+                writer.writerow(header)
+                writer.writerows(rows)
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.chmod(tmp, 0o644)
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+        return open(path, "a", newline="", encoding="utf-8")  # held open for the run
+
+    @staticmethod
+    def _write(fh: io.TextIOWrapper, cells: list[str]) -> None:
+        csv.writer(fh, lineterminator="\n").writerow(cells)
+        fh.flush()
+        os.fsync(fh.fileno())
+
+    @staticmethod
+    def _traj_cells(row: Row) -> list[str]:
+        reward = repr(float(row.reward))
+        return [str(row.step), str(row.episode), _json(row.action), reward, _observation(row.observation),
+                row.status, f"{row.elapsed_s:.6f}"]  # fmt: skip
+
+    def _env_cells(self, step: int, cells: Mapping[str, str]) -> list[str]:
+        return [str(step), *(cells[name] for name in self.env_names)]
+
+
+def read_trajectory(directory: Path, env_names: Sequence[str] = ()) -> list[Row]:
+    """The consistent prefix of a run's records, for ``--resume`` and the cache.
+
+    A torn or unparseable *last* row is dropped (an interrupted write); a trajectory step
+    without its env.csv row is dropped when it is the last (a crash between the two
+    writes). Damage anywhere else, a different header or different env params raise
+    ``ConfigError``: silently re-running or skipping steps in the middle would be worse.
+    """
+    path = directory / TRAJECTORY_FILE
+    if not path.exists():
+        return []
+    rows = _read_rows(path, COLUMNS)
+    env_rows: dict[int, dict[str, str]] = {}
+    if env_names:
+        for cells in _read_rows(directory / ENV_FILE, ("step", *env_names)):
+            if len(cells) == len(env_names) + 1 and cells[0].isdigit():
+                env_rows[int(cells[0])] = dict(zip(env_names, cells[1:], strict=True))
+    parsed: list[Row] = []
+    for index, cells in enumerate(rows):
+        last = index == len(rows) - 1
+        row = _parse(cells)
+        if row is not None and env_names:
+            row = Row(**{**row.__dict__, "env": env_rows[row.step]}) if row.step in env_rows else None
+        if row is None or (parsed and row.step <= parsed[-1].step):
+            if last:
+                break
+            raise ConfigError(
+                f"row {index + 2} is damaged or out of step order (or has no {ENV_FILE} row)",
+                file=path,
+                hint="fix or remove that row; cloudai only repairs a torn last row",
+            )
+        parsed.append(row)
+    return parsed
+
+
+def _read_rows(path: Path, header: Sequence[str]) -> list[list[str]]:
+    if not path.exists():
+        raise ConfigError("missing", file=path, hint=f"{path.name} is written next to {TRAJECTORY_FILE}")
+    with path.open(newline="", encoding="utf-8", errors="replace") as fh:
+        text = fh.read()
+    rows = list(csv.reader(io.StringIO(text)))
+    if not rows or tuple(rows[0]) != tuple(header):
+        raise ConfigError(
+            f"header is {rows[0] if rows else '(empty)'}, expected {','.join(header)}",
+            file=path,
+            hint="was this run started with different agent_metrics or env_params? start a new run",
+        )
+    if text and not text.endswith("\n"):
+        rows[-1] = []  # a torn last line: parseable prefix or not, it was never committed
+    return rows[1:]
+
+
+def _parse(cells: list[str]) -> Row | None:
+    if len(cells) != len(COLUMNS):
+        return None
+    step, episode, action, reward, observation, status, elapsed = cells
+    try:
+        act = json.loads(action)
+        obs = json.loads(observation)
+        if not isinstance(act, dict) or not isinstance(obs, list) or status not in STATUSES:
+            return None
+        values = [math.nan if v is None else float(v) for v in obs]
+        return Row(int(step), int(episode), act, float(reward), values, status, float(elapsed))
+    except (ValueError, TypeError):
+        return None

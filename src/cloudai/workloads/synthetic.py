@@ -1,0 +1,62 @@
+"""``Synthetic``: an all-reduce benchmark's analytic model as a real subprocess, for DSE without a GPU.
+
+The model, its knobs and its optimum are documented in ``cloudai.workloads.synthetic_model``; this
+module only validates ``cmd_args``, builds the argv (one entry per value, no shell) and reports the
+model's infeasible region as a constraint, so the DSE env skips such points without running them.
+"""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from collections.abc import Mapping
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from cloudai.workloads.base import JobContext, Workload
+from cloudai.workloads.synthetic_model import infeasible
+
+
+class SyntheticArgs(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    algo: Literal["ring", "tree", "nvls", "collnet"] = "ring"
+    message_size: int = Field(default=1 << 26, ge=1, le=1 << 36, description="bytes")
+    chunk_kb: int = Field(default=512, ge=64, le=8192, description="KiB; meaningful on a log scale")
+    num_channels: int = Field(default=8, ge=1, le=32)
+    background_load: float = Field(default=0.0, ge=0, le=1, description="network load from other jobs")
+    jitter: float = Field(default=0.0, ge=0, le=1, description="noise amplitude; 0 = deterministic")
+    seed: int = 0
+    duration_s: float = Field(default=0, ge=0, description="how long the trial sleeps")
+    fail_rate: float = Field(default=0.0, ge=0, le=1, description="chance the trial fails (exit 1)")
+
+
+class Synthetic(Workload):
+    name = "Synthetic"
+    args_model = SyntheticArgs
+    produces_metrics = True
+
+    def argv(self, args: Mapping[str, Any], job: JobContext) -> list[str]:
+        values = SyntheticArgs.model_validate(args).model_dump()
+        argv = [sys.executable, "-m", "cloudai.workloads.synthetic_model"]
+        for name, value in {**values, "num_nodes": job.num_nodes}.items():
+            argv += [f"--{name.replace('_', '-')}", str(value)]
+        return argv + _extra(job.extra_cmd_args)
+
+    def constraint(self, args: Mapping[str, Any]) -> str | None:
+        """The model's infeasible region; without ``args["num_nodes"]`` only the node-independent part.
+
+        (A node-dependent violation then still fails the trial: the model exits 3.)
+        """
+        rest = {k: v for k, v in args.items() if k != "num_nodes"}
+        values = SyntheticArgs.model_validate(rest).model_dump(exclude={"duration_s", "fail_rate"})
+        nodes = args.get("num_nodes")
+        return infeasible(values, None if nodes is None else int(nodes))
+
+
+def _extra(extra: Mapping[str, Any] | str) -> list[str]:
+    """``extra_cmd_args`` as more ``--name value`` pairs (a string is split like a shell would, not run by one)."""
+    if isinstance(extra, str):
+        return shlex.split(extra)
+    return [item for name, value in extra.items() for item in (f"--{name}", str(value))]

@@ -1,0 +1,62 @@
+"""The shipped DSE examples run as documented, and their best.toml runs unchanged."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from tests.conftest import CONF
+from tests.dse.conftest import invoke
+
+TESTS = CONF / "common" / "test"
+SCENARIOS = CONF / "common" / "test_scenario"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("scenario", "steps"), [("dse_synthetic.toml", 40), ("dse_synthetic_grid.toml", 192)])
+def test_shipped_example_and_its_best_toml(tmp_path: Path, scenario: str, steps: int) -> None:
+    args = [
+        "--tests-dir",
+        str(TESTS),
+        "--test-scenario",
+        str(SCENARIOS / scenario),
+        "--output-dir",
+        str(tmp_path / "a"),
+    ]
+    result = invoke(["run", *args])
+    assert result.exit_code == 0, result.output
+    (iteration,) = (tmp_path / "a").glob("*/synthetic/0")
+    frame = pd.read_csv(iteration / "trajectory.csv")
+    assert len(frame) == steps and set(frame.status) <= {"ok", "cached", "constraint"}
+    best = frame[frame.status == "ok"].reward.max()
+    assert f"reward {best:.6g}" in result.output
+
+    tests = tmp_path / "best_tests"
+    tests.mkdir()
+    shutil.copy(iteration / "best.toml", tests)
+    assert "# num_nodes = 4" in (tests / "best.toml").read_text()
+    name = _best_name(tests)
+    (tmp_path / "s.toml").write_text(f'name = "best"\n[[Tests]]\nid = "b"\ntest_name = "{name}"\nnum_nodes = 4\n')
+    rerun = invoke(["run", "--tests-dir", str(tests), "--test-scenario", str(tmp_path / "s.toml"),
+                    "--output-dir", str(tmp_path / "b")])  # fmt: skip
+    assert rerun.exit_code == 0, rerun.output
+    (metrics,) = (tmp_path / "b").glob("*/b/0/metrics.json")
+    assert json.loads(metrics.read_text())["bus_bw"] == pytest.approx(best)
+
+
+def _best_name(tests: Path) -> str:
+    from cloudai.config.test import load_test
+
+    return load_test(tests / "best.toml").name
+
+
+def test_dry_run_of_the_shipped_example(tmp_path: Path) -> None:
+    result = invoke(["dry-run", "--tests-dir", str(TESTS), "--test-scenario", str(SCENARIOS / "dse_synthetic.toml"),
+                     "--output-dir", str(tmp_path)])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert "agent optuna, 40 step(s), 3 dimension(s), continuous" in result.output
+    assert "chunk_kb: range [64, 8192] int log" in result.output
+    assert len(list(tmp_path.glob("*/synthetic/0/*/cmd.sh"))) == 5
