@@ -5,6 +5,11 @@ trial was measured under), so the test is plain: put the file in a tests dir and
 in a scenario (``test_name = "<name>"``). ``num_nodes`` is not a test field: when it was
 swept, the chosen value is given in a comment for the scenario entry. An agent may add
 comment lines (e.g. the bandit's best per env_params regime) through ``best_notes()``.
+
+With env_params, one lucky draw can make a configuration look best: ``regime_notes`` puts
+the best action's reward in every env_params regime (one param at a time: a list's
+candidate, one of ``REGIME_BINS`` bins of a range) beside the mean and min across them,
+and names the regimes it was never measured in, in best.toml and on the terminal.
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from pathlib import Path
+from statistics import fmean
 from typing import TYPE_CHECKING, Any
 
 import toml
@@ -20,10 +26,13 @@ from cloudai.space import NUM_NODES, split_knobs
 
 if TYPE_CHECKING:
     from cloudai.config.scenario import RunEntry
+    from cloudai.env_params import EnvParamSampler
     from cloudai.gym.base import Feedback
     from cloudai.space import Space
 
 BEST_FILE = "best.toml"
+REGIME_BINS = 3  # regimes per range env param
+SCORED = ("ok", "cached")
 
 
 def best_test(entry: RunEntry, space: Space, best: Feedback) -> dict[str, Any]:
@@ -62,11 +71,40 @@ def best_text(entry: RunEntry, space: Space, best: Feedback, recorded: int, note
     return "\n".join(lines) + "\n\n" + toml.dumps(test)
 
 
+def regime_notes(steps: Sequence[Feedback], best: Feedback, sampler: EnvParamSampler | None) -> list[str]:
+    """The best action's reward per env_params regime and across them; [] without env_params."""
+    if sampler is None:
+        return []
+    groups: dict[tuple[str, str], list[float]] = {}
+    for f in steps:
+        if f.status in SCORED and f.action == best.action and all(n in f.env_params for n in sampler.names):
+            for name, label in zip(sampler.names, sampler.regime(f.env_params, REGIME_BINS), strict=True):
+                groups.setdefault((name, label), []).append(f.reward)
+    lines = ["Reward of this action per env_params regime (mean / min over n trials):"]
+    missing = []
+    for name, labels in sampler.labels(REGIME_BINS).items():
+        for label in labels:
+            rewards = groups.get((name, label))
+            if rewards:
+                lines.append(f"  {name}={label}: {fmean(rewards):.6g} / {min(rewards):.6g} (n={len(rewards)})")
+            else:
+                missing.append(f"{name}={label}")
+    means = [fmean(r) for r in groups.values()]
+    lines.append(f"  across regimes: mean {fmean(means):.6g}, min {min(means):.6g}" if means else "  never scored")
+    if missing:
+        lines.append(f"  never measured in: {', '.join(missing)} (a good result there is unproven)")
+    return lines
+
+
 def write_best(path: Path, text: str) -> Path:
     """Replace ``path`` atomically: a reader never sees half a best.toml."""
     tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text)
-    tmp.replace(path)
+    try:
+        tmp.write_text(text)
+        tmp.replace(path)
+    except BaseException:  # e.g. a full disk: the old best.toml stays, no half-written temp file
+        tmp.unlink(missing_ok=True)
+        raise
     return path
 
 

@@ -11,11 +11,15 @@ import signal
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from cloudai.errors import CloudAIError, ConfigError
+
+if TYPE_CHECKING:
+    from cloudai.pipeline import Plan
+    from cloudai.systems.base import System
 
 _VERBOSE = {"on": False}
 
@@ -109,14 +113,11 @@ def run(
     resume: Path | None,
 ) -> None:
     """Run a scenario: plain tests as jobs, agent-driven tests through their agent."""
-    _setup_logging(verbose, log_file)
     from cloudai import pipeline
 
-    plan = pipeline.load_plan(system_config, tests_dir, test_scenario)
-    _check_flags(plan, single_sbatch)
-    system = pipeline.build_system(plan.system_config)
+    plan, system = _prepare(system_config, tests_dir, test_scenario, single_sbatch, verbose, log_file)
     system.check()
-    if resume is not None and plan.agent_driven:
+    if resume is not None:  # plain runs too: never write into another scenario's results
         from cloudai.dse import check_resume
 
         check_resume(plan, resume)
@@ -129,14 +130,21 @@ def run(
         pipeline.write_run_manifest(plan, run_dir)
     _sigterm_as_interrupt()
     click.echo(f"Running scenario '{plan.scenario.name}' on {system.name}; results in {run_dir}")
-    if plan.agent_driven:
-        from cloudai.dse import resume_command, run_agent_entries
+    try:
+        if single_sbatch:
+            from cloudai.single_sbatch_run import run_single_sbatch
 
-        again = resume_command(system_config, tests_dir, test_scenario, run_dir)
-        code = run_agent_entries(plan, run_dir, system, click.echo, resume is not None, resume_command=again)
-    else:
-        code = pipeline.run_plain(plan, run_dir, system)
-    _summary(run_dir)
+            code = run_single_sbatch(plan, run_dir, system, click.echo)
+        elif plan.agent_driven:
+            from cloudai.dse import resume_command, run_agent_entries
+
+            again = resume_command(system_config, tests_dir, test_scenario, run_dir)
+            code = run_agent_entries(plan, run_dir, system, click.echo, resume is not None, resume_command=again)
+        else:
+            code = pipeline.run_plain(plan, run_dir, system)
+    finally:
+        system.cancel_all()  # nothing outlives the run, whatever stopped it
+        _report(run_dir)
     click.echo(f"Results: {run_dir}")
     sys.exit(code)
 
@@ -154,15 +162,16 @@ def dry_run(
     log_file: Path | None,
 ) -> None:
     """Validate everything and write what would run into the results dir, without running it."""
-    _setup_logging(verbose, log_file)
     from cloudai import pipeline
 
-    plan = pipeline.load_plan(system_config, tests_dir, test_scenario)
-    _check_flags(plan, single_sbatch)
-    system = pipeline.build_system(plan.system_config)
+    plan, system = _prepare(system_config, tests_dir, test_scenario, single_sbatch, verbose, log_file)
     run_dir = pipeline.create_run_dir(pipeline.output_root(plan, output_dir), plan.scenario.name)
     pipeline.write_run_manifest(plan, run_dir)
-    if plan.agent_driven:
+    if single_sbatch:
+        from cloudai.single_sbatch_run import dry_run_single_sbatch
+
+        dry_run_single_sbatch(plan, run_dir, system, click.echo)
+    elif plan.agent_driven:
         from cloudai.dse import dry_run_agent_entries
 
         dry_run_agent_entries(plan, run_dir, system, click.echo)
@@ -234,20 +243,23 @@ def serve(
     import os
 
     _setup_logging(verbose, log_file)
-    from cloudai.gym import serve as serving
-    from cloudai.gym.make import load_env
+    from cloudai.gym import serve_run
+    from cloudai.gym.from_toml import load_env
+    from cloudai.gym.serve import create_app
 
     token = os.environ.get(token_var) or None
     if token is None and host not in ("127.0.0.1", "localhost", "::1"):
         click.echo(f"warning: serving on {host} without a token; set {token_var} to require one", err=True)
-    sock = serving.bind(host, port)
+    sock = serve_run.bind(host, port)
     loaded = load_env(tests_dir, test_scenario, test_id, system_config=system_config, output_dir=output_dir)
-    app = serving.create_app(loaded.env, name=loaded.checked.entry.id, token=token, max_sessions=max_sessions)
+    app = create_app(loaded.env, name=loaded.checked.entry.id, token=token, max_sessions=max_sessions)
     url = f"http://{host if ':' not in host else f'[{host}]'}:{sock.getsockname()[1]}"
     auth = f"bearer token from ${token_var}" if token else "no auth"
     click.echo(f"Serving '{loaded.checked.entry.id}' at {url} ({auth}); results in {loaded.trial_dir}")
-    serving.run(app, sock)
-    click.echo(f"Stopped. Results: {loaded.trial_dir}")
+    try:
+        serve_run.run(app, sock)  # until SIGINT/SIGTERM: raises Interrupted (exit 130)
+    finally:
+        click.echo(f"Stopped. Results: {loaded.trial_dir}")
 
 
 @cli.command(name="generate-report")
@@ -264,24 +276,45 @@ def generate_report(results_dirs: tuple[Path, ...], output: Path | None, verbose
     click.echo(f"Report: {generate(list(results_dirs), output)}")
 
 
+def _prepare(
+    system_config: Path | None,
+    tests_dir: Path,
+    test_scenario: Path,
+    single_sbatch: bool,
+    verbose: bool,
+    log_file: Path | None,
+) -> tuple[Plan, System]:
+    """Logging set up, every file loaded and checked, flags checked, the system built: nothing written yet."""
+    _setup_logging(verbose, log_file)
+    from cloudai import pipeline
+
+    plan = pipeline.load_plan(system_config, tests_dir, test_scenario)
+    _check_flags(plan, single_sbatch)
+    return plan, pipeline.build_system(plan.system_config)
+
+
 def _check_flags(plan: Any, single_sbatch: bool) -> None:
     """Flag combinations the plan cannot honour (e.g. ``--single-sbatch`` with live RL): exit 2, nothing written."""
     from cloudai.dse_checks import check_single_sbatch
 
-    problems = check_single_sbatch(plan.checked, single_sbatch)
+    problems = check_single_sbatch(plan.checked, single_sbatch, getattr(plan.system_config, "scheduler", ""))
     if problems:
         raise ConfigError(problems=problems)
 
 
-def _summary(run_dir: Path) -> None:
-    import json
+def _report(run_dir: Path) -> None:
+    """The report and terminal summary of what finished, also after a failure or Ctrl-C.
 
-    counts: dict[str, int] = {}
-    for record in sorted(run_dir.glob("*/*/job.json")):
-        status = json.loads(record.read_text()).get("status", "?")
-        counts[status] = counts.get(status, 0) + 1
-    if counts:
-        click.echo("Jobs: " + ", ".join(f"{n} {s}" for s, n in sorted(counts.items())))
+    A report that cannot be written must not mask the run's own outcome: it is a warning.
+    """
+    from cloudai.errors import CloudAIError
+    from cloudai.reports import generate_report, print_summary
+
+    try:
+        generate_report([run_dir])
+        print_summary(run_dir)  # ends with where the report is
+    except (CloudAIError, OSError, ValueError) as exc:
+        click.echo(f"warning: no report for {run_dir}: {exc}", err=True)
 
 
 def main() -> None:

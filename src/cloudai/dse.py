@@ -28,7 +28,6 @@ from cloudai.errors import ConfigError, Interrupted
 from cloudai.gym.base import BaseGym, Feedback
 
 if TYPE_CHECKING:
-    from cloudai.env_params import EnvParamSampler
     from cloudai.pipeline import Plan
     from cloudai.systems.base import System
     from cloudai.validation import CheckedEntry
@@ -51,6 +50,7 @@ def build_env(
     from cloudai import pipeline
     from cloudai.agents import AGENTS
     from cloudai.dse_checks import agent_config
+    from cloudai.env_params import sampler_for
     from cloudai.gym.env import CloudAIGymEnv, TrialSetup
     from cloudai.workloads import WORKLOADS
 
@@ -65,7 +65,7 @@ def build_env(
         iteration=iteration,
         penalty_reward=config.penalty_reward,
         max_in_flight=int(getattr(plan.system_config, "max_concurrent_jobs", 8)),
-        sampler=sampler_for(checked),
+        sampler=sampler_for(entry, checked.space),
         resume=resume,
         on_step=on_step,
     )
@@ -109,7 +109,7 @@ def _run_iteration(
 ) -> int | None:
     """One iteration; its exit code, or None after a hard failure (``dse_failure.txt`` written)."""
     from cloudai.agents import AGENTS
-    from cloudai.best import BEST_FILE, best_text, write_best
+    from cloudai.best import BEST_FILE, best_text, regime_notes, write_best
     from cloudai.dse_checks import agent_config, default_steps
     from cloudai.progress import StepProgress
 
@@ -119,13 +119,23 @@ def _run_iteration(
     out_dir = run_dir / entry.id / str(iteration)
     (out_dir / FAILURE_FILE).unlink(missing_ok=True)
     progress = StepProgress(f"{entry.id}/{iteration}", steps, echo)
-    env = build_env(plan, checked, run_dir, iteration=iteration, system=system, resume=resume, on_step=progress.update)
+    finished: list[Feedback] = []
+
+    def on_step(feedback: Feedback) -> None:
+        finished.append(feedback)
+        progress.update(feedback)
+
+    env = build_env(plan, checked, run_dir, iteration=iteration, system=system, resume=resume, on_step=on_step)
     history = env.history()
     progress.done = len(history)
     progress.best = max((f.reward for f in history if f.status in ("ok", "cached")), default=None)
+    config = agent_config(entry, agent_cls)
+    if agent_cls.can_ask_ahead and not env.live and config.max_parallel > env.max_in_flight:
+        echo(f"note: {entry.id}: max_parallel = {config.max_parallel} is capped at the system's "
+             f"max_concurrent_jobs = {env.max_in_flight}")  # fmt: skip
     try:
         with progress:
-            agent = agent_cls(env, agent_config(entry, agent_cls), steps)
+            agent = agent_cls(env, config, steps)
             agent.run()
     except KeyboardInterrupt:
         env.close()
@@ -135,21 +145,27 @@ def _run_iteration(
         ) from None
     except Exception as exc:
         in_flight = list(getattr(env, "in_flight", []))
-        env.close()
-        path = _write_failure(out_dir, checked, env, exc, in_flight, resume_command)
         echo(f"error: {entry.id} iteration {iteration} failed: {type(exc).__name__}: {exc}")
-        echo(f"  details: {path}\n  resume with: {resume_command}")
+        try:
+            env.close()
+            echo(f"  details: {_write_failure(out_dir, checked, env, exc, in_flight, resume_command)}")
+        except OSError as also:  # e.g. the disk is full: still say how to go on
+            echo(f"  (no {FAILURE_FILE} written: {also})")
+        echo(f"  resume with: {resume_command}")
         return None
     env.close()
     best, recorded = agent.best, progress.done
     if best is None:
         echo(f"{entry.id}/{iteration}: no trial succeeded in {recorded} step(s); see {out_dir / 'trajectory.csv'}")
         return 1
-    notes = getattr(agent, "best_notes", lambda: [])()
+    regimes = regime_notes([*history, *finished], best, env.env_param_sampler())
+    notes = [*regimes, *agent.best_notes()]
     text = best_text(entry, checked.space, best, recorded, notes)
     path = write_best(out_dir / BEST_FILE, text)
     echo(f"{entry.id}/{iteration}: best of {recorded} step(s) is step {best.step}: reward {best.reward:.6g}")
     echo(f"  action {json.dumps(best.action)}; test TOML: {path}")
+    for line in regimes:
+        echo(f"  {line}")
     return 0
 
 
@@ -182,24 +198,10 @@ def resume_command(system_config: Path | None, tests_dir: Path, test_scenario: P
     return shlex.join([*args, "--resume", str(run_dir.resolve())])
 
 
-def sampler_for(checked: CheckedEntry) -> EnvParamSampler | None:
-    """The env_params sampler, or None (none declared, or ``cloudai.env_params`` not installed)."""
-    from cloudai.dse_checks import env_params_available
-
-    specs = checked.entry.agent.env_params
-    if not specs or not env_params_available():
-        return None
-    from cloudai.env_params import EnvParamSampler, env_seed
-
-    return EnvParamSampler(specs, checked.space, env_seed(checked.entry))
-
-
 def _live_env_class() -> Callable[..., BaseGym]:
     """The live-RL env (a sibling of ``CloudAIGymEnv`` built from the same ``TrialSetup``)."""
-    try:
-        from cloudai.gym.live import LiveGymEnv  # type: ignore[import-not-found]
-    except ImportError:
-        raise ConfigError("live RL mode is not available in this installation", field="cmd_args.live_rl_mode") from None
+    from cloudai.gym.live import LiveGymEnv
+
     return LiveGymEnv
 
 

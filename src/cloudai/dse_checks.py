@@ -8,7 +8,6 @@ run does exactly what validation accepted.
 
 from __future__ import annotations
 
-import importlib.util
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
@@ -17,6 +16,7 @@ from pydantic import ValidationError
 from cloudai.agents import AGENTS
 from cloudai.config.scenario import RunEntry
 from cloudai.config.tomlfile import problems_from
+from cloudai.env_params import check_env_params
 from cloudai.errors import ConfigError, Problem
 from cloudai.rewards import REWARDS
 from cloudai.space import Range, Space
@@ -27,18 +27,9 @@ if TYPE_CHECKING:
     from cloudai.validation import CheckedEntry
 
 
-def env_params_available() -> bool:
-    """Whether ``cloudai.env_params`` is installed; without it env_params are treated as absent."""
-    return importlib.util.find_spec("cloudai.env_params") is not None
-
-
-def env_param_names(entry: RunEntry) -> set[str]:
-    return set(entry.agent.env_params or {}) if env_params_available() else set()
-
-
 def agent_space(entry: RunEntry, space: Space) -> Space:
     """The space the agent chooses from: the entry's space minus the env-sampled dimensions."""
-    return space.without(env_param_names(entry))
+    return space.without(set(entry.agent.env_params or {}))
 
 
 GRID_AGENTS = frozenset({"grid_search", "bandit"})  # they walk Space.grid_point: a range needs grid_points
@@ -90,20 +81,24 @@ def check_agent_entry(entry: RunEntry, space: Space, live: bool) -> list[Problem
     if not live:
         problems += _check_metrics(entry)
         problems += _check_space(entry, space, agent_cls)
-    if entry.agent.env_params and env_params_available():
-        from cloudai.env_params import check_env_params
+    problems += check_env_params(entry, space, agent_cls)
+    if live:
+        from cloudai.gym.server import validate_live_rl_args
 
-        problems += check_env_params(entry, space, agent_cls)
+        problems += validate_live_rl_args(entry.cmd_args, file, prefix=f"{prefix}.cmd_args")
     if live and entry.agent.steps is None:
         problems.append(Problem(file, f"{prefix}.agent_steps", "live RL needs agent_steps", "add agent_steps = N"))
     return problems
 
 
-def check_single_sbatch(checked: Mapping[str, CheckedEntry], single_sbatch: bool) -> list[Problem]:
-    """``--single-sbatch`` renders one batch script up front: a live environment cannot live in it."""
+def check_single_sbatch(
+    checked: Mapping[str, CheckedEntry], single_sbatch: bool, scheduler: str = "slurm"
+) -> list[Problem]:
+    """``--single-sbatch`` renders one Slurm batch script up front, grids unrolled: it needs a Slurm
+    system, and no live environment or range without grid_points can live in it."""
     if not single_sbatch:
         return []
-    return [
+    problems = [
         Problem(
             str(c.entry.scenario_file),
             f"{c.entry.field_prefix}.cmd_args.live_rl_mode",
@@ -113,6 +108,22 @@ def check_single_sbatch(checked: Mapping[str, CheckedEntry], single_sbatch: bool
         for c in checked.values()
         if c.live_rl
     ]
+    problems += [
+        Problem(
+            str(c.entry.scenario_file),
+            _knob_field(c.entry, d.name),
+            f"--single-sbatch unrolls the grid of '{c.entry.id}', but '{d.name}' is a range without grid_points",
+            "add grid_points = N to the range, or drop --single-sbatch",
+        )
+        for c in checked.values()
+        if c.agent_driven and not c.live_rl
+        for d in agent_space(c.entry, c.space).dims
+        if isinstance(d, Range) and d.grid_points is None
+    ]
+    if scheduler != "slurm":
+        hint = 'pass --system-config with scheduler = "slurm", or drop --single-sbatch'
+        problems.append(Problem(None, "scheduler", f"--single-sbatch needs a Slurm system, not '{scheduler}'", hint))
+    return problems
 
 
 def _check_metrics(entry: RunEntry) -> list[Problem]:

@@ -17,6 +17,7 @@ from cloudai.space import Categorical, Dimension, Space, split_knobs
 
 if TYPE_CHECKING:
     from cloudai.dse import Echo
+    from cloudai.env_params import EnvParamSampler
     from cloudai.pipeline import Plan
     from cloudai.systems.base import System
 
@@ -24,8 +25,8 @@ if TYPE_CHECKING:
 def dry_run_entries(plan: Plan, run_dir: Path, system: System, echo: Echo, n: int = 5) -> None:
     """Print each agent-driven entry's space and write its agent's first ``n`` trials' scripts; run nothing."""
     from cloudai.agents import AGENTS
-    from cloudai.dse import sampler_for
     from cloudai.dse_checks import agent_config, agent_space, default_steps, finite
+    from cloudai.env_params import sampler_for
     from cloudai.runner import build_spec
     from cloudai.workloads import WORKLOADS
 
@@ -44,7 +45,7 @@ def dry_run_entries(plan: Plan, run_dir: Path, system: System, echo: Echo, n: in
         if checked.live_rl:
             echo("  live RL: each trial is a step of the live environment; no scripts to write")
             continue
-        workload, sampler = WORKLOADS.get(entry.workload)(), sampler_for(checked)
+        workload, sampler = WORKLOADS.get(entry.workload)(), sampler_for(entry, checked.space)
         dry = _DryGym(action, list(entry.agent.metrics), sampler)
         agent = agent_cls(dry, config, min(n, steps or n))
         for _ in range(min(n, steps or n)):
@@ -67,11 +68,11 @@ def dry_run_entries(plan: Plan, run_dir: Path, system: System, echo: Echo, n: in
 class _DryGym(BaseGym):
     """An env that runs nothing: dry-run asks the agent for its first actions against it."""
 
-    def __init__(self, space: Space, metrics: list[str], sampler: Any) -> None:
+    def __init__(self, space: Space, metrics: list[str], sampler: EnvParamSampler | None) -> None:
         super().__init__()
         self.space, self.metrics, self.sampler, self.step_count = space, metrics, sampler, 0
 
-    def env_param_sampler(self) -> Any:
+    def env_param_sampler(self) -> EnvParamSampler | None:
         return self.sampler
 
     def define_action_space(self) -> Space:

@@ -82,6 +82,10 @@ class EnvParamSampler:
         """
         return tuple(p.label(values[p.name], bins) for p in self._params)
 
+    def labels(self, bins: int) -> dict[str, list[str]]:
+        """Every regime label of each param, in order: a list's candidates, a range's ``bins`` bins."""
+        return {p.name: p.labels(bins) for p in self._params}
+
 
 class _Param:
     """One env param: its dimension, its drawing rule and its cumulative weights."""
@@ -114,6 +118,15 @@ class _Param:
             return [env_cell(c) for c in self.dim.choices].index(env_cell(value))
         return float(value)
 
+    def labels(self, bins: int) -> list[str]:
+        dim = self.dim
+        if isinstance(dim, Categorical):
+            return list(dict.fromkeys(env_cell(c) for c in dim.choices))
+        if self.distribution == "loguniform":
+            low, high = math.log(dim.low), math.log(dim.high)
+            return [self.label(math.exp(low + (high - low) * (i + 0.5) / bins), bins) for i in range(bins)]
+        return [self.label(dim.low + (dim.high - dim.low) * (i + 0.5) / bins, bins) for i in range(bins)]
+
     def label(self, value: Any, bins: int) -> str:
         dim = self.dim
         if isinstance(dim, Categorical):
@@ -125,6 +138,12 @@ class _Param:
         edge = (lambda i: math.exp(low + (high - low) * i / bins)) if log else (lambda i: low + (high - low) * i / bins)
         closing = "]" if index == bins - 1 else ")"
         return f"[{edge(index):.4g}, {edge(index + 1):.4g}{closing}"
+
+
+def sampler_for(entry: RunEntry, space: Space) -> EnvParamSampler | None:
+    """The entry's sampler (seeded by ``env_seed``), or None when it declares no env_params."""
+    specs = entry.agent.env_params
+    return EnvParamSampler(specs, space, env_seed(entry)) if specs else None
 
 
 def env_seed(entry: RunEntry) -> int:

@@ -97,3 +97,34 @@ def test_parallel_asks_in_flight(make_gym: Any, make_agent: Any, grid_space: Spa
 def test_random_search_samples_env_params() -> None:
     assert RandomSearchAgent.samples_env_params is True
     assert RandomSearchAgent.name == "random_search"
+
+
+def _randomized(make_gym: Any, space: Space, **kwargs: Any) -> Any:
+    """A FunctionGym whose environment samples env_params (a sampler over a knob outside the action space)."""
+    from cloudai.config.test import EnvParamSpec
+    from cloudai.env_params import EnvParamSampler
+
+    sampler = EnvParamSampler({"load": EnvParamSpec()}, Space({}, (Categorical("load", (0, 1)),)), 0)
+    env = make_gym(space, zero, **kwargs)
+    env.env_param_sampler = lambda: sampler
+    return env
+
+
+def test_with_env_params_each_pass_tries_every_point_once(make_gym: Any, make_agent: Any, grid_space: Space) -> None:
+    """The same point under another environment is a new trial: 30 steps are 2.5 passes of the 12 points."""
+    env = _randomized(make_gym, grid_space)
+    assert make_agent(RandomSearchAgent, env, max_steps=30, seed=2).run() == 30
+    passes = [[grid_space.grid_index(p) for p in env.asked[i : i + 12]] for i in (0, 12)]
+    assert sorted(passes[0]) == sorted(passes[1]) == list(range(12))
+    assert passes[0] != passes[1]  # a fresh permutation per pass
+    assert len({grid_space.grid_index(p) for p in env.asked[24:]}) == 6
+
+
+def test_with_env_params_resume_continues_the_pass(make_gym: Any, make_agent: Any, grid_space: Space) -> None:
+    first = _randomized(make_gym, grid_space)
+    make_agent(RandomSearchAgent, first, max_steps=17, seed=4).run()
+    history = sorted(first.feedback, key=lambda f: f.step)
+    resumed = _randomized(make_gym, grid_space, history=history)
+    assert make_agent(RandomSearchAgent, resumed, max_steps=24, seed=4).run() == 24
+    second_pass = [grid_space.grid_index(p) for p in [*first.asked[12:], *resumed.asked]]
+    assert sorted(second_pass) == list(range(12))  # the 7 not yet tried in pass 2, none twice

@@ -60,3 +60,22 @@ def test_dry_run_of_the_shipped_example(tmp_path: Path) -> None:
     assert "agent optuna, 40 step(s), 3 dimension(s), continuous" in result.output
     assert "chunk_kb: range [64, 8192] int log" in result.output
     assert len(list(tmp_path.glob("*/synthetic/0/*/cmd.sh"))) == 5
+
+
+def test_the_grid_example_is_the_optuna_example_with_grid_search(tmp_path: Path) -> None:
+    """The issue's promise: the same file with agent = "grid_search" sweeps the full grid."""
+    import toml
+
+    optuna, grid = (
+        toml.loads((TESTS / name).read_text()) for name in ("dse_synthetic.toml", "dse_synthetic_grid.toml")
+    )
+    assert optuna["agent"] == "optuna" and optuna["agent_steps"] == 40
+    assert grid["agent"] == "grid_search" and "agent_steps" not in grid
+    assert grid["cmd_args"] == optuna["cmd_args"]
+    assert grid["agent_metrics"] == optuna["agent_metrics"]
+    scenario = SCENARIOS / "dse_synthetic_grid.toml"
+    result = invoke(
+        ["dry-run", "--tests-dir", str(TESTS), "--test-scenario", str(scenario), "--output-dir", str(tmp_path)]
+    )
+    assert result.exit_code == 0, result.output
+    assert "agent grid_search, 192 step(s), 3 dimension(s), 192 grid points" in result.output

@@ -207,6 +207,7 @@ def test_a_hard_failure_writes_dse_failure_and_exits_1(case: Callable[..., Case]
     assert "at step 2" in failure and "Traceback" in failure
     assert f"--resume {c.run_dir().resolve()}" in failure and "--test-scenario" in failure
     assert list(c.trajectory().step) == [1, 2]
+    assert (c.run_dir() / "report.html").exists()  # the finished steps are still reported
 
 
 def test_max_parallel_keeps_four_trials_in_flight(case: Callable[..., Case]) -> None:

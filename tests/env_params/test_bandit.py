@@ -11,7 +11,8 @@ from tests.contracts.test_agent_contract import AgentContract
 
 from cloudai.agents import AGENTS
 from cloudai.agents.bandit import BanditAgent, BanditConfig
-from cloudai.agents.base import BaseAgent
+from cloudai.agents.base import AgentConfig, BaseAgent
+from cloudai.agents.random_search import RandomSearchAgent
 from cloudai.config.test import EnvParamSpec
 from cloudai.env_params import EnvParamSampler
 from cloudai.errors import ConfigError
@@ -131,12 +132,24 @@ class TestEpsilonGreedyContract(AgentContract):
         return super().make(agent_cls, env, max_steps, strategy="epsilon_greedy", **config)
 
 
+def run_random_search(steps: int, seed: int = 3) -> SyntheticGym:
+    env = SyntheticGym(seed)
+    assert RandomSearchAgent(env, AgentConfig(seed=seed), steps).run() == steps  # a pass per 48 steps
+    return env
+
+
 @pytest.mark.parametrize("strategy", ["ucb1", "epsilon_greedy"])
-def test_bandit_beats_random_sampling_on_synthetic(strategy: str) -> None:
+def test_bandit_beats_random_search_on_synthetic(strategy: str) -> None:
+    """Same seed, so the same background_load at every step: only the choices differ."""
     _, env = run_bandit(600, strategy=strategy)
+    other = run_random_search(600)
+    assert [f.env_params for f in env.feedback] == [f.env_params for f in other.feedback]
     mine, random_, best = last_rewards(env, 200)
-    assert statistics.fmean(mine) > statistics.fmean(random_) + 10  # random earns ~27 GB/s here
-    assert statistics.fmean(mine) > 0.95 * statistics.fmean(best)  # and nearly what knowing the best earns
+    theirs = last_rewards(other, 200)[0]
+    assert statistics.fmean(theirs) == pytest.approx(statistics.fmean(random_), rel=0.15)  # ~27 GB/s
+    assert statistics.fmean(mine) > statistics.fmean(theirs) + 10
+    # epsilon_greedy spends epsilon = 10% of its pulls at random (~27 GB/s): ~0.96 of the oracle at most
+    assert statistics.fmean(mine) > statistics.fmean(best) * (0.95 if strategy == "ucb1" else 0.85)
 
 
 def test_context_beats_one_answer_for_every_regime() -> None:

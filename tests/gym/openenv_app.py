@@ -8,8 +8,10 @@ middleware guards every HTTP route and the WebSocket handshake (401 without the 
 
 The action has bounded fields of each kind a schema can describe (an enum, a bool, a float
 and an int range) and an optional unbounded one (``note``); ``note = "hang"`` makes the step
-block for 30 s, ``ratio = 0`` gives a ``null`` reward. The observation has two scalar metrics,
-a fixed-length list and a string, and echoes the seed and the ``load_scale`` env_param reset got.
+block for 30 s, ``ratio = 0`` gives a ``null`` reward. With ``--die-at N`` the server process
+exits abruptly (no reply, no close frame) on the N-th step it receives: a server killed mid-run.
+The observation has two scalar metrics, a fixed-length list and a string, and echoes the seed
+and the ``load_scale`` env_param reset got.
 """
 
 from __future__ import annotations
@@ -29,6 +31,8 @@ from openenv.core.env_server.types import Action, Observation, State  # noqa: E4
 from pydantic import Field  # noqa: E402
 
 HANG_S = 30.0
+DIE_AT = [0]  # --die-at: the process exits on this step (counted over all sessions); 0: never
+STEPS = [0]
 
 
 class KnobAction(Action):
@@ -68,6 +72,9 @@ class KnobEnvironment(Environment[KnobAction, KnobObservation, State]):
         return KnobObservation(seed=self._seed, load_scale=self._load_scale, label="reset")
 
     def step(self, action: KnobAction, timeout_s: float | None = None, **kwargs: Any) -> KnobObservation:
+        STEPS[0] += 1
+        if STEPS[0] == DIE_AT[0]:
+            os._exit(1)  # killed mid-run: the client sees the connection drop during its step
         if action.note == "hang":
             threading.Event().wait(HANG_S)  # a step that outlives the client's timeout
         self._state.step_count += 1
@@ -118,7 +125,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--max-sessions", type=int, default=4)
     parser.add_argument("--token-var")
+    parser.add_argument("--die-at", type=int, default=0)
     args = parser.parse_args(argv)
+    DIE_AT[0] = args.die_at
     token = os.environ[args.token_var] if args.token_var else None
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)

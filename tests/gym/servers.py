@@ -101,7 +101,7 @@ def raw_server(
                 return
             connection.send(reply)
 
-    with serve(handler, "127.0.0.1", 0, process_request=process_request) as server:
+    with serve(handler, "127.0.0.1", 0, process_request=process_request, close_timeout=0.5) as server:
         thread = threading.Thread(target=server.serve_forever, daemon=True)
         thread.start()
         try:

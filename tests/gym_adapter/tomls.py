@@ -1,17 +1,14 @@
 """Test TOMLs for real trials: a fast metric-writing workload, discrete-only or mixed knobs.
 
-``Synthetic`` (duration_s = 0) when the workload is installed; until then a ``BashCmd``
-running a short Python program that writes ``metrics.json`` from its ``--name=value`` args.
-Either way a trial is a real job through the standalone system and is recorded in
-``trajectory.csv``.
+``write_synthetic``: the ``Synthetic`` workload with duration_s = 0. ``write_tomls``: a ``BashCmd``
+running a short Python program that writes ``metrics.json`` from its ``--name=value`` args, with
+a known optimum (and an optional shell prefix, e.g. to hold a trial until a file appears).
+Either way a trial is a real job through the standalone system, recorded in ``trajectory.csv``.
 """
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
-
-SYNTHETIC = importlib.util.find_spec("cloudai.workloads.synthetic") is not None
 
 _SCORE = (
     "import sys, json; a = dict(x[2:].split('=', 1) for x in sys.argv[1:]); "

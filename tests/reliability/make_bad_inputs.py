@@ -246,6 +246,308 @@ case("missing_required_flag", OK, ["--tests-dir"], args=["run", "--test-scenario
 case("unknown_flag", OK, ["--frobnicate"], args=RUN + ["--frobnicate"])
 case("unknown_command", None, ["No such command"], args=["rn"])
 
+
+# --- DSE and env_params (each case's test has its own name, so verify-configs on the whole
+# corpus checks every scenario against its own test)
+def dse(name, msg, args="", top="", tail="", scenario="", verify=("scenario.toml",), tmpl="Synthetic", extra=None):
+    test = (
+        f'name = "{name}"\ntest_template_name = "{tmpl}"\n{top}[cmd_args]\n'
+        + ('algo = ["ring", "tree"]\nmessage_size = 1048576\nduration_s = 0\n' if tmpl == "Synthetic" else "")
+        + args
+        + tail
+    )
+    sc = f'name = "s"\n[[Tests]]\nid = "a"\ntest_name = "{name}"\n' + scenario
+    case(name, sc, msg, tests={f"{name}.toml": test}, verify=list(verify), args=extra)
+
+
+RS = 'agent = "random_search"\n'
+dse(
+    "env_params_unknown_field",
+    ["env_params_unknown_field.toml", "env_params.jitter.weigths"],
+    "jitter = [0.0, 0.1]\n",
+    RS,
+    "[env_params.jitter]\nweigths = [1, 1]\n",
+    verify=["tests/env_params_unknown_field.toml"],
+)
+dse(
+    "env_params_on_scalar",
+    ["scenario.toml", "Tests[0].cmd_args.jitter", "scalar"],
+    "jitter = 0.1\n",
+    RS,
+    "[env_params.jitter]\n",
+)
+dse(
+    "env_params_unknown_cmd_arg",
+    ["Tests[0].env_params.jiter", "did you mean 'jitter'"],
+    "jitter = [0.0, 0.1]\n",
+    RS,
+    "[env_params.jiter]\n",
+)
+dse(
+    "env_params_weights_length",
+    ["Tests[0].env_params.jitter.weights", "2 weight(s) for 3 candidate(s)"],
+    "jitter = [0.0, 0.1, 0.3]\n",
+    RS,
+    "[env_params.jitter]\nweights = [0.5, 0.5]\n",
+)
+dse(
+    "env_params_weights_negative",
+    ["env_params_weights_negative.toml", "env_params.jitter.weights", "not negative"],
+    "jitter = [0.0, 0.1]\n",
+    RS,
+    "[env_params.jitter]\nweights = [1.0, -1.0]\n",
+    verify=["tests/env_params_weights_negative.toml"],
+)
+dse(
+    "env_params_weights_all_zero",
+    ["env_params_weights_all_zero.toml", "env_params.jitter.weights", "all be zero"],
+    "jitter = [0.0, 0.1]\n",
+    RS,
+    "[env_params.jitter]\nweights = [0, 0]\n",
+    verify=["tests/env_params_weights_all_zero.toml"],
+)
+dse(
+    "env_params_distribution_on_list",
+    ["Tests[0].env_params.jitter.distribution", "applies to a range"],
+    "jitter = [0.0, 0.1]\n",
+    RS,
+    '[env_params.jitter]\ndistribution = "uniform"\n',
+)
+dse(
+    "env_params_weights_on_range",
+    ["Tests[0].env_params.jitter.weights", "is a range"],
+    "jitter = { low = 0.0, high = 0.3 }\n",
+    RS + "agent_steps = 4\n",
+    "[env_params.jitter]\nweights = [1, 2]\n",
+)
+dse(
+    "env_params_normal_without_std",
+    ["env_params_normal_without_std.toml", "env_params.jitter", "needs both mean and std"],
+    "jitter = { low = 0.0, high = 0.3 }\n",
+    RS + "agent_steps = 4\n",
+    '[env_params.jitter]\ndistribution = "normal"\nmean = 0.1\n',
+    verify=["tests/env_params_normal_without_std.toml"],
+)
+dse(
+    "env_params_normal_mean_outside",
+    ["Tests[0].env_params.jitter.mean", "outside"],
+    "jitter = { low = 0.0, high = 0.3 }\n",
+    RS + "agent_steps = 4\n",
+    '[env_params.jitter]\ndistribution = "normal"\nmean = 2.0\nstd = 0.1\n',
+)
+dse(
+    "env_params_with_grid_search",
+    ["Tests[0].env_params", "does not sample env_params"],
+    "jitter = [0.0, 0.1]\n",
+    'agent = "grid_search"\n',
+    "[env_params.jitter]\n",
+)
+dse(
+    "env_params_table_also_swept",
+    ["Tests[0].env_params.nccl", "swept by the agent: nccl.algo"],
+    'cmd = "true"\n',
+    RS,
+    '[cmd_args.nccl]\nalgo = ["ring", "tree"]\n[env_params.nccl]\n',
+    tmpl="BashCmd",
+)
+dse(
+    "env_params_on_num_nodes",
+    ["Tests[0].env_params.num_nodes", "cmd_args only"],
+    "",
+    RS,
+    "[env_params.num_nodes]\n",
+    scenario="num_nodes = [1, 2]\n",
+)
+dse("dse_unknown_agent", ["Tests[0].agent", "did you mean 'optuna'"], top='agent = "optuan"\n')
+dse(
+    "dse_unknown_reward",
+    ["Tests[0].agent_reward_function", "did you mean 'inverse'"],
+    top='agent_reward_function = "invers"\n',
+)
+dse(
+    "dse_unknown_metric",
+    ["Tests[0].agent_metrics", "unknown metric 'bus_bandwidth'"],
+    top='agent_metrics = ["bus_bandwidth"]\n',
+)
+dse("dse_duplicate_metric", ["Tests[0].agent_metrics", "twice"], top='agent_metrics = ["bus_bw", "bus_bw"]\n')
+dse(
+    "dse_range_without_grid_points",
+    ["Tests[0].cmd_args.num_channels", "without grid_points"],
+    'num_channels = { low = 1, high = 8, dtype = "int" }\n',
+    'agent = "grid_search"\n',
+)
+dse(
+    "dse_range_without_steps",
+    ["Tests[0].agent_steps", "needs agent_steps"],
+    'num_channels = { low = 1, high = 8, dtype = "int" }\n',
+    RS,
+)
+dse("dse_agent_config_unknown_key", ["Tests[0].agent_config.max_paralel"], top="agent_config = { max_paralel = 2 }\n")
+dse("dse_agent_config_wrong_type", ["Tests[0].agent_config.seed"], top='agent_config = { seed = "seven" }\n')
+dse("dse_agent_config_bad_value", ["Tests[0].agent_config.max_parallel"], top="agent_config = { max_parallel = 0 }\n")
+dse(
+    "dse_zero_agent_steps",
+    ["dse_zero_agent_steps.toml", "agent_steps"],
+    top="agent_steps = 0\n",
+    verify=["tests/dse_zero_agent_steps.toml"],
+)
+# --- live RL (the environment class is checked at load time, without constructing it)
+LIVE = 'agent = "random_search"\nagent_steps = 3\nagent_metrics = ["throughput"]\nagent_reward_function = "identity"\n'
+live = lambda cls: f"live_rl_mode = true\nenv_class = {cls!r}\n".replace("'", '"')
+dse(
+    "live_bare_class_name", ["Tests[0].cmd_args.env_class", "not a dotted path"], live("ServingSim"), LIVE, tmpl="Sleep"
+)
+dse(
+    "live_missing_module",
+    ["Tests[0].cmd_args.env_class", "no module 'no_such_pkg"],
+    live("no_such_pkg.sim.Env"),
+    LIVE,
+    tmpl="Sleep",
+)
+dse(
+    "live_missing_class",
+    ["Tests[0].cmd_args.env_class", "no class 'ServingSimm'", "did you mean 'ServingSim'"],
+    live("cloudai.gym.examples.ServingSimm"),
+    LIVE,
+    tmpl="Sleep",
+)
+dse(
+    "live_not_a_gym_server",
+    ["Tests[0].cmd_args.env_class", "does not implement GymServer"],
+    live("collections.OrderedDict"),
+    LIVE,
+    tmpl="Sleep",
+)
+dse(
+    "live_class_and_url",
+    ["Tests[0].cmd_args.env_url", "not both"],
+    live("cloudai.gym.examples.ServingSim") + 'env_url = "http://127.0.0.1:9"\n',
+    LIVE,
+    tmpl="Sleep",
+)
+dse(
+    "live_without_agent_steps",
+    ["Tests[0].agent_steps", "live RL needs agent_steps"],
+    live("cloudai.gym.examples.ServingSim"),
+    LIVE.replace("agent_steps = 3\n", ""),
+    tmpl="Sleep",
+)
+dse(
+    "live_with_single_sbatch",
+    ["Tests[0].cmd_args.live_rl_mode", "--single-sbatch"],
+    live("cloudai.gym.examples.ServingSim"),
+    LIVE,
+    tmpl="Sleep",
+    verify=(),
+    extra=RUN + ["--single-sbatch"],
+)
+case(
+    "live_mixed_with_plain",
+    'name = "s"\n[[Tests]]\nid = "live"\ntest_name = "sim"\n[[Tests]]\nid = "plain"\ntest_name = "sleep"\n',
+    ["agent-driven tests (live)", "plain tests (plain)"],
+    tests={
+        "sleep.toml": SLEEP,
+        "sim.toml": 'name = "sim"\ntest_template_name = "Sleep"\n'
+        + LIVE
+        + "[cmd_args]\n"
+        + live("cloudai.gym.examples.ServingSim"),
+    },
+)
+# --- Slurm systems
+SLURM = 'name = "c"\nscheduler = "slurm"\ndefault_partition = "debug"\n'
+PART = '[[partitions]]\nname = "debug"\n'
+for name, text, msg in [
+    (
+        "slurm_unknown_default_partition",
+        SLURM.replace('"debug"', '"debgu"') + PART,
+        ["default_partition", "not a declared partition", "did you mean 'debug'"],
+    ),
+    ("slurm_unknown_field", SLURM + "gpus_per_nod = 8\n" + PART, ["gpus_per_nod", "did you mean 'gpus_per_node'"]),
+    ("slurm_no_partitions", SLURM + "partitions = []\n", ["partitions"]),
+    ("slurm_partition_unknown_field", SLURM + PART + 'nodez = ["n1"]\n', ["partitions[0].nodez"]),
+    ("slurm_partition_without_name", SLURM + '[[partitions]]\nnodes = ["n1"]\n', ["partitions[0].name"]),
+    ("slurm_wrong_type", SLURM + 'gpus_per_node = "eight"\n' + PART, ["gpus_per_node"]),
+    ("slurm_negative_poll", SLURM + "poll_interval_s = -1\n" + PART, ["poll_interval_s"]),
+]:
+    case(
+        name,
+        OK,
+        ["system.toml", *msg],
+        files={"system.toml": text.encode()},
+        args=RUN + ["--system-config", "{case}/system.toml"],
+        verify=["system.toml"],
+    )
+# --- --resume on a dir that is not this scenario's (it must not change)
+RUN_JSON = '{"scenario": "other", "scenario_file": "/x/other.toml", "entries": [{"id": "b"}]}'
+TRAJ = "step,episode,action,reward,observation,status,elapsed_s\n1,1,{},1.0,[1.0],ok,0.1\n"
+for name, sc, files, msg in [
+    (
+        "resume_other_dse_scenario",
+        'name = "s"\n[[Tests]]\nid = "a"\ntest_name = "syn"\n',
+        {"resume/run.json": RUN_JSON, "resume/b/0/trajectory.csv": TRAJ},
+        ["run.json", "scenario 'other'"],
+    ),
+    (
+        "resume_other_plain_scenario",
+        OK,
+        {"resume/run.json": RUN_JSON, "resume/b/0/job.json": "{}"},
+        ["run.json", "scenario 'other'"],
+    ),
+    (
+        "resume_not_a_results_dir",
+        'name = "s"\n[[Tests]]\nid = "a"\ntest_name = "syn"\n',
+        {"resume/notes.txt": "mine"},
+        ["resume", "no run.json"],
+    ),
+    (
+        "resume_damaged_run_json",
+        'name = "s"\n[[Tests]]\nid = "a"\ntest_name = "syn"\n',
+        {"resume/run.json": "{not json"},
+        ["run.json", "unreadable"],
+    ),
+]:
+    case(
+        name,
+        sc,
+        msg,
+        tests={"sleep.toml": SLEEP, "syn.toml": SYN},
+        files={k: v.encode() for k, v in files.items()},
+        args=RUN + ["--resume", "{resume}"],
+    )
+# --- names that would escape the results dir
+case(
+    "scenario_name_traversal",
+    'name = "../../escape"\n[[Tests]]\nid = "a"\ntest_name = "sleep"\n',
+    ["scenario.toml", "name", "not allowed"],
+    verify=["scenario.toml"],
+)
+case(
+    "scenario_name_with_slash",
+    'name = "a/b"\n[[Tests]]\nid = "a"\ntest_name = "sleep"\n',
+    ["scenario.toml", "name", "not allowed"],
+    verify=["scenario.toml"],
+)
+# --- files that exist but cannot be read (run without CAP_DAC_OVERRIDE when root: see the test)
+case("unreadable_scenario", OK, ["scenario.toml", "not readable"])
+CASES[-1]["unreadable"] = ["scenario.toml"]
+case("unreadable_test", OK, ["sleep.toml", "Permission denied"])
+CASES[-1]["unreadable"] = ["tests/sleep.toml"]
+case(
+    "unreadable_system",
+    OK,
+    ["system.toml", "not readable"],
+    files={"system.toml": b'name = "x"\nscheduler = "standalone"\n'},
+    args=RUN + ["--system-config", "{case}/system.toml"],
+)
+CASES[-1]["unreadable"] = ["system.toml"]
+case(
+    "output_dir_is_file",
+    OK,
+    ["cannot create the results directory"],
+    files={"taken": b"a file"},
+    args=RUN + ["--output-dir", "{case}/taken"],
+)
+
 shutil.rmtree(ROOT, ignore_errors=True)
 for i, c in enumerate(CASES, 1):
     d = ROOT / f"{i:02d}_{c['name']}"
@@ -264,6 +566,8 @@ for i, c in enumerate(CASES, 1):
     spec = {"args": c["args"], "exit_code": c["code"], "message": c["msg"]}
     if c.get("generate"):
         spec["generate"] = c["generate"]
+    if c.get("unreadable"):
+        spec["unreadable"] = c["unreadable"]
     if c["verify"]:
         spec["in_verify"] = c["verify"]
     (d / "case.json").write_text(json.dumps(spec, indent=1) + "\n")

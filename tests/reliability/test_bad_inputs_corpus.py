@@ -7,7 +7,9 @@ Each case is a directory with the files it needs and a ``case.json``::
      "message": ["scenario.toml", "Tests[0].id"],   (fragments stderr must contain)
      "in_verify": ["scenario.toml"]}               (files verify-configs on the corpus must name)
 
-``"generate": {"scenario.toml": 10485760}`` writes a file of that size first. ``{case}`` is the
+``"generate": {"scenario.toml": 10485760}`` writes a file of that size first; ``"unreadable":
+["scenario.toml"]`` makes those files mode 000 (and, as root, runs the CLI without the
+capabilities that bypass file permissions). ``{case}`` is the
 case directory, ``{out}`` a fresh output dir that must not be created (for ``--resume`` cases:
 ``{resume}`` is a copy of ``resume/`` in the case, which must not change).
 """
@@ -16,7 +18,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -36,29 +43,70 @@ def _tree_digest(root: Path) -> str:
     return digest.hexdigest()
 
 
+def _run(argv: list[str], cwd: Path, *, drop_dac: bool) -> subprocess.CompletedProcess[str]:
+    """The real CLI; with ``drop_dac`` (as root) without the capabilities that bypass file permissions."""
+    if not (drop_dac and os.geteuid() == 0):
+        return cloudai(*argv, cwd=cwd)
+    caps = "-dac_override,-dac_read_search"
+    prefix = ["setpriv", f"--inh-caps={caps}", f"--bounding-set={caps}", sys.executable, "-m", "cloudai"]
+    return subprocess.run([*prefix, *argv], cwd=cwd, capture_output=True, text=True, timeout=120)
+
+
 def _args(case: dict[str, Any], case_dir: Path, out: Path, resume: Path) -> list[str]:
     return [str(a).format(case=case_dir, out=out, resume=resume) for a in case["args"]]
 
 
-@pytest.mark.parametrize("case_dir", CASES, ids=[p.name for p in CASES])
-def test_bad_input(case_dir: Path, tmp_path: Path) -> None:
+@dataclass(frozen=True)
+class _Outcome:
+    case: dict[str, Any]
+    work: Path
+    result: subprocess.CompletedProcess[str]
+    out_created: bool
+    resume_before: str | None
+    resume_after: str | None
+
+
+def _run_case(case_dir: Path, root: Path) -> _Outcome:
     case = json.loads((case_dir / "case.json").read_text())
-    work = tmp_path / case_dir.name
+    work = root / case_dir.name / "case"
     shutil.copytree(case_dir, work, symlinks=True)
     for name, size in case.get("generate", {}).items():  # big inputs are made here, not committed
         (work / name).write_bytes(b"# " + b"x" * size + b"\n")
-    out, resume = tmp_path / "out", work / "resume"
+    out, resume = root / case_dir.name / "out", work / "resume"
     before = _tree_digest(resume) if resume.exists() else None
     if "--output-dir" not in case["args"] and case["args"][0] in ("run", "dry-run"):
         case["args"] += ["--output-dir", "{out}"]
-    result = cloudai(*_args(case, work, out, resume), cwd=tmp_path)
-    assert result.returncode == case.get("exit_code", 2), (result.stdout, result.stderr)
-    assert "Traceback" not in result.stderr
-    for fragment in case["message"]:
-        assert fragment.format(case=work) in result.stderr, result.stderr
-    assert not out.exists()
-    if before is not None:
-        assert _tree_digest(resume) == before
+    argv = _args(case, work, out, resume)
+    for name in case.get("unreadable", []):  # root reads anything: drop the capabilities that let it
+        (work / name).chmod(0)
+    result = _run(argv, work.parent, drop_dac=bool(case.get("unreadable")))
+    after = _tree_digest(resume) if before is not None else None
+    return _Outcome(case, work, result, out.exists(), before, after)
+
+
+@pytest.fixture(scope="module")
+def outcomes(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> dict[str, _Outcome]:
+    """Every selected case, run concurrently (each is its own CLI process in its own dirs)."""
+    selected = {
+        item.callspec.params["case_dir"]
+        for item in request.session.items
+        if item.module is request.module and "case_dir" in getattr(getattr(item, "callspec", None), "params", {})
+    }
+    root = tmp_path_factory.mktemp("corpus")
+    with ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 2)) as pool:
+        done = pool.map(lambda d: _run_case(d, root), sorted(selected))
+        return {o.work.parent.name: o for o in done}
+
+
+@pytest.mark.parametrize("case_dir", CASES, ids=[p.name for p in CASES])
+def test_bad_input(case_dir: Path, outcomes: dict[str, _Outcome]) -> None:
+    o = outcomes[case_dir.name]
+    assert o.result.returncode == o.case.get("exit_code", 2), (o.result.stdout, o.result.stderr)
+    assert "Traceback" not in o.result.stderr
+    for fragment in o.case["message"]:
+        assert fragment.format(case=o.work) in o.result.stderr, o.result.stderr
+    assert not o.out_created
+    assert o.resume_after == o.resume_before  # --resume on a dir that is not this run's changes nothing
 
 
 def test_corpus_is_large() -> None:

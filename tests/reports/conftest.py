@@ -1,5 +1,7 @@
-"""Fixtures: ``plain_run``, ``dse_run`` (with env_params), ``live_run`` (several episodes) and ``make_dse``, a
-factory for variations (steps, seed, torn last line, no run.json, no env.csv)."""
+"""Fixtures: results dirs built file by file (``plain_run``, ``dse_run`` with env_params, ``live_run`` with
+several episodes, and ``make_dse``, a factory for variations: steps, seed, torn last line, no run.json, no
+env.csv), and real runs through the CLI, one per session (``real_plain``, ``real_dse``, ``real_live``,
+``real_interrupted``; see ``real_runs.py``)."""
 
 from __future__ import annotations
 
@@ -7,6 +9,17 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from tests.reports.real_runs import (
+    DSE_SCENARIO,
+    DSE_TEST,
+    LIVE_SCENARIO,
+    LIVE_TEST,
+    PLAIN_SCENARIO,
+    PLAIN_TESTS,
+    RealRun,
+    start,
+    start_interrupted,
+)
 from tests.reports.report_builders import entry, write_job, write_manifest, write_trajectory
 
 
@@ -44,3 +57,24 @@ def live_run(tmp_path: Path) -> Path:
     write_manifest(run, [entry("Tests.1", agent="ppo", live=True, env=["background_load", "latency_ms"])])
     write_trajectory(run / "Tests.1" / "0", 30, episodes=3)
     return run
+
+
+# Real runs through the CLI, once per session: each is a few seconds of real jobs or env steps.
+@pytest.fixture(scope="session")
+def real_plain(tmp_path_factory: pytest.TempPathFactory) -> RealRun:
+    return start(tmp_path_factory.mktemp("plain"), PLAIN_TESTS, PLAIN_SCENARIO)
+
+
+@pytest.fixture(scope="session")
+def real_dse(tmp_path_factory: pytest.TempPathFactory) -> RealRun:
+    return start(tmp_path_factory.mktemp("dse"), {"dse": DSE_TEST}, DSE_SCENARIO)
+
+
+@pytest.fixture(scope="session")
+def real_live(tmp_path_factory: pytest.TempPathFactory) -> RealRun:
+    return start(tmp_path_factory.mktemp("live"), {"live": LIVE_TEST}, LIVE_SCENARIO)
+
+
+@pytest.fixture(scope="session")
+def real_interrupted(tmp_path_factory: pytest.TempPathFactory) -> RealRun:
+    return start_interrupted(tmp_path_factory.mktemp("interrupted"))

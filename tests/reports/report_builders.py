@@ -155,3 +155,37 @@ def parse(path: Path) -> Page:
     page = Page()
     page.feed(path.read_text())
     return page
+
+
+class _Tables(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.sections: list[str] = []
+        self.tables: dict[str, list[list[str]]] = {}
+        self.cell: list[str] | None = None
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag == "section":
+            self.sections.append(dict(attrs).get("id") or "")
+        elif tag == "tr" and self.sections:
+            self.tables.setdefault(self.sections[-1], []).append([])
+        elif tag in ("td", "th"):
+            self.cell = []
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "section":
+            self.sections.pop()
+        elif tag in ("td", "th") and self.cell is not None:
+            self.tables[self.sections[-1]][-1].append("".join(self.cell))
+            self.cell = None
+
+    def handle_data(self, data: str) -> None:
+        if self.cell is not None:
+            self.cell.append(data)
+
+
+def tables(path: Path) -> dict[str, list[list[str]]]:
+    """Section id -> the rows (header first) of the tables directly in that section, cells as text."""
+    parser = _Tables()
+    parser.feed(path.read_text())
+    return parser.tables

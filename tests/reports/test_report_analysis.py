@@ -66,6 +66,15 @@ def test_importance_ranks_the_knob_that_drives_the_reward() -> None:
     assert math.isclose(sum(imp.values.values()), 1.0)
 
 
+def test_importance_of_a_long_search_uses_an_even_sample_and_says_so() -> None:
+    steps = [
+        step(i, {"big": i % 97, "small": i % 5 / 10, "id": i}, float(i % 97) + i % 5 / 100) for i in range(1, 2502)
+    ]
+    imp = param_importance(trajectory(steps))
+    assert (imp.trials, imp.of) == (1251, 2501)  # every 2nd
+    assert next(iter(imp.values)) == "big"
+
+
 def test_importance_needs_two_distinct_ok_trials() -> None:
     traj = trajectory([step(1, {"a": 1}, 1.0), step(2, {"a": 1}, 1.0), step(3, {"a": 2}, 1.0, "failed")])
     assert param_importance(traj).note == "needs at least 2 distinct ok trials, found 1"

@@ -1,4 +1,5 @@
-"""`cloudai generate-report` as a user types it. Skipped until the command is wired into the CLI."""
+"""`cloudai generate-report` as a user types it (single runs and comparisons of real runs:
+``test_report_real_runs.py``)."""
 
 from __future__ import annotations
 
@@ -9,35 +10,36 @@ import pytest
 from tests.conftest import cloudai
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _needs_the_command() -> None:
-    if cloudai("generate-report", "--help").returncode != 0:
-        pytest.skip("`cloudai generate-report` is not wired into cloudai.cli yet")
-
-
-def test_generate_report_writes_the_report_and_says_where(dse_run: Path) -> None:
-    done = cloudai("generate-report", dse_run)
-    assert done.returncode == 0, done.stderr
-    assert (dse_run / "report.html").exists() and (dse_run / "summary.csv").exists()
-    assert str(dse_run / "report.html") in done.stdout
-
-
 def test_generate_report_output_option(plain_run: Path, tmp_path: Path) -> None:
     target = tmp_path / "r.html"
     done = cloudai("generate-report", plain_run, "--output", target)
     assert done.returncode == 0, done.stderr
-    assert target.exists()
+    assert f"Report: {target}" in done.stdout
+    assert target.exists() and (plain_run / "summary.csv").exists()
 
 
-def test_generate_report_compares_several_dirs(make_dse: Callable[..., Path]) -> None:
-    a, b = make_dse("a_2026-11-23_07-00-00", steps=12), make_dse("b_2026-11-23_08-00-00", steps=12, seed=4)
-    done = cloudai("generate-report", a, b)
-    assert done.returncode == 0, done.stderr
-    assert (a.parent / "comparison.html").exists()
+def _unrelated(tmp_path: Path) -> Path:
+    (tmp_path / "src" / "0").mkdir(parents=True)
+    (tmp_path / "README.md").write_text("hello\n")
+    return tmp_path
 
 
-def test_an_empty_dir_exits_2_with_a_clear_message(tmp_path: Path) -> None:
-    done = cloudai("generate-report", tmp_path)
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        (lambda tmp: tmp, "not a cloudai results directory"),
+        (_unrelated, "not a cloudai results directory"),
+        (lambda tmp: tmp / "nope", "no such results directory"),
+    ],
+    ids=["empty", "unrelated", "missing"],
+)
+def test_a_dir_that_is_not_a_results_dir_exits_2_with_a_clear_message(
+    tmp_path: Path, make: Callable[[Path], Path], message: str
+) -> None:
+    bad = make(tmp_path)
+    before = sorted(tmp_path.rglob("*"))
+    done = cloudai("generate-report", bad)
     assert done.returncode == 2
-    assert f"error: {tmp_path}: not a cloudai results directory" in done.stderr
+    assert f"error: {bad}: {message}" in done.stderr
     assert "Traceback" not in done.stderr
+    assert sorted(tmp_path.rglob("*")) == before, "nothing is written"

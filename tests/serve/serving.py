@@ -19,7 +19,7 @@ from typing import IO, Any
 import httpx
 import uvicorn
 
-from cloudai.gym.serve import bind
+from cloudai.gym.serve_run import bind
 
 
 def wait_healthy(url: str, token: str | None = None, timeout: float = 60.0) -> None:
@@ -55,7 +55,10 @@ def served(app: Any, token: str | None = None) -> Iterator[str]:
 
 
 class ServeProcess:
-    """``cloudai serve ...`` as a user starts it; ``url`` and ``trial_dir`` parsed from its banner line."""
+    """``cloudai serve ...`` as a user starts it (in its own session, so its pid is its process group).
+
+    ``url`` and ``trial_dir`` are parsed from its banner line, printed once the port is bound.
+    """
 
     BANNER = re.compile(r"Serving '(?P<id>[^']+)' at (?P<url>http://\S+) .*; results in (?P<dir>.+)$")
 
@@ -67,6 +70,7 @@ class ServeProcess:
             text=True,
             env={**os.environ, **(env or {})},
             cwd=cwd,
+            start_new_session=True,  # its own process group: tests check nothing of it survives
         )
         line = self._stdout().readline()
         match = self.BANNER.search(line.strip())

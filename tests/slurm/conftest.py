@@ -1,11 +1,17 @@
 """Slurm tests: pure ones (rendering, parsing, config) run anywhere; ``@pytest.mark.slurm`` ones
-need the real local Slurm from ``../shared/tools/start-local-slurm.sh`` (``.ci/slurm.sh``
-starts it, runs them, stops it) and skip with a loud reason when it is not there."""
+run against a real Slurm.
+
+``SLURM_CONF`` set (``.ci/run`` starts the local Slurm and exports it): that cluster is used.
+Not set, as root: the session starts ``../shared/tools/start-local-slurm.sh`` itself and stops
+it at the end (only if this session started it). Not root: the Slurm tests skip, loudly. As
+root, a missing script or a controller that does not answer FAILS the tests: a CI that
+silently skipped them would prove nothing.
+"""
 
 from __future__ import annotations
 
 import os
-import shutil
+import shlex
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,28 +23,47 @@ from cloudai.config.system import load_system
 from cloudai.systems.base import Job, JobSpec
 from cloudai.systems.slurm.system import SlurmSystem
 
-HERE = Path(__file__).parent
+HERE = Path(__file__).resolve().parent
 SYSTEM_TOML = HERE / "slurm_system.toml"
+TOOLS = HERE.parents[2] / "shared" / "tools"  # ../shared/tools relative to the repo
 
 
-def _why_no_slurm() -> str | None:
-    if os.geteuid() != 0:
-        return "not root: the local Slurm (../shared/tools/start-local-slurm.sh) needs root; run .ci/slurm.sh as root"
-    if shutil.which("sbatch") is None:
-        return "sbatch not on PATH: start the local Slurm with .ci/slurm.sh (LOCAL_SLURM_INSTALL=1 installs it)"
-    if not os.environ.get("SLURM_CONF"):
-        return 'SLURM_CONF is not set: eval "$(bash ../shared/tools/start-local-slurm.sh)" first, or run .ci/slurm.sh'
-    ping = subprocess.run(["scontrol", "ping"], capture_output=True, text=True, timeout=30)
-    if "is UP" not in ping.stdout:
-        return f"the Slurm controller does not answer `scontrol ping`: {(ping.stdout + ping.stderr).strip()}"
-    return None
+def _start_local_slurm() -> bool:
+    """Start the local Slurm, export what it prints into ``os.environ``; whether this call started it."""
+    script = TOOLS / "start-local-slurm.sh"
+    if not script.is_file():
+        pytest.fail(f"SLURM_CONF is not set and {script} is missing: cannot start a Slurm for the Slurm tests")
+    env = {**os.environ, "LOCAL_SLURM_INSTALL": "1", "LOCAL_SLURM_CPUS": "8"}
+    done = subprocess.run(["bash", str(script)], env=env, capture_output=True, text=True, timeout=900, check=False)
+    if done.returncode != 0:
+        pytest.fail(f"{script} failed (exit {done.returncode}):\n{done.stderr[-3000:]}")
+    for line in done.stdout.splitlines():
+        words = shlex.split(line)
+        if len(words) == 2 and words[0] == "export" and "=" in words[1]:
+            key, _, value = words[1].partition("=")
+            os.environ[key] = value
+    return "slurmctld started" in done.stderr
+
+
+def _unreachable() -> str | None:
+    try:
+        ping = subprocess.run(["scontrol", "ping"], capture_output=True, text=True, timeout=30, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"`scontrol ping` failed: {exc}"
+    return None if "is UP" in ping.stdout else f"`scontrol ping` says: {(ping.stdout + ping.stderr).strip()}"
 
 
 @pytest.fixture(scope="session")
-def slurm_ready() -> None:
-    reason = _why_no_slurm()
+def slurm_ready() -> Iterator[None]:
+    if os.geteuid() != 0:
+        pytest.skip("SLURM TESTS SKIPPED: not root; the local Slurm (../shared/tools/start-local-slurm.sh) needs root")
+    started = False if os.environ.get("SLURM_CONF") else _start_local_slurm()
+    reason = _unreachable()
     if reason:
-        pytest.skip(f"SLURM TESTS SKIPPED: {reason}")
+        pytest.fail(f"the Slurm controller (SLURM_CONF={os.environ.get('SLURM_CONF')}) is unreachable: {reason}")
+    yield
+    if started:
+        subprocess.run(["bash", str(TOOLS / "stop-local-slurm.sh")], capture_output=True, timeout=120, check=False)
 
 
 @pytest.fixture(autouse=True)
@@ -55,23 +80,29 @@ def config() -> SlurmSystemConfig:
 
 
 @pytest.fixture
-def system(config: SlurmSystemConfig) -> Iterator[SlurmSystem]:
+def system(config: SlurmSystemConfig, tmp_path: Path) -> Iterator[SlurmSystem]:
     """A checked system; jobs a test leaves queued are scancelled afterwards."""
     slurm = SlurmSystem(config)
     slurm.check()
-    before = squeue_ids()
     yield slurm
-    leftover = squeue_ids() - before
+    leftover = squeue_ids(tmp_path)
     if leftover:
         subprocess.run(["scancel", *sorted(leftover)], timeout=30, check=False)
 
 
-def squeue_ids() -> set[str]:
-    """Job ids Slurm still has pending or running (all users: the local cluster is ours)."""
+def squeue_ids(under: Path) -> set[str]:
+    """Ids of the jobs Slurm still has pending or running that were submitted from under ``under``
+    (their working dir), so other users of the same cluster do not disturb the test."""
     out = subprocess.run(
-        ["squeue", "--noheader", "--format=%i"], capture_output=True, text=True, timeout=30, check=True
+        ["squeue", "--noheader", "--format=%i|%Z"], capture_output=True, text=True, timeout=30, check=True
     )
-    return {line.strip() for line in out.stdout.splitlines() if line.strip()}
+    root = str(under.resolve())
+    ids = set()
+    for line in out.stdout.splitlines():
+        job_id, _, work_dir = line.strip().partition("|")
+        if work_dir == root or work_dir.startswith(root + "/"):
+            ids.add(job_id)
+    return ids
 
 
 @pytest.fixture(scope="session")

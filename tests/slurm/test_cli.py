@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -18,14 +19,19 @@ from tests.slurm.conftest import SYSTEM_TOML, squeue_ids
 
 pytestmark = [pytest.mark.slurm, pytest.mark.usefixtures("timeout_job", "no_new_jobs_left")]
 SLEEP_TESTS = CONF / "common" / "test"
+GRID6 = (  # a 2 x 3 grid of 1 s Synthetic trials
+    'name = "grid6"\ntest_template_name = "Synthetic"\nagent = "grid_search"\nagent_metrics = ["bus_bw"]\n'
+    'agent_config = { max_parallel = 2 }\n[cmd_args]\nalgo = ["ring", "tree"]\nmessage_size = 1048576\n'
+    "chunk_kb = [64, 128, 256]\nduration_s = 1\n"
+)
+GRID6_SCENARIO = 'name = "dse"\n[[Tests]]\nid = "grid"\ntest_name = "grid6"\n'
 
 
 @pytest.fixture
-def no_new_jobs_left() -> Iterator[None]:
-    """Every test here must leave Slurm's queue as it found it."""
-    before = squeue_ids()
+def no_new_jobs_left(tmp_path: Path) -> Iterator[None]:
+    """Every test here must leave no job of its own in Slurm's queue."""
     yield
-    assert not squeue_ids() - before, "jobs left in squeue"
+    assert not squeue_ids(tmp_path), "jobs left in squeue"
 
 
 def records(run_root: Path) -> dict[str, dict]:
@@ -81,7 +87,7 @@ def test_interrupt_cancels_every_job(tmp_path: Path, write: Callable[[str, str],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     deadline = time.monotonic() + 60
-    while len(list(tmp_path.glob("out/*/t*/0/sbatch.sh"))) < 3:  # all three submitted
+    while len(squeue_ids(tmp_path)) < 3:  # all three queued (a poll, not a synchronisation sleep)
         assert proc.poll() is None, proc.communicate()
         assert time.monotonic() < deadline, "jobs were never submitted"
         time.sleep(0.05)
@@ -92,26 +98,43 @@ def test_interrupt_cancels_every_job(tmp_path: Path, write: Callable[[str, str],
     # no_new_jobs_left: squeue holds none of them
 
 
+def test_interrupt_during_sbatch_cancels_the_job_it_queued(tmp_path: Path, write: Callable[[str, str], Path]) -> None:
+    """Ctrl-C while ``sbatch`` runs: the submission completes, then its job is cancelled (never orphaned)."""
+    real = shutil.which("sbatch")
+    assert real is not None
+    wrapper = write("bin/sbatch", f'#!/bin/bash\nkill -INT "$PPID"\nexec {real} "$@"\n')
+    wrapper.chmod(0o755)
+    write("tests/long.toml", 'name = "long"\ntest_template_name = "Sleep"\n[cmd_args]\nseconds = 300\n')
+    scenario = write("s.toml", 'name = "s"\n[[Tests]]\nid = "t"\ntest_name = "long"\n')
+    env = {**os.environ, "PATH": f"{wrapper.parent}:{os.environ['PATH']}"}
+    done = cloudai("run", "--system-config", SYSTEM_TOML, "--tests-dir", tmp_path / "tests", "--test-scenario",
+                   scenario, "--output-dir", tmp_path / "out", env=env)  # fmt: skip
+    assert done.returncode == 130, done.stderr
+    assert slurm_states(tmp_path) == ["CANCELLED"]  # it was queued, and cancelled
+
+
+def slurm_states(under: Path) -> list[str]:
+    """States of every job submitted from under ``under`` that Slurm still remembers (MinJobAge)."""
+    out = subprocess.run(["squeue", "--noheader", "--states=all", "--format=%T|%Z"], capture_output=True,
+                         text=True, timeout=30, check=True)  # fmt: skip
+    root = str(under.resolve())
+    return [s for s, _, d in (line.partition("|") for line in out.stdout.splitlines()) if d.startswith(root)]
+
+
 def test_dry_run_writes_scripts_and_submits_nothing(tmp_path: Path) -> None:
     scenario = CONF / "common" / "test_scenario" / "sleep.toml"
-    before = squeue_ids()
     done = cloudai("dry-run", "--system-config", SYSTEM_TOML, "--tests-dir", SLEEP_TESTS, "--test-scenario",
                    scenario, "--output-dir", tmp_path)  # fmt: skip
     assert done.returncode == 0, done.stderr
-    assert squeue_ids() == before
+    assert slurm_states(tmp_path) == []
     scripts = [p for p in tmp_path.glob("*/*/0/*.sh") if "#SBATCH --job-name=" in p.read_text()]
     assert len(scripts) == 4
     assert not list(tmp_path.glob("*/*/0/job.json"))
 
 
 def test_dse_grid_on_slurm_keeps_max_parallel(tmp_path: Path, write: Callable[[str, str], Path]) -> None:
-    write(
-        "tests/grid.toml",
-        'name = "grid6"\ntest_template_name = "Synthetic"\nagent = "grid_search"\nagent_metrics = ["bus_bw"]\n'
-        'agent_config = { max_parallel = 2 }\n[cmd_args]\nalgo = ["ring", "tree"]\nmessage_size = 1048576\n'
-        "chunk_kb = [64, 128, 256]\nduration_s = 1\n",
-    )
-    scenario = write("s.toml", 'name = "dse"\n[[Tests]]\nid = "grid"\ntest_name = "grid6"\n')
+    write("tests/grid.toml", GRID6)
+    scenario = write("s.toml", GRID6_SCENARIO)
     done = cloudai("run", "--system-config", SYSTEM_TOML, "--tests-dir", tmp_path / "tests", "--test-scenario",
                    scenario, "--output-dir", tmp_path / "out")  # fmt: skip
     assert done.returncode == 0, done.stderr
@@ -120,24 +143,21 @@ def test_dse_grid_on_slurm_keeps_max_parallel(tmp_path: Path, write: Callable[[s
     assert [r["step"] for r in rows] == ["1", "2", "3", "4", "5", "6"]
     assert {r["status"] for r in rows} == {"ok"}
     trials = [json.loads(p.read_text()) for p in tmp_path.glob("out/*/grid/0/*/job.json")]
-    assert len(trials) == 6 and all((tmp_path / "out").glob("*/grid/0/*/sbatch.sh"))
+    assert len(trials) == 6 and len(list(tmp_path.glob("out/*/grid/0/*/sbatch.sh"))) == 6
     assert max_overlap([(t["started_at"], t["ended_at"]) for t in trials]) <= 2
 
 
-@pytest.mark.xfail(strict=True, reason="until cli.py routes --single-sbatch to cloudai.systems.slurm.single_sbatch")
-def test_single_sbatch_runs_the_scenario_in_one_job(tmp_path: Path) -> None:
+def test_missing_sbatch_fails_before_writing(tmp_path: Path) -> None:
     scenario = CONF / "common" / "test_scenario" / "sleep.toml"
-    done = cloudai("run", "--single-sbatch", "--system-config", SYSTEM_TOML, "--tests-dir", SLEEP_TESTS,
-                   "--test-scenario", scenario, "--output-dir", tmp_path)  # fmt: skip
-    assert done.returncode == 0, done.stderr
-    assert len(list(tmp_path.glob("*/single_sbatch.sh"))) == 1
-    assert not list(tmp_path.glob("*/*/0/sbatch.sh"))
-    assert {r["status"] for r in records(tmp_path).values()} <= {"ok", "stopped"}
+    env = {**os.environ, "PATH": str(tmp_path)}  # no Slurm tools (python is run by its full path)
+    done = cloudai("run", "--system-config", SYSTEM_TOML, "--tests-dir", SLEEP_TESTS, "--test-scenario", scenario,
+                   "--output-dir", tmp_path / "out", env=env)  # fmt: skip
+    assert done.returncode == 1
+    assert "sbatch, squeue, scontrol, scancel not found on PATH" in done.stderr
+    assert not (tmp_path / "out").exists()
 
 
-def test_unreachable_controller_fails_before_writing(
-    tmp_path: Path, write: Callable[[str, str], Path], monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_unreachable_controller_fails_before_writing(tmp_path: Path, write: Callable[[str, str], Path]) -> None:
     conf = write("slurm.conf", "ClusterName=x\nSlurmctldHost=localhost\nSlurmctldPort=1\n")
     scenario = CONF / "common" / "test_scenario" / "sleep.toml"
     env = {**os.environ, "SLURM_CONF": str(conf)}
@@ -157,3 +177,36 @@ def test_bad_system_toml_exits_2(tmp_path: Path, write: Callable[[str, str], Pat
     assert done.returncode == 2
     assert "default_partition" in done.stderr and "did you mean 'debug'?" in done.stderr
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.slow
+def test_interrupted_dse_on_slurm_resumes_without_rerunning(tmp_path: Path, write: Callable[[str, str], Path]) -> None:
+    write("tests/grid.toml", GRID6)
+    scenario = write("s.toml", GRID6_SCENARIO)
+    args = ["--system-config", str(SYSTEM_TOML), "--tests-dir", str(tmp_path / "tests"), "--test-scenario",
+            str(scenario)]  # fmt: skip
+    proc = subprocess.Popen([sys.executable, "-m", "cloudai", "run", *args, "--output-dir", str(tmp_path / "out")],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    deadline = time.monotonic() + 90
+    while not _trajectory(tmp_path):  # the first trial recorded (a poll, not a synchronisation sleep)
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() < deadline, "no trial finished"
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 130 and "--resume" in stderr, stderr
+    assert not squeue_ids(tmp_path)
+    before = _trajectory(tmp_path)
+    assert 1 <= len(before) < 6
+    (run_dir,) = (tmp_path / "out").iterdir()
+    done = cloudai("run", *args, "--resume", run_dir)
+    assert done.returncode == 0, done.stderr
+    after = _trajectory(tmp_path)
+    assert after[: len(before)] == before  # recorded steps kept as they were
+    ok = [r["action"] for r in after if r["status"] == "ok"]
+    assert len(ok) == 6 and len(set(ok)) == 6  # every grid point measured once: nothing re-run
+
+
+def _trajectory(root: Path) -> list[dict[str, str]]:
+    paths = list(root.glob("out/*/grid/0/trajectory.csv"))
+    return list(csv.DictReader(paths[0].open())) if paths else []

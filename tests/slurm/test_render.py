@@ -14,7 +14,7 @@ import pytest
 from cloudai.config.slurm import SlurmSystemConfig
 from cloudai.systems.base import JobSpec
 from cloudai.systems.slurm.render import dependency_expr, render_sbatch, time_directive
-from cloudai.systems.slurm.single_sbatch import render_single_sbatch
+from cloudai.systems.slurm.single_sbatch import ScriptStep, render_single_sbatch
 
 GOLDEN = Path(__file__).parent / "golden"
 RUN = Path("/results/sleep-scenario_2026-01-01_00-00-00")
@@ -72,17 +72,18 @@ def test_every_option() -> None:
 
 
 def test_single_sbatch() -> None:
-    specs = [
-        spec("Tests.1.0", env={}, time_limit_s=60.0, num_nodes=1),
-        spec("Tests.2.0", argv=("sleep", "1"), env={"X": "1"}, time_limit_s=120.0),
-        spec("Tests.3.0", argv=("false",), env={}, time_limit_s=30.0, num_nodes=1),
+    steps = [
+        ScriptStep(spec("Tests.4.0", argv=("sleep", "600"), env={}, time_limit_s=60.0, num_nodes=1), "Tests.1.0"),
+        ScriptStep(spec("Tests.1.0", env={}, time_limit_s=60.0, num_nodes=1)),
+        ScriptStep(spec("Tests.2.0", argv=("sleep", "1"), env={"X": "1"}, time_limit_s=120.0)),
+        ScriptStep(spec("Tests.3.0", argv=("false",), env={}, time_limit_s=30.0, num_nodes=1)),
     ]
-    check_golden("single.sbatch", render_single_sbatch(specs, everything(), RUN, "sleep-scenario"))
+    check_golden("single.sbatch", render_single_sbatch(steps, everything(), RUN, "sleep-scenario"))
 
 
 def test_single_sbatch_without_every_limit_has_no_time() -> None:
-    text = render_single_sbatch([spec(), spec("Tests.2.0", time_limit_s=None)], minimal(), RUN, "s")
-    assert "#SBATCH --time" not in text
+    steps = [ScriptStep(spec()), ScriptStep(spec("Tests.2.0", time_limit_s=None))]
+    assert "#SBATCH --time" not in render_single_sbatch(steps, minimal(), RUN, "s")
 
 
 def test_single_sbatch_needs_jobs() -> None:

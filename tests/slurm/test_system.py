@@ -67,7 +67,7 @@ def test_cancel_running_and_pending(system: SlurmSystem, tmp_path: Path) -> None
     system.cancel([running, pending], "test stop")
     assert [(j.status, j.reason) for j in (running, pending)] == [(JobStatus.CANCELLED, "test stop")] * 2
     assert running.ended_at is not None
-    assert not {running.job_id, pending.job_id} & squeue_ids()
+    assert not {running.job_id, pending.job_id} & squeue_ids(tmp_path)
 
 
 def test_cancel_keeps_the_state_of_a_finished_job(system: SlurmSystem, tmp_path: Path) -> None:
@@ -102,6 +102,7 @@ def test_wait_returns_at_its_timeout(system: SlurmSystem, tmp_path: Path) -> Non
     system.cancel([job])
 
 
+@pytest.mark.slow
 def test_time_limit_is_a_timeout(system: SlurmSystem, timeout_job: Job) -> None:
     """Slurm's smallest limit is a minute and it checks limits every ~30 s: the job was queued by
     the ``timeout_job`` session fixture at the start of the run, so this waits for the remainder."""
@@ -134,3 +135,12 @@ def test_check_with_unreachable_controller(
     monkeypatch.setenv("SLURM_CONF", str(tmp_path / "slurm.conf"))
     with pytest.raises(SystemError_, match="controller is not reachable"):
         SlurmSystem(config).check()
+
+
+def test_final_state_from_the_real_jobcomp_file(system: SlurmSystem, tmp_path: Path) -> None:
+    """The last fallback (after sacct and scontrol, once MinJobAge has passed) reads the cluster's
+    jobcomp/filetxt file: check it on the real file the local Slurm writes."""
+    job = system.submit(JobSpec("comp", ("bash", "-c", "exit 4"), tmp_path / "comp"))
+    finish(system, [job])
+    final = system._from_jobcomp([job.job_id])[job.job_id]  # pyright: ignore[reportPrivateUsage]
+    assert (final.status, final.returncode) == (JobStatus.FAILED, 4)

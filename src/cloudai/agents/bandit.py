@@ -17,8 +17,8 @@ its env_params *regime* (``EnvParamSampler.regime``: a list param's candidate, o
 The seam: the agent must know step n's env_params *before* choosing step n's action. It
 asks the env for its sampler, ``env.env_param_sampler() -> EnvParamSampler | None``, which
 is deterministic per (seed, name, step), so peeking at ``sample(env.next_step)`` costs
-nothing and draws exactly what the env will apply. An env without that method (or without
-env_params) gives one empty context: a plain, non-contextual bandit. One trial at a time
+nothing and draws exactly what the env will apply. An env without env_params (sampler None)
+gives one empty context: a plain, non-contextual bandit. One trial at a time
 (``can_ask_ahead = False``): the context is that of ``env.next_step``.
 
 Failed, timed-out and infeasible steps count as pulls with their (penalty) reward; steps
@@ -29,7 +29,6 @@ regime's best arm and ``best_notes()`` the lines ``cloudai.dse`` adds to best.to
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -40,7 +39,7 @@ from cloudai.agents.base import AgentConfig, BaseAgent
 from cloudai.gym.base import BaseGym, Feedback, Observation
 
 if TYPE_CHECKING:
-    from cloudai.env_params import EnvParamSampler, Regime
+    from cloudai.env_params import Regime
 
 _RANDOM_TRIES = 64  # random draws for an untried arm before enumerating the grid
 
@@ -78,8 +77,7 @@ class BanditAgent(BaseAgent):
         self.cfg = config if isinstance(config, BanditConfig) else BanditConfig(**config.model_dump())
         self.space = env.define_action_space()
         self.size = self.space.grid_size  # raises ConfigError for a range without grid_points
-        peek: Callable[[], EnvParamSampler | None] | None = getattr(env, "env_param_sampler", None)
-        self.sampler = peek() if callable(peek) else None
+        self.sampler = env.env_param_sampler()
         self.rng = np.random.default_rng(self.cfg.seed)
         self.arms: dict[Regime, dict[int, _Arm]] = {}
         self._low, self._high = math.inf, -math.inf  # observed reward range

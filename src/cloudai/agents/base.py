@@ -54,6 +54,10 @@ class BaseAgent(ABC):
     @abstractmethod
     def update_policy(self, feedback: Feedback) -> None: ...
 
+    def best_notes(self) -> list[str]:
+        """Comment lines the agent adds to best.toml (e.g. the bandit's best per env_params regime)."""
+        return []
+
     def run(self) -> int:
         """Step the env until ``max_steps`` steps are recorded or the agent runs out; returns steps done."""
         observation, _ = self.env.reset(seed=self.config.seed)

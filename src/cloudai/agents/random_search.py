@@ -3,7 +3,9 @@
 * All dimensions categorical (a finite grid): the agent walks a seeded pseudo-random
   permutation of the grid indices (a Feistel network, cycle-walked into ``[0, size)``), so
   every point comes exactly once, in O(1) memory even for a 10^9-point grid, and
-  ``select_action`` returns None once all are asked.
+  ``select_action`` returns None once all are asked. With env_params the same point under
+  another draw of the environment is a new trial, so a finished pass starts another (a
+  fresh permutation) until ``agent_steps``: every point is tried once per pass.
 * Any range present: each dimension is drawn independently (categorical uniformly, a range
   uniformly, log-uniformly when ``log``, rounded for ``int``). Exact repeats are redrawn
   (up to ``_MAX_REDRAWS`` times, then the space is taken as exhausted). ``grid_points``
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections import Counter
 from typing import Any
 
 import numpy as np
@@ -64,28 +67,47 @@ class RandomSearchAgent(BaseAgent):
         self.space = env.define_action_space()
         self.rng = np.random.default_rng(config.seed)
         self.finite = all(isinstance(d, Categorical) for d in self.space.dims)
-        self._seen: set[int | str] = set()  # grid indices (finite) or canonical JSON of points
+        self._seen: set[str] = set()  # canonical JSON of the points drawn (ranges)
+        self._counts: Counter[int] = Counter()  # grid index -> times asked or recorded (finite)
+        self._asked: set[int] = set()  # steps this agent asked, so their feedback is not counted twice
+        self._repeat = env.env_param_sampler() is not None
+        self._pass, self._pos = 0, 0
         if self.finite:
-            keys = [int(k) for k in self.rng.integers(0, 2**63, size=6)]
-            self._perm, self._pos = FeistelPermutation(self.space.grid_size, keys), 0
+            self._perm = self._permutation()
 
     def select_action(self, observation: Observation) -> tuple[int, dict[str, Any]] | None:
         point = self._next_grid_point() if self.finite else self._draw_unseen()
-        return None if point is None else (self.env.next_step, point)
+        if point is None:
+            return None
+        self._asked.add(self.env.next_step)
+        return self.env.next_step, point
 
     def update_policy(self, feedback: Feedback) -> None:
+        if feedback.step in self._asked:
+            self._asked.discard(feedback.step)
+            return
         key = self._key(feedback.action)
-        if key is not None:
+        if isinstance(key, int):
+            self._counts[key] += 1
+        elif key is not None:
             self._seen.add(key)
 
+    def _permutation(self) -> FeistelPermutation:
+        keys = [int(k) for k in self.rng.integers(0, 2**63, size=6)]
+        return FeistelPermutation(self.space.grid_size, keys)
+
     def _next_grid_point(self) -> dict[str, Any] | None:
-        while self._pos < self.space.grid_size:
-            index = self._perm(self._pos)
-            self._pos += 1
-            if index not in self._seen:
-                self._seen.add(index)
-                return self.space.grid_point(index)
-        return None
+        """The next point of this pass not yet tried in it (a point counted k times was tried in passes < k)."""
+        while True:
+            while self._pos < self.space.grid_size:
+                index = self._perm(self._pos)
+                self._pos += 1
+                if self._counts[index] <= self._pass:
+                    self._counts[index] += 1
+                    return self.space.grid_point(index)
+            if not self._repeat:
+                return None
+            self._pass, self._pos, self._perm = self._pass + 1, 0, self._permutation()
 
     def _draw_unseen(self) -> dict[str, Any] | None:
         for _ in range(_MAX_REDRAWS):

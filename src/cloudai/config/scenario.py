@@ -210,6 +210,15 @@ def _agent_settings(test: AgentFields, entry: AgentFields) -> AgentSettings:
 def _check_ids(config: ScenarioConfig, path: Path) -> list[Problem]:
     """Ids are unique and safe as directory names; dependencies name known ids, without cycles."""
     problems: list[Problem] = []
+    if any(c in config.name for c in "/\\\0") or config.name in (".", ".."):  # it names the run dir
+        problems.append(
+            Problem(
+                str(path),
+                "name",
+                f"scenario name '{config.name}' is not allowed",
+                "no / or \\ in a scenario name: it names the results directory",
+            )
+        )
     seen: dict[str, int] = {}
     for index, entry in enumerate(config.Tests):
         if not _SAFE_ID.match(entry.id) or entry.id in (".", ".."):

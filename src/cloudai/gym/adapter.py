@@ -9,8 +9,8 @@ Spaces (from ``env.define_action_space()``; fixed knobs are not part of the acti
 ``decode_action`` turns a space sample into the knob values a native agent would send;
 ``encode_action`` is its exact inverse for every value of the space (a candidate of a
 categorical knob, a number in [low, high], integral for an int range) and raises
-``ConfigError`` for anything else. ``validate_point`` is the check both share, and the one
-``cloudai serve`` applies to values that arrive over the wire.
+``ConfigError`` for anything else (``cloudai.gym.knobs.validate_point``, the check ``cloudai
+serve`` also applies to values that arrive over the wire).
 
 The observation is a flat float32 ``Box`` (one unbounded slot per ``agent_metrics`` name,
 NaN reported as 0.0 with ``status`` in ``info``), or a ``spaces.Dict`` when the env offers
@@ -27,9 +27,8 @@ A trial is a real job, so the registered spec is ``nondeterministic`` (see ``mak
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable, Mapping
-from typing import Any, Protocol
+from collections.abc import Mapping
+from typing import Any
 
 import gymnasium
 import numpy as np
@@ -37,67 +36,8 @@ from gymnasium import spaces
 
 from cloudai.errors import ConfigError
 from cloudai.gym.base import BaseGym
-from cloudai.space import Categorical, Range, Space
-
-
-class ObsLeaf(Protocol):
-    """What the adapter reads of an ``ObsLeafDescriptor`` (``cloudai.gym.spaces``)."""
-
-    kind: str
-    low: float | None
-    high: float | None
-    n: int | None
-
-
-def _same(a: Any, b: Any) -> bool:
-    """Equality that keeps bools apart from numbers (TOML ``true`` is not ``1``)."""
-    return isinstance(a, bool) == isinstance(b, bool) and a == b
-
-
-def candidate_index(dim: Categorical, value: Any) -> int:
-    """The index of ``value`` among ``dim.choices``; ``ConfigError`` when it is not one of them."""
-    for index, choice in enumerate(dim.choices):
-        if _same(choice, value):
-            return index
-    raise ConfigError(
-        f"{value!r} is not a candidate of '{dim.name}'",
-        field=f"cmd_args.{dim.name}",
-        hint=f"candidates: {', '.join(repr(c) for c in dim.choices)}",
-    )
-
-
-def range_value(dim: Range, value: Any) -> float | int:
-    """``value`` checked against a range: a finite number in [low, high], integral for int ranges."""
-    field = f"cmd_args.{dim.name}"
-    if isinstance(value, bool) or not isinstance(value, int | float | np.integer | np.floating):
-        raise ConfigError(f"'{dim.name}' takes a number, not {value!r}", field=field)
-    number = float(value)
-    if not math.isfinite(number) or not dim.low <= number <= dim.high:
-        raise ConfigError(f"{value!r} is outside '{dim.name}' [{dim.low:g}, {dim.high:g}]", field=field)
-    if dim.dtype == "int":
-        if number != round(number):
-            raise ConfigError(f"'{dim.name}' is an int range; {value!r} is not an integer", field=field)
-        return round(number)
-    return number
-
-
-def validate_point(space: Space, values: Mapping[str, Any]) -> dict[str, Any]:
-    """The chosen knobs of ``values``, checked and normalized; fixed knobs may be repeated unchanged."""
-    unknown = [k for k in values if k not in space.names and k not in space.fixed]
-    if unknown:
-        raise ConfigError(f"unknown knob(s) {sorted(unknown)}; the action takes {list(space.names)}")
-    changed = [k for k in values if k in space.fixed and not _same(values[k], space.fixed[k])]
-    if changed:
-        raise ConfigError(f"knob(s) {changed} are fixed by the test and cannot be chosen")
-    missing = [name for name in space.names if name not in values]
-    if missing:
-        raise ConfigError(f"missing knob(s) {missing}")
-    point: dict[str, Any] = {}
-    for dim in space.dims:
-        value = values[dim.name]
-        point[dim.name] = dim.choices[candidate_index(dim, value)] if isinstance(dim, Categorical) else (
-            range_value(dim, value))  # fmt: skip
-    return point
+from cloudai.gym.knobs import ObsLeaf, candidate_index, observation_leaves, validate_point
+from cloudai.space import Categorical, Space
 
 
 def action_space_of(space: Space) -> spaces.Dict:
@@ -109,12 +49,6 @@ def action_space_of(space: Space) -> spaces.Dict:
         else:
             leaves[dim.name] = spaces.Box(dim.low, dim.high, shape=(1,), dtype=np.float64)
     return spaces.Dict(leaves)
-
-
-def observation_leaves(env: BaseGym) -> dict[str, ObsLeaf] | None:
-    """The env's structured observation leaves, when it offers ``observation_descriptors()``."""
-    describe: Callable[[], Mapping[str, ObsLeaf]] | None = getattr(env, "observation_descriptors", None)
-    return dict(describe()) if callable(describe) else None
 
 
 def _leaf_space(name: str, leaf: ObsLeaf) -> spaces.Space[Any]:

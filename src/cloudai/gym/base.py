@@ -12,6 +12,8 @@ episodes; ``next_step`` is the number the next ``step``/``step_async`` will get.
 * ``step_async(action) -> step`` starts a trial; ``step_wait()`` blocks until at least one
   started trial finished and returns every finished one as ``Feedback`` (any order).
 * ``history()``: steps completed before this process started (``--resume``), in step order.
+* ``env_param_sampler()``: the env_params sampler (None without env_params). It is
+  deterministic per step, so an agent may peek at ``sample(next_step)`` before choosing.
 * ``live``: True in live-RL mode, where ``done`` ends an episode and the agent resets.
 """
 
@@ -19,9 +21,12 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cloudai.space import Space
+
+if TYPE_CHECKING:
+    from cloudai.env_params import EnvParamSampler
 
 Observation = list[float]
 
@@ -91,6 +96,9 @@ class BaseGym(ABC):
 
     def history(self) -> list[Feedback]:
         return []
+
+    def env_param_sampler(self) -> EnvParamSampler | None:
+        return None
 
     def close(self) -> None:
         """Release what the env holds (jobs, connections). Safe to call twice."""

@@ -188,6 +188,7 @@ class CloudAIGymEnv(BaseGym):
                     self._unwritten.remove(step)
             self._pending.clear()
             self._running.clear()
+        self.setup.system.cancel_all()  # a job started as a signal arrived, which no trial holds
         if not self.writer.broken:
             self._write_ready()
         self.writer.close()
@@ -199,8 +200,8 @@ class CloudAIGymEnv(BaseGym):
         entry, step = self.setup.entry, trial.step
         name = f"{entry.id}.{self.setup.iteration}.{step}"
         spec = build_spec(entry, self.workload, self._values(trial), self.setup.out_dir / str(step), name)
+        self._pending[step] = self._running[trial.key] = trial  # before submit: close() must know of it
         trial.job = self.setup.system.submit(spec)
-        self._pending[step] = self._running[trial.key] = trial
 
     def _cached(self, trial: _Trial, hit: Feedback) -> None:
         info = {"metrics": hit.info.get("metrics", {}), "cached_from": hit.step}
@@ -258,20 +259,29 @@ class CloudAIGymEnv(BaseGym):
             )
 
     def _check(self, action: Mapping[str, Any]) -> None:
-        names = set(self.action_space.names)
-        if set(action) != names:
-            unknown, missing = sorted(set(action) - names), sorted(names - set(action))
-            raise AgentError(f"action {action!r} does not fit the space: unknown {unknown}, missing {missing}")
+        check_action(self.action_space, action)
 
     def _nothing(self) -> Observation:
         return [math.nan] * len(self.metrics)
 
     def _replayed(self, row: Row) -> Feedback:
-        """A recorded row as the agent saw it, env_params typed back through the space."""
-        env = {name: _typed(self.setup.space, name, text) for name, text in row.env.items()}
-        info = {"status": row.status, "step": row.step, "episode": row.episode, "env_params": env,
-                "metrics": dict(zip(self.metrics, row.observation, strict=False)), "replayed": True}  # fmt: skip
-        return Feedback(row.step, row.episode, row.action, row.reward, row.observation, row.status, False, info)
+        return replayed(row, self.setup.space, self.metrics)
+
+
+def check_action(space: Space, action: Mapping[str, Any]) -> None:
+    """An action names exactly the space's dimensions (shared with the live env); ``AgentError`` otherwise."""
+    names = set(space.names)
+    if set(action) != names:
+        unknown, missing = sorted(set(action) - names), sorted(names - set(action))
+        raise AgentError(f"action {action!r} does not fit the space: unknown {unknown}, missing {missing}")
+
+
+def replayed(row: Row, space: Space, metrics: tuple[str, ...]) -> Feedback:
+    """A recorded row as the agent saw it, env_params typed back through the space (shared with the live env)."""
+    env = {name: _typed(space, name, text) for name, text in row.env.items()}
+    info = {"status": row.status, "step": row.step, "episode": row.episode, "env_params": env,
+            "metrics": dict(zip(metrics, row.observation, strict=False)), "replayed": True}  # fmt: skip
+    return Feedback(row.step, row.episode, row.action, row.reward, row.observation, row.status, False, info)
 
 
 def _typed(space: Space, name: str, text: str) -> Any:

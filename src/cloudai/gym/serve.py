@@ -8,8 +8,8 @@ and ``/state`` as in OpenEnv.
 Differences from a stock OpenEnv server, each on purpose:
 
 * There is one environment, the test's: every session steps the same ``BaseGym``, so every
-  trial lands in the test's one trajectory.csv with monotonic steps. Trials run one at a
-  time, in a single worker thread (an env is not thread-safe).
+  trial lands in the test's one trajectory.csv with monotonic steps. Env calls run one at a
+  time, in order, in one thread (an env is not thread-safe): ``EnvCalls``.
 * ``POST /reset`` and ``/step`` act on one shared default session (stock OpenEnv builds a
   fresh env per request), so ``curl`` can run an episode. A step while another trial runs,
   or while WebSocket sessions hold every slot, gets 409: the env is not concurrent.
@@ -19,43 +19,36 @@ Differences from a stock OpenEnv server, each on purpose:
   an action with an unknown, missing, fixed or out-of-space knob -> ``VALIDATION_ERROR``
   (422 over HTTP).
 
-Shutdown (SIGINT/SIGTERM through uvicorn): new steps are refused, the running trial gets
-``grace_s`` seconds to finish, then ``env.close()`` cancels what still runs; the env flushes
-its CSV rows per step, so the files stay parseable whatever the moment.
+How the process runs (threads, signals, shutdown): ``cloudai.gym.serve_run``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import math
-import socket
-import time
+import threading
 import uuid
 from collections.abc import AsyncIterator, Callable, Mapping
-from concurrent.futures import Future, ThreadPoolExecutor, wait
 from contextlib import asynccontextmanager, suppress
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from cloudai.errors import CloudAIError, ConfigError
 from cloudai.gym import serve_wire as wire
-from cloudai.gym.adapter import observation_leaves, validate_point
 from cloudai.gym.base import BaseGym
+from cloudai.gym.knobs import observation_leaves, validate_point
+from cloudai.gym.serve_run import MAX_BODY, EnvCalls, ShuttingDown
 
 if TYPE_CHECKING:
-    from types import FrameType
-
     from fastapi import FastAPI
     from starlette.websockets import WebSocket
 
 log = logging.getLogger(__name__)
-MAX_BODY = 1 << 20
 _REFUSE_WAIT_S = 2.0
 
 
 class Busy(Exception):
-    """The env cannot take this request now (409 / CAPACITY_REACHED)."""
+    """The env cannot take this request now (409)."""
 
 
 @dataclass
@@ -64,40 +57,29 @@ class Session:
     step_count: int = 0
 
 
-@dataclass
 class Hub:
-    """The shared env, its worker thread, and who may step it."""
+    """The shared env, the queue its calls run through, and who may step it."""
 
-    env: BaseGym
-    name: str
-    max_sessions: int = 1
-    grace_s: float = 30.0
-    description: str = ""
-    sessions: int = 0
-    closing: bool = False
-    default: Session = field(default_factory=Session)
-
-    def __post_init__(self) -> None:
-        self.space = self.env.define_action_space()
-        self.names = list(self.env.define_observation_space())
-        self.leaves = observation_leaves(self.env)
+    def __init__(self, env: BaseGym, name: str, *, max_sessions: int = 1, description: str = "") -> None:
+        self.env, self.name, self.max_sessions, self.description = env, name, max_sessions, description
+        self.sessions = 0
+        self.closing = False
+        self.default = Session()
+        self.space = env.define_action_space()
+        self.names = list(env.define_observation_space())
+        self.leaves = observation_leaves(env)
         self.schemas = wire.schemas(self.space, self.names, self.leaves)
-        self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="cloudai-serve")
+        self.calls = EnvCalls()
         self._lock = asyncio.Lock()
-        self._running: Future[Any] | None = None  # the env call in the worker, if any
-        self._deadline = math.inf
-        self._closed = False
+        self.closed = False
 
     async def _call(self, fn: Callable[[], Any], *, wait: bool) -> Any:
         if self.closing:
-            raise Busy("the server is shutting down")
+            raise ShuttingDown("the server is shutting down")
         if not wait and self._lock.locked():
             raise Busy("a trial is running; this environment steps one trial at a time")
         async with self._lock:
-            if self.closing:
-                raise Busy("the server is shutting down")
-            self._running = self._worker.submit(fn)
-            return await asyncio.wrap_future(self._running)
+            return await asyncio.wrap_future(self.calls.submit(fn))
 
     async def reset(self, session: Session, data: Mapping[str, Any], *, wait: bool = True) -> dict[str, Any]:
         seed = data.get("seed")
@@ -132,32 +114,22 @@ class Hub:
             "documentation_url": None,
         }
 
-    def begin_shutdown(self) -> None:
-        """First SIGINT/SIGTERM: refuse new trials from now on; the running one has ``grace_s`` from now."""
-        if not self.closing:
-            self.closing = True
-            self._deadline = time.monotonic() + self.grace_s
+    def close_env(self) -> None:
+        """Close the env (idempotent). Call it from the thread that runs ``calls.work()``, or after it ended."""
+        self.closing = True
+        if not self.closed:
+            self.closed = True
+            self.env.close()
 
     async def shutdown(self) -> None:
-        """Lifespan end: let the running trial finish until the deadline, cancel it otherwise, close the env."""
-        self.begin_shutdown()
-        running = self._running
-        if running is not None and not running.done():
-            left = max(0.0, self._deadline - time.monotonic())
-            log.warning("waiting up to %.0fs for the running trial", left)
-            done, _ = await asyncio.get_running_loop().run_in_executor(None, wait, [running], left)
-            if not done:
-                log.warning("cancelling the running trial")
-        await asyncio.get_running_loop().run_in_executor(None, self.close_now)
-
-    def close_now(self) -> None:
-        """Close the env from this thread (cancelling a running trial's job), then join the worker. Idempotent."""
+        """Lifespan end: close the env through the call queue (after the call running now), stop the queue."""
         self.closing = True
-        if not self._closed:
-            self._closed = True
-            with suppress(Exception):  # a trial cancelled mid-step fails in the worker: nothing to report
-                self.env.close()
-        self._worker.shutdown(wait=True)
+        if self.closed:
+            return
+        done = self.calls.submit(self.close_env)
+        self.calls.stop()
+        with suppress(Exception):
+            await asyncio.wrap_future(done)
 
 
 class ServeApp(wire.Guard):
@@ -166,6 +138,7 @@ class ServeApp(wire.Guard):
     def __init__(self, app: Any, hub: Hub, *, token: str | None, max_body: int) -> None:
         super().__init__(app, token=token, max_body=max_body)
         self.hub = hub
+        self.calls_in_main_thread = False  # ``run`` sets it; otherwise the lifespan starts a worker thread
 
 
 def create_app(
@@ -175,22 +148,22 @@ def create_app(
     token: str | None = None,
     max_sessions: int = 1,
     max_body: int = MAX_BODY,
-    grace_s: float = 30.0,
     description: str = "",
 ) -> ServeApp:
     """The ASGI app: FastAPI inside the ``Guard``; ``.hub`` holds the env."""
     from fastapi import Body, FastAPI, HTTPException
     from starlette.routing import WebSocketRoute
 
-    hub = Hub(env, name, max_sessions=max_sessions, grace_s=grace_s, description=description)
+    hub = Hub(env, name, max_sessions=max_sessions, description=description)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        if not served.calls_in_main_thread:
+            threading.Thread(target=hub.calls.work, name="cloudai-serve-env", daemon=True).start()
         yield
         await hub.shutdown()
 
     api = FastAPI(title=f"cloudai serve: {name}", lifespan=lifespan, docs_url=None, redoc_url=None)
-    api.state.hub = hub
 
     async def http_call(coro: Any) -> dict[str, Any]:
         try:
@@ -199,6 +172,8 @@ def create_app(
             raise HTTPException(422, detail=wire.action_errors(exc)) from None
         except Busy as exc:
             raise HTTPException(409, detail=str(exc)) from None
+        except ShuttingDown as exc:
+            raise HTTPException(503, detail=str(exc)) from None
         except CloudAIError as exc:
             raise HTTPException(500, detail=str(exc)) from None
 
@@ -247,7 +222,8 @@ def create_app(
             hub.sessions -= 1
 
     api.router.routes.append(WebSocketRoute("/ws", ws))  # plain Starlette: no dependency injection needed
-    return ServeApp(api, hub, token=token, max_body=max_body)
+    served = ServeApp(api, hub, token=token, max_body=max_body)
+    return served
 
 
 async def _refuse(websocket: WebSocket, hub: Hub) -> None:
@@ -257,7 +233,9 @@ async def _refuse(websocket: WebSocket, hub: Hub) -> None:
     a closed connection instead of the reason; the extra reply waits at most ``_REFUSE_WAIT_S``.
     """
     extra = {"active_sessions": hub.sessions, "max_sessions": hub.max_sessions}
-    message = f"at capacity: {hub.sessions}/{hub.max_sessions} sessions"
+    message = (
+        "the server is shutting down" if hub.closing else f"at capacity: {hub.sessions}/{hub.max_sessions} sessions"
+    )
     await _send_error(websocket, "CAPACITY_REACHED", message, **extra)
     with suppress(Exception):
         await asyncio.wait_for(websocket.receive_text(), _REFUSE_WAIT_S)
@@ -271,13 +249,13 @@ async def _send_error(websocket: WebSocket, code: str, message: str, **extra: An
 
 
 async def _serve_session(hub: Hub, websocket: WebSocket) -> None:
-    """One WebSocket session: answer each frame in order until ``close`` or disconnect."""
+    """One WebSocket session: answer each frame in order until ``close``, disconnect or shutdown."""
     import json
 
     from starlette.websockets import WebSocketDisconnect
 
     session = Session()
-    try:
+    with suppress(WebSocketDisconnect, OSError):  # OSError: uvicorn's ClientDisconnected on a late reply
         while True:
             raw = await websocket.receive_text()
             try:
@@ -304,57 +282,13 @@ async def _serve_session(hub: Hub, websocket: WebSocket) -> None:
             except ConfigError as exc:
                 await _send_error(websocket, "VALIDATION_ERROR", str(exc), errors=wire.action_errors(exc))
                 continue
-            except Busy as exc:
+            except ShuttingDown as exc:  # the session ends with the server
                 await _send_error(websocket, "SESSION_ERROR", str(exc))
-                continue
-            except Exception as exc:  # the trial failed: report it, keep the session
+                break
+            except Exception as exc:  # the env call failed: report it, keep the session
                 log.exception("trial failed")
                 await _send_error(websocket, "EXECUTION_ERROR", str(exc))
                 continue
             await websocket.send_text(wire.dumps(reply))
-    except WebSocketDisconnect:
-        pass
     with suppress(RuntimeError):
         await websocket.close()
-
-
-def bind(host: str, port: int) -> socket.socket:
-    """A listening socket on ``host:port`` (port 0: a free one), bound before anything is written."""
-    try:
-        family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
-        sock = socket.socket(family, kind, proto)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind(address)
-        sock.listen(128)
-    except OSError as exc:
-        raise ConfigError(f"cannot listen on {host}:{port}: {exc.strerror or exc}", field="--host/--port",
-                          hint="pick a free --port (0 picks one)") from None  # fmt: skip
-    sock.set_inheritable(True)
-    return sock
-
-
-def run(app: ServeApp, sock: socket.socket, *, max_body: int = MAX_BODY) -> None:
-    """Serve on ``sock`` until SIGINT/SIGTERM, then shut down (see the module docstring).
-
-    The first signal starts the graceful shutdown (no new trials; the running one may finish
-    within ``grace_s``); a second one stops at once. Either way the env is closed before this
-    returns, which cancels a trial still running and leaves its files consistent.
-    """
-    import uvicorn
-
-    hub = app.hub
-
-    class Server(uvicorn.Server):
-        def handle_exit(self, sig: int, frame: FrameType | None) -> None:
-            """Not re-raised after the shutdown (uvicorn's default), so ``close_now`` always runs."""
-            hub.begin_shutdown()
-            self.force_exit = self.should_exit
-            self.should_exit = True
-
-    config = uvicorn.Config(
-        app, log_level="warning", ws_max_size=max_body, timeout_graceful_shutdown=math.ceil(hub.grace_s), lifespan="on"
-    )
-    try:
-        Server(config).run(sockets=[sock])
-    finally:
-        hub.close_now()

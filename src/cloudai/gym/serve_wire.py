@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from cloudai.errors import ConfigError
-from cloudai.gym.adapter import ObsLeaf
+from cloudai.gym.knobs import ObsLeaf
 from cloudai.space import Categorical, Space
 
 _JSON_TYPES = ((bool, "boolean"), (int, "integer"), (float, "number"), (str, "string"))

@@ -1,7 +1,7 @@
 """``GymServer``: a running environment a live-RL trial steps, and the factory that finds one.
 
 In live-RL mode a trial is one step of a live environment (an inference server retuned
-online, a simulator, a remote sandbox). ``CloudAIGymEnv`` reaches it only through this
+online, a simulator, a remote sandbox). ``cloudai.gym.live.LiveGymEnv`` reaches it only through this
 protocol. Call order: ``action_space()``/``observation_space()`` any time, then
 ``reset(seed, options)`` before the first ``step`` and after every ``done=True``, then
 ``step(action)`` until ``done``; ``close()`` (optional) once at the end.

@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 from cloudai.errors import ConfigError
-from cloudai.reports.compare import comparison_page
 from cloudai.reports.load import load_run
 from cloudai.reports.render import run_page
 from cloudai.reports.summary import REPORT_FILE, write_summary_csv
@@ -34,4 +33,6 @@ def generate_report(run_dirs: list[Path], output: Path | None = None) -> Path:
         write_summary_csv(run)
     if len(runs) == 1:
         return reports[0]
+    from cloudai.reports.compare import comparison_page  # only for several dirs
+
     return atomic_write(output or dirs[0].parent / COMPARISON_FILE, comparison_page(runs))

@@ -20,6 +20,8 @@ img { max-width: 100%; height: auto; display: block; margin: .6em 0; }
 .note { color: #555; font-style: italic; } .warn { background: #fff4e5; border-left: 4px solid #f90; padding: .5em; }
 .trap { background: #fdecea; border-left: 4px solid #d33; padding: .5em; }
 .ok { color: #1a7f37; } .failed, .timeout, .cancelled, .stopped { color: #c62828; }
+.bar { background: #2e7d32; height: .8em; min-width: 1px; }
+td.barcell { width: 320px; }
 pre { background: #f6f6f6; padding: .6em; overflow-x: auto; }
 """
 
@@ -77,3 +79,16 @@ def table(header: Sequence[str], rows: Iterable[Sequence[object]], status_col: i
             cells.append(f"<td{cls}>{escape(fmt(value))}</td>")
         body.append("<tr>" + "".join(cells) + "</tr>")
     return f"<table>\n<thead><tr>{head}</tr></thead>\n<tbody>\n" + "\n".join(body) + "\n</tbody>\n</table>"
+
+
+def bar_table(header: Sequence[str], items: Iterable[tuple[str, float]]) -> str:
+    """Name, value and a CSS bar as wide as the value's share of the largest: a chart with no image."""
+    items = list(items)
+    top = max((v for _, v in items), default=0.0) or 1.0
+    rows = [
+        f'<tr><td>{escape(name)}</td><td class="num">{escape(fmt(value))}</td>'
+        f'<td class="barcell"><div class="bar" style="width:{max(0.0, value) / top * 100:.1f}%"></div></td></tr>'
+        for name, value in items
+    ]
+    head = "".join(f"<th>{escape(h)}</th>" for h in (*header, ""))
+    return f"<table>\n<thead><tr>{head}</tr></thead>\n<tbody>\n" + "\n".join(rows) + "\n</tbody>\n</table>"

@@ -23,6 +23,7 @@ JOB_RECORD = "job.json"
 TRAJECTORY = "trajectory.csv"
 ENV_FILE = "env.csv"
 FAILURE_FILE = "dse_failure.txt"
+BEST_FILE = "best.toml"  # written when an agent-driven iteration finishes with a best trial
 
 
 @dataclass(frozen=True)
@@ -64,6 +65,14 @@ class AgentRun:
     iteration: int
     trajectory: Trajectory
     failure: str = ""  # dse_failure.txt: the run failed hard
+    finished: bool = True  # best.toml was written: the agent ran to its last step
+
+    @property
+    def status(self) -> str:
+        """``failed`` (hard failure, or no step scored), ``incomplete`` (stopped early: Ctrl-C, a kill), or ``ok``."""
+        if self.failure or self.trajectory.best() is None:
+            return "failed"
+        return "ok" if self.finished else "incomplete"
 
 
 @dataclass
@@ -191,7 +200,7 @@ def _agent_run(entry: Entry, it_dir: Path, iteration: int) -> AgentRun:
     else:
         trajectory = Trajectory(notes=["no trajectory.csv: the agent completed no step"])
     failure = (it_dir / FAILURE_FILE).read_text(errors="replace") if (it_dir / FAILURE_FILE).exists() else ""
-    return AgentRun(entry.id, iteration, trajectory, failure)
+    return AgentRun(entry.id, iteration, trajectory, failure, (it_dir / BEST_FILE).exists())
 
 
 def _metrics(raw: object) -> dict[str, float]:

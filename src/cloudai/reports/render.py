@@ -51,6 +51,10 @@ def agent_section(run: RunData, ar: AgentRun) -> str:
     parts = [h.note(n, "warn") for n in traj.notes]
     if ar.failure:
         parts += [h.note("The run failed hard (dse_failure.txt):", "warn"), h.pre(ar.failure)]
+    elif ar.status == "incomplete":
+        parts.append(
+            h.note("Incomplete: the run stopped before its last step (no best.toml); --resume continues it.", "warn")
+        )
     counts = ", ".join(f"{n} {s}" for s, n in traj.status_counts().items()) or "none"
     parts.append(h.para(f"{len(traj.steps)} steps: {counts}."))
     if not traj.steps:
@@ -79,13 +83,18 @@ def _importance(traj: Trajectory, base: str) -> str:
     if not imp.values:
         return h.section(f"{base}--importance", "Parameter importance", [h.note(f"Not computed: {imp.note}.")], 3)
     parts = [
-        h.img(plots.importance_bars(imp.values), "importance"),
-        h.table(["knob", "importance"], list(imp.values.items())),
-        h.note("Optuna get_param_importances over the distinct ok trials; importances sum to 1."),
+        h.bar_table(["knob", "importance"], imp.values.items()),
+        h.note(f"Optuna get_param_importances over {_basis(imp)}; importances sum to 1."),
     ]
     if imp.note:
         parts.append(h.note(imp.note, "warn"))
     return h.section(f"{base}--importance", "Parameter importance", parts, 3)
+
+
+def _basis(imp: analysis.Importance) -> str:
+    if imp.trials < imp.of:
+        return f"an even sample of {imp.trials} of the {imp.of} distinct ok trials"
+    return f"the {imp.trials} distinct ok trials"
 
 
 def _top(traj: Trajectory, base: str) -> str:

@@ -1,9 +1,10 @@
 """The short forms of a run: ``summary.csv`` (one row per test iteration) and the terminal table.
 
 ``summary.csv`` columns (``SUMMARY_COLUMNS``): ``kind`` is ``plain``, ``dse`` or ``live_rl``. For plain jobs
-``status``, ``duration_s`` and ``metric`` (the ``default`` metric) come from ``job.json``/``metrics.json``;
-for agent-driven tests ``status`` is ``failed`` when the run failed hard (``dse_failure.txt``) or no step
-scored, else ``ok``, and ``steps, ok_steps, best_step, best_reward, best_action`` describe the search.
+``status``, ``duration_s`` and ``metric`` (the ``default`` metric) come from ``job.json``/``metrics.json``.
+For agent-driven tests ``status`` is ``failed`` (a hard failure, ``dse_failure.txt``, or no step scored),
+``incomplete`` (stopped early without a ``best.toml``: Ctrl-C, a kill) or ``ok``, and ``steps, ok_steps,
+best_step, best_reward, best_action`` describe the search.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ from cloudai.reports.write import atomic_write
 
 if TYPE_CHECKING:
     from rich.console import Console
+
+    from cloudai.reports.trajectory import Step
 
 SUMMARY_FILE = "summary.csv"
 REPORT_FILE = "report.html"
@@ -61,7 +64,7 @@ def summary_rows(run: RunData) -> list[dict[str, object]]:
             "test_name": entry.test_name,
             "iteration": ar.iteration,
             "kind": "live_rl" if entry.live_rl else "dse",
-            "status": "failed" if ar.failure or best is None else "ok",
+            "status": ar.status,
             "steps": len(traj.steps),
             "ok_steps": traj.status_counts().get("ok", 0),
         }
@@ -93,8 +96,9 @@ def print_summary(run_dir: Path, console: Console | None = None) -> None:
     console = console or Console()
     driven = bool(run.agent_runs)
     table = Table(title=f"{run.scenario}: {run_dir}")
-    for column in ("test", "kind", "iterations", "status", *(("best reward", "best action") if driven else ())):
+    for column in ("test", "kind", "iterations", "status", *(("best reward",) if driven else ())):
         table.add_column(column, overflow="fold")
+    notes: list[str] = []  # best actions and incomplete runs, below the table: too wide for a column
     for entry in run.entries:
         jobs = [j for j in run.jobs if j.test_id == entry.id]
         agent_runs = [a for a in run.agent_runs if a.test_id == entry.id]
@@ -103,22 +107,29 @@ def print_summary(run_dir: Path, console: Console | None = None) -> None:
             counts.update(ar.trajectory.status_counts())
         kind = "live RL" if entry.live_rl else "DSE" if entry.agent_driven else "plain"
         status = ", ".join(f"{_style(s)}{n} {s}[/]" for s, n in sorted(counts.items())) or "no results"
-        best = _best(agent_runs) if driven else ()
-        table.add_row(f"{entry.id} ({entry.test_name})", kind, str(len(jobs) + len(agent_runs)), status, *best)
+        best = _best(agent_runs)
+        if best is not None:
+            notes.append(f"Best of {entry.id}: {json.dumps(best.action, sort_keys=True)}")
+        if any(ar.status == "incomplete" for ar in agent_runs):
+            notes.append(
+                f"{entry.id} is incomplete: it stopped before its last step; `--resume {run_dir}` continues it"
+            )
+        row = [f"{entry.id} ({entry.test_name})", kind, str(len(jobs) + len(agent_runs)), status]
+        if driven:
+            row.append("" if not agent_runs else "—" if best is None else f"{best.reward:.4g} (step {best.step})")
+        table.add_row(*row)
     console.print(table)
+    for line in notes:
+        console.print(line, soft_wrap=True, markup=False, highlight=False)
     report = run_dir / REPORT_FILE
-    if report.exists():
-        console.print(f"Report: {report}")
-    else:
-        console.print(f"Report: run `cloudai generate-report {run_dir}`")
+    where = report if report.exists() else f"run `cloudai generate-report {run_dir}`"
+    console.print(f"Report: {where}", soft_wrap=True, markup=False, highlight=False)
 
 
-def _best(agent_runs: list[AgentRun]) -> tuple[str, str]:
-    bests = [b for ar in agent_runs if (b := ar.trajectory.best()) is not None]
-    if not bests:
-        return ("—", "—") if agent_runs else ("", "")
-    best = max(bests, key=lambda b: b.reward)
-    return f"{best.reward:.4g} (step {best.step})", json.dumps(best.action, sort_keys=True)
+def _best(agent_runs: list[AgentRun]) -> Step | None:
+    return max(
+        (b for ar in agent_runs if (b := ar.trajectory.best()) is not None), key=lambda b: b.reward, default=None
+    )
 
 
 def _style(status: str) -> str:

@@ -1,4 +1,8 @@
-"""Whole-file writes that a reader (or a crash) never sees half done."""
+"""Whole-file writes that a reader never sees half done, and that a failure (a full disk) never leaves half done.
+
+No fsync: a report is derived from the run's records and regenerated in a second by ``generate-report``, so
+surviving a power loss is not worth a sync on every run's end (the records themselves are synced).
+"""
 
 from __future__ import annotations
 

@@ -11,6 +11,8 @@ Contract, in the order a caller uses it (submitit's Executor/Job, reduced):
    ``squeue`` for all jobs on Slurm, one ``select`` on Linux pidfds locally).
 5. ``system.cancel(jobs)`` stops jobs and marks them ``cancelled`` (or keeps their final state
    when they had already finished).
+6. ``system.cancel_all()`` on the way out: the safety net for a job started in the instant a
+   signal arrived, which its caller never saw.
 
 Systems know nothing of workloads, agents or the gym env: a job is an argv, a directory,
 environment variables and limits.
@@ -18,9 +20,12 @@ environment variables and limits.
 
 from __future__ import annotations
 
+import contextlib
 import shlex
+import signal
+import threading
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
@@ -112,3 +117,35 @@ class System(ABC):
 
     @abstractmethod
     def cancel(self, jobs: Sequence[Job], reason: str = "cancelled") -> None: ...
+
+    @abstractmethod
+    def live_jobs(self) -> list[Job]:
+        """Every job this system started that has not ended yet."""
+
+    def cancel_all(self, reason: str = "interrupted") -> None:
+        """Cancel every live job this system started, whoever lost track of it."""
+        live = self.live_jobs()
+        if live:
+            self.cancel(live, reason)
+
+
+@contextlib.contextmanager
+def held_interrupts() -> Iterator[list[int]]:
+    """Record SIGINT/SIGTERM inside the block instead of raising; the caller acts on them after.
+
+    A submission is not atomic: a signal between "the job started" and "the caller holds its
+    handle" would leave a job nobody cancels. Outside the main thread signals cannot be
+    handled (nor do they arrive): nothing to hold.
+    """
+    held: list[int] = []
+    if threading.current_thread() is not threading.main_thread():
+        yield held
+        return
+    previous = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    for sig in previous:
+        signal.signal(sig, lambda signum, frame: held.append(signum))
+    try:
+        yield held
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler if handler is not None else signal.SIG_DFL)

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from cloudai.config.system import StandaloneSystemConfig
-from cloudai.systems.base import Job, JobSpec, JobStatus, System
+from cloudai.systems.base import Job, JobSpec, JobStatus, System, held_interrupts
 
 _CANCEL_GRACE_S = 2.0
 _POLL_FALLBACK_S = 0.02
@@ -56,31 +56,34 @@ class StandaloneSystem(System):
         (spec.job_dir / "cmd.sh").write_text(self.render(spec))
         now = time.time()
         env = {**os.environ, **self.config.global_env_vars, **spec.env}
-        try:
-            with open(spec.job_dir / "stdout.txt", "wb") as out, open(spec.job_dir / "stderr.txt", "wb") as err:
-                popen = subprocess.Popen(
-                    spec.argv,
-                    cwd=spec.job_dir,
-                    stdin=subprocess.DEVNULL,
-                    stdout=out,
-                    stderr=err,
-                    env=env,
-                    start_new_session=True,
-                )
-        except OSError as exc:  # e.g. the program does not exist: a failed job, not a crash
-            return Job(
-                spec,
-                "",
-                JobStatus.FAILED,
-                reason=f"could not start {spec.argv[0]!r}: {exc.strerror}",
-                submitted_at=now,
-                started_at=now,
-                ended_at=now,
+        with held_interrupts() as held:  # a started process is always registered before Ctrl-C acts
+            try:
+                job = self._start(spec, env, now)
+            except OSError as exc:  # e.g. the program does not exist: a failed job, not a crash
+                reason = f"could not start {spec.argv[0]!r}: {exc.strerror}"
+                job = Job(spec, "", JobStatus.FAILED, reason=reason, submitted_at=now, started_at=now, ended_at=now)
+        if held:
+            raise KeyboardInterrupt  # the caller's clean-up (or cancel_all) stops the job just started
+        return job
+
+    def _start(self, spec: JobSpec, env: dict[str, str], now: float) -> Job:
+        with open(spec.job_dir / "stdout.txt", "wb") as out, open(spec.job_dir / "stderr.txt", "wb") as err:
+            popen = subprocess.Popen(
+                spec.argv,
+                cwd=spec.job_dir,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=err,
+                env=env,
+                start_new_session=True,
             )
         job = Job(spec, str(popen.pid), JobStatus.RUNNING, submitted_at=now, started_at=now)
         deadline = now + spec.time_limit_s if spec.time_limit_s else None
         self._procs[job] = _Proc(popen, deadline, _pidfd(popen.pid))
         return job
+
+    def live_jobs(self) -> list[Job]:
+        return list(self._procs)
 
     def wait(self, jobs: Sequence[Job], timeout: float | None) -> None:
         procs = [self._procs[job] for job in jobs if job in self._procs]
@@ -104,8 +107,11 @@ class StandaloneSystem(System):
             self._cancelling[job] = reason
             _kill_group(self._procs[job].popen.pid, signal.SIGTERM)
         deadline = time.time() + _CANCEL_GRACE_S
-        while any(self._procs[job].popen.poll() is None for job in live) and time.time() < deadline:
-            self.wait(live, timeout=deadline - time.time())
+        try:
+            while any(self._procs[job].popen.poll() is None for job in live) and time.time() < deadline:
+                self.wait(live, timeout=deadline - time.time())
+                live = [job for job in live if job in self._procs]
+        except KeyboardInterrupt:  # a second Ctrl-C while stopping: no more grace, SIGKILL now (below)
             live = [job for job in live if job in self._procs]
         for job in live:
             proc = self._procs.pop(job)

@@ -3,6 +3,10 @@
 Kept apart from ``system.py`` so the system reads as policy (what to ask Slurm, when) and
 this module as mechanism (how a call is made, what a failure looks like). ``calls`` counts
 calls per tool, for tests and the benchmark (one ``squeue`` per poll interval).
+
+Every tool runs in its own session, so a Ctrl-C at the terminal reaches cloudai only, and
+``cloudai.systems.base.held_interrupts`` lets a submission finish before the interrupt is acted on: a job is
+never queued without cloudai learning its id.
 """
 
 from __future__ import annotations
@@ -45,7 +49,13 @@ class SlurmCommands:
         limit = self.timeout_s if timeout_s is None else timeout_s
         try:
             done = subprocess.run(
-                list(argv), cwd=cwd, capture_output=True, text=True, timeout=limit, stdin=subprocess.DEVNULL
+                list(argv),
+                cwd=cwd,
+                capture_output=True,
+                text=True,
+                timeout=limit,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
             )
         except FileNotFoundError:
             return Result(tuple(argv), 127, "", f"{argv[0]}: command not found")

@@ -1,13 +1,16 @@
-"""``--single-sbatch``: one sbatch job runs every test of a scenario as ``srun`` steps, in order.
+"""``--single-sbatch``: one sbatch job runs every test of a scenario as ``srun`` steps.
 
-One allocation instead of one queue wait per test: the steps run one after another inside
-it, each in its own job dir with its own ``stdout.txt``/``stderr.txt``. Each step writes
-``step_status.txt`` (``<start epoch> <end epoch> <exit code>``) when it ends, so after the
-allocation ends ``collect_steps`` turns the files into one finished ``Job`` per spec, which
-the caller records exactly as it records separately submitted jobs.
+One allocation instead of one queue wait per test. Steps run one after another, in the
+order given, each in its own job dir with its own ``stdout.txt``/``stderr.txt``; each
+writes ``step_status.txt`` (``<start epoch> <end epoch> <exit code>``) when it ends, so
+after the allocation ends ``collect_steps`` turns the files into one finished ``Job`` per
+step, which the caller records exactly as it records separately submitted jobs.
 
-The order of ``specs`` is the order of the steps: the caller lists dependencies first.
-Steps cannot overlap, so ``start_post_init`` and ``end_post_comp`` degrade to "after".
+A step with ``stop_after`` set (an ``end_post_comp`` dependency) is launched in the
+background with ``srun --overlap`` and stopped (SIGTERM through ``srun``, marked
+``step_stopped``) right after the step named by ``stop_after`` has ended. The caller
+orders the steps so that dependencies come first; ``start_post_init`` degrades to "after",
+since foreground steps never overlap.
 """
 
 from __future__ import annotations
@@ -15,70 +18,102 @@ from __future__ import annotations
 import shlex
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from cloudai.config.slurm import SlurmSystemConfig
-from cloudai.errors import Interrupted, SubmissionError
 from cloudai.systems.base import Job, JobSpec, JobStatus
-from cloudai.systems.slurm.parse import parse_sbatch
 from cloudai.systems.slurm.render import STDERR, STDOUT, export_lines, sbatch_header, srun_prefix, time_directive
 from cloudai.systems.slurm.system import SlurmSystem
 
 SCRIPT_NAME = "single_sbatch.sh"
 STATUS_FILE = "step_status.txt"
+STOPPED_FILE = "step_stopped"
 _MARGIN_S = 60  # allocation time on top of the steps' limits: srun start-up, result files
+_CLOCK_SKEW_S = 1.0  # steps time themselves on the compute node, we on this one
 
-_STEP_FUNCTION = """\
+_FUNCTIONS = """\
 cloudai_step() {  # DIR CMD...: run one step, record "start end exit-code" in DIR/step_status.txt
     local dir=$1; shift
     local start; start=$(date +%s.%N)
     "$@"
     local rc=$?
     printf '%s %s %s\\n' "$start" "$(date +%s.%N)" "$rc" > "$dir/step_status.txt"
+}
+cloudai_stop() {  # DIR PID: stop a background step that is still running (end_post_comp)
+    if kill -0 "$2" 2>/dev/null; then touch "$1/step_stopped"; pkill -TERM -P "$2"; fi
+    wait "$2"
 }"""
 
 
-def render_single_sbatch(specs: Sequence[JobSpec], config: SlurmSystemConfig, run_dir: Path, name: str) -> str:
-    """One script for all ``specs``. Its time limit is the sum of theirs (plus a margin) when all have one."""
-    if not specs:
+@dataclass(frozen=True)
+class ScriptStep:
+    """One step of the script. ``stop_after``: run in the background until that step (a name) has ended."""
+
+    spec: JobSpec
+    stop_after: str | None = None
+    stop_reason: str = ""
+
+
+def render_single_sbatch(steps: Sequence[ScriptStep], config: SlurmSystemConfig, run_dir: Path, name: str) -> str:
+    """One script for all ``steps``. Its time limit is the sum of theirs (plus a margin) when all have one."""
+    if not steps:
         raise ValueError("no jobs to put in a single sbatch script")
     run_dir = run_dir.absolute()
-    limits = [spec.time_limit_s for spec in specs]
+    limits = [step.spec.time_limit_s for step in steps]
     total = sum(limit for limit in limits if limit) + _MARGIN_S if all(limits) else None
     lines = sbatch_header(
         job_name=name,
         stdout=run_dir / f"single_sbatch.{STDOUT}",
         stderr=run_dir / f"single_sbatch.{STDERR}",
         config=config,
-        num_nodes=max(spec.num_nodes for spec in specs),
+        num_nodes=max(step.spec.num_nodes for step in steps),
         time_limit_s=total,
     )
-    lines += ["", *export_lines(config.global_env_vars), "", _STEP_FUNCTION]
-    for index, spec in enumerate(specs, start=1):
-        lines += ["", f"# step {index}/{len(specs)}: {spec.name}", *_step_lines(spec, config)]
+    lines += ["", *export_lines(config.global_env_vars), "", _FUNCTIONS]
+    background = {step.spec.name: index for index, step in enumerate(steps, start=1) if step.stop_after}
+    for index, step in enumerate(steps, start=1):
+        lines += ["", f"# step {index}/{len(steps)}: {step.spec.name}", *_step_lines(step, config, index)]
+        for other in steps:
+            if other.stop_after == step.spec.name:
+                dir_ = shlex.quote(str(other.spec.job_dir.absolute()))
+                lines.append(f"cloudai_stop {dir_} $cloudai_bg_{background[other.spec.name]}")
+    if background:
+        lines += ["", "wait"]
     return "\n".join(lines) + "\n"
 
 
-def _step_lines(spec: JobSpec, config: SlurmSystemConfig) -> list[str]:
+def _step_lines(step: ScriptStep, config: SlurmSystemConfig, index: int) -> list[str]:
+    spec = step.spec
     job_dir = spec.job_dir.absolute()
     flags = [f"-N {spec.num_nodes}", f"--job-name={shlex.quote(spec.name)}"]
     flags += [f"--output={shlex.quote(str(job_dir / STDOUT))}", f"--error={shlex.quote(str(job_dir / STDERR))}"]
     if spec.time_limit_s:
         flags.append(f"--time={time_directive(spec.time_limit_s)}")
+    if step.stop_after:
+        flags.append("--overlap")  # shares the allocation's CPUs with the foreground steps
     quoted_dir = shlex.quote(str(job_dir))
     srun = " ".join([*srun_prefix(config, flags), shlex.join(spec.argv)])
     body = [*export_lines(spec.env), f"cd {quoted_dir}", f"cloudai_step {quoted_dir} {srun}"]
-    return [f"mkdir -p {quoted_dir}", "(", *[f"    {line}" for line in body], ")"]
+    block = [f"mkdir -p {quoted_dir}", "(", *[f"    {line}" for line in body], ")"]
+    if step.stop_after:
+        block[-1] = ") &"
+        block.append(f"cloudai_bg_{index}=$!  # stopped once {step.stop_after} has ended")
+    return block
 
 
-def collect_steps(specs: Sequence[JobSpec], allocation: Job) -> list[Job]:
-    """One finished ``Job`` per spec from its ``step_status.txt``; steps that never ended take the allocation's fate."""
+def collect_steps(steps: Sequence[ScriptStep], allocation: Job, cancelled_at: float | None = None) -> list[Job]:
+    """One finished ``Job`` per step from its ``step_status.txt``; steps that never ended take the allocation's fate.
+
+    ``cancelled_at``: when we cancelled the allocation; a step that failed from then on was
+    killed by that cancel (it may still write its status file), so it is cancelled too.
+    """
     jobs = []
-    for index, spec in enumerate(specs, start=1):
+    for index, step in enumerate(steps, start=1):
+        spec = step.spec
         job = Job(spec, f"{allocation.job_id}.{index}", submitted_at=allocation.submitted_at)
-        status_file = spec.job_dir / STATUS_FILE
         try:
-            start, end, code = status_file.read_text().split()
+            start, end, code = (spec.job_dir / STATUS_FILE).read_text().split()
             job.started_at, job.ended_at, job.returncode = float(start), float(end), int(code)
         except (OSError, ValueError):
             fate = allocation.status if allocation.status is not JobStatus.OK else JobStatus.FAILED
@@ -87,7 +122,11 @@ def collect_steps(specs: Sequence[JobSpec], allocation: Job) -> list[Job]:
             jobs.append(job)
             continue
         limit = spec.time_limit_s
-        if code != "0" and limit and job.ended_at - job.started_at >= limit:
+        if cancelled_at is not None and code != "0" and job.ended_at >= cancelled_at - _CLOCK_SKEW_S:
+            job.status, job.reason = JobStatus.CANCELLED, allocation.reason
+        elif (spec.job_dir / STOPPED_FILE).exists():
+            job.status, job.reason = JobStatus.STOPPED, step.stop_reason or f"stopped: {step.stop_after} ended"
+        elif code != "0" and limit and job.ended_at - job.started_at >= limit:
             job.status, job.reason = JobStatus.TIMEOUT, f"time limit of {limit:g}s reached"
         elif code != "0":
             job.status, job.reason = JobStatus.FAILED, f"exit code {code}"
@@ -97,29 +136,10 @@ def collect_steps(specs: Sequence[JobSpec], allocation: Job) -> list[Job]:
     return jobs
 
 
-def run_single_sbatch(system: SlurmSystem, specs: Sequence[JobSpec], run_dir: Path, name: str) -> list[Job]:
-    """Write ``<run_dir>/single_sbatch.sh``, submit it, wait for it, return the steps as finished jobs.
-
-    Ctrl-C cancels the allocation and raises ``Interrupted`` (exit 130).
-    """
-    run_dir.mkdir(parents=True, exist_ok=True)
-    for spec in specs:
-        spec.job_dir.mkdir(parents=True, exist_ok=True)
+def submit_script(system: SlurmSystem, steps: Sequence[ScriptStep], run_dir: Path, name: str) -> Job:
+    """Write ``<run_dir>/single_sbatch.sh`` and queue it; the allocation as a ``Job`` to wait on."""
+    for step in steps:
+        step.spec.job_dir.mkdir(parents=True, exist_ok=True)
     script = run_dir.absolute() / SCRIPT_NAME
-    script.write_text(render_single_sbatch(specs, system.config, run_dir, name))
-    result = system.commands.run(["sbatch", "--parsable", str(script)], cwd=run_dir)
-    if not result.ok:
-        raise SubmissionError(f"could not submit {script}: {result.describe()}")
-    try:
-        job_id = parse_sbatch(result.stdout)
-    except ValueError as exc:
-        raise SubmissionError(f"could not submit {script}: {exc}") from None
-    allocation = Job(JobSpec(name, ("bash", str(script)), run_dir), job_id, submitted_at=time.time())
-    try:
-        while not allocation.done:
-            system.wait([allocation], timeout=None)
-    except KeyboardInterrupt:
-        system.cancel([allocation], "interrupted")
-        message = f"interrupted: cancelled the single sbatch job {job_id}; results so far in {run_dir}"
-        raise Interrupted(message) from None
-    return collect_steps(specs, allocation)
+    script.write_text(render_single_sbatch(steps, system.config, run_dir, name))
+    return Job(JobSpec(name, ("bash", str(script)), run_dir), system.sbatch(script), submitted_at=time.time())

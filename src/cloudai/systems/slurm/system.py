@@ -22,7 +22,7 @@ from pathlib import Path
 
 from cloudai.config.slurm import SlurmSystemConfig
 from cloudai.errors import SubmissionError, SystemError_
-from cloudai.systems.base import Job, JobSpec, JobStatus, System
+from cloudai.systems.base import Job, JobSpec, JobStatus, System, held_interrupts
 from cloudai.systems.slurm.commands import SlurmCommands
 from cloudai.systems.slurm.parse import (
     SACCT_FIELDS,
@@ -52,6 +52,7 @@ class SlurmSystem(System):
         self._last_poll = 0.0
         self._accounting: bool | None = None  # None: not tried yet
         self._jobcomp: str | bool | None = False  # False: not looked up yet
+        self._queued: list[Job] = []  # every job submitted here, for cancel_all
 
     # -- contract ---------------------------------------------------------------------------
 
@@ -77,14 +78,29 @@ class SlurmSystem(System):
         spec.job_dir.mkdir(parents=True, exist_ok=True)
         script = spec.job_dir.absolute() / SCRIPT_NAME
         script.write_text(self.render(spec, dependencies))
-        result = self.commands.run(["sbatch", "--parsable", str(script)], cwd=spec.job_dir)
-        if not result.ok:
-            raise SubmissionError(f"could not submit {script}: {result.describe()}")
+        job = Job(spec, self.sbatch(script), JobStatus.PENDING, submitted_at=time.time())
+        self._queued = [*(j for j in self._queued if not j.done), job]
+        return job
+
+    def live_jobs(self) -> list[Job]:
+        return [job for job in self._queued if not job.done]
+
+    def sbatch(self, script: Path) -> str:
+        """Queue ``script``; its job id. Ctrl-C / SIGTERM during ``sbatch`` lets it finish, then
+        cancels the job it queued (the caller never saw its id) and raises ``KeyboardInterrupt``."""
+        with held_interrupts() as held:
+            result = self.commands.run(["sbatch", "--parsable", str(script)], cwd=script.parent)
         try:
-            job_id = parse_sbatch(result.stdout)
+            job_id = parse_sbatch(result.stdout) if result.ok else None
         except ValueError as exc:
             raise SubmissionError(f"could not submit {script}: {exc}") from None
-        return Job(spec, job_id, JobStatus.PENDING, submitted_at=time.time())
+        if held:
+            if job_id is not None:
+                self.commands.run(["scancel", job_id])
+            raise KeyboardInterrupt
+        if job_id is None:
+            raise SubmissionError(f"could not submit {script}: {result.describe()}")
+        return job_id
 
     def wait(self, jobs: Sequence[Job], timeout: float | None) -> None:
         """Poll until a job's status changes or ``timeout`` passes; never faster than ``poll_interval_s``."""

@@ -30,8 +30,6 @@ if TYPE_CHECKING:
     from cloudai.pipeline import Plan
     from cloudai.validation import CheckedEntry
 
-ENV_ID = "cloudai/Test-v0"
-
 
 @dataclass(frozen=True)
 class LoadedEnv:
@@ -123,11 +121,3 @@ def make(
     loaded = load_env(tests_dir, scenario, test_id, **overrides)
     steps = max_steps if max_steps is not None else loaded.checked.entry.agent.steps
     return GymnasiumAdapter(loaded.env, max_steps=steps)
-
-
-def register_envs() -> None:
-    """Register ``cloudai/Test-v0`` with Gymnasium (idempotent)."""
-    import gymnasium
-
-    if ENV_ID not in gymnasium.registry:
-        gymnasium.register(ENV_ID, entry_point="cloudai.gym.make:make", nondeterministic=True)

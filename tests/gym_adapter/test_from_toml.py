@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import csv
-import importlib.util
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import gymnasium
@@ -14,12 +15,13 @@ from gymnasium import spaces
 from gymnasium.utils.env_checker import check_env
 from gymnasium.wrappers import FlattenObservation
 from tests.gym_adapter.test_flatten_and_training import epsilon_greedy
-from tests.gym_adapter.tomls import SYNTHETIC, write_synthetic, write_tomls
+from tests.gym_adapter.tomls import write_synthetic, write_tomls
 
 from cloudai.errors import ConfigError
 from cloudai.gym.adapter import GymnasiumAdapter
 from cloudai.gym.flatten import GridActions
-from cloudai.gym.make import ENV_ID, make, register_envs
+from cloudai.gym.from_toml import make
+from cloudai.gym.registration import ENV_ID, register_envs
 
 
 def knob(adapter: GymnasiumAdapter, name: str) -> spaces.Space:
@@ -33,7 +35,6 @@ def rows(adapter: GymnasiumAdapter) -> list[dict[str, str]]:
         return list(csv.DictReader(handle))
 
 
-@pytest.mark.skipif(not SYNTHETIC, reason="the Synthetic workload is not installed")
 @pytest.mark.parametrize("mixed", [False, True], ids=["discrete", "mixed"])
 def test_gymnasium_make_passes_the_checker(tmp_path: Path, mixed: bool) -> None:
     """Synthetic with duration_s = 0: every step Gymnasium's checker takes is a real job."""
@@ -50,6 +51,21 @@ def test_gymnasium_make_passes_the_checker(tmp_path: Path, mixed: bool) -> None:
     assert {r["status"] for r in recorded} <= {"ok", "cached"}
     assert all(len(json.loads(r["observation"])) == 2 for r in recorded)
     env.close()
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        "import sys, cloudai.gym; print('gymnasium' not in sys.modules); import gymnasium",  # lazy, then hooked
+        "import gymnasium, cloudai.gym; print(True)",
+    ],
+    ids=["cloudai-first", "gymnasium-first"],
+)
+def test_importing_cloudai_gym_registers_the_id_in_any_order(code: str) -> None:
+    """A fresh interpreter, as a user's script; ``import cloudai.gym`` alone does not import Gymnasium."""
+    script = f"{code}; print('{ENV_ID}' in gymnasium.registry)"
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert result.stdout.split() == ["True", "True"], result.stderr
 
 
 def test_every_step_is_a_trajectory_row(tmp_path: Path) -> None:
@@ -104,22 +120,33 @@ def test_tabular_policy_over_real_trials(tmp_path: Path) -> None:
     assert len(rows(adapter)) == 14
 
 
-@pytest.mark.skipif(importlib.util.find_spec("cloudai.gym.live") is None, reason="the live-RL env is not installed")
-def test_a_live_env_through_make(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    "env_class",
+    ["cloudai.gym.examples.ServingSim", "tests.gym_adapter.structured_sim.StructuredServingSim"],
+    ids=["flat", "structured"],
+)
+def test_a_live_env_through_make(tmp_path: Path, env_class: str) -> None:
     """ServingSim through ``live_rl_mode``: check_env on the adapter; done ends (terminates) episodes."""
     tests, scenarios = tmp_path / "tests", tmp_path / "scenarios"
     tests.mkdir()
     scenarios.mkdir()
     (tests / "sim.toml").write_text(
-        'name = "sim"\ntest_template_name = "Sleep"\nagent = "random_search"\nagent_steps = 6\n'
-        'agent_metrics = ["throughput", "p99_latency_ms", "queue_depth"]\nagent_reward_function = "identity"\n'
-        '[cmd_args]\nlive_rl_mode = true\nenv_class = "cloudai.gym.examples.ServingSim"\nhorizon = 4\n'
+        'name = "sim"\ntest_template_name = "LiveRL"\nagent = "random_search"\nagent_steps = 6\n'
+        'agent_metrics = ["throughput", "p99_latency_ms", "queue_depth"]\n'
+        f'[cmd_args]\nlive_rl_mode = true\nenv_class = "{env_class}"\nhorizon = 4\n'
     )
     (scenarios / "sim.toml").write_text('name = "sim"\n[[Tests]]\nid = "Tests.sim"\ntest_name = "sim"\n')
     register_envs()
     env = gymnasium.make(ENV_ID, tests_dir=tests, scenario=scenarios / "sim.toml", output_dir=tmp_path / "out")
+    structured = "Structured" in env_class
+    space = env.observation_space
+    assert isinstance(space, spaces.Dict) if structured else space == spaces.Box(-np.inf, np.inf, (3,), np.float32)
     check_env(env.unwrapped, skip_render_check=True, skip_close_check=True)
-    env.reset(seed=3)
-    ends = [env.step(env.action_space.sample())[2] for _ in range(4)]
+    obs, _ = env.reset(seed=3)
+    ends = []
+    for _ in range(4):
+        obs, _, terminated, _, _ = env.step(env.action_space.sample())
+        assert space.contains(obs)
+        ends.append(terminated)
     assert ends == [False, False, False, True]
     env.close()

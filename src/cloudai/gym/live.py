@@ -1,0 +1,211 @@
+"""``LiveGymEnv``: one live-RL (test, iteration) as a ``BaseGym``; a step is one step of a ``GymServer``.
+
+The sibling of ``CloudAIGymEnv``, built by ``cloudai.dse.build_env`` from the same ``TrialSetup``
+(``workload`` is None: there is no job). What differs from offline DSE:
+
+* Spaces come from the server. Its ``action_space()`` is the offer; the test's ``cmd_args``
+  narrow a knob (a list or a ``{low, high}`` range inside the offer) or fix it (a scalar, sent
+  with every step). A list/range in ``cmd_args`` that is neither a server knob nor an env_param
+  is a ``ConfigError``. The observation is the server's, in ``agent_metrics`` order (not set:
+  the server's ``observation_space()`` order).
+* The reward is the server's (``agent_reward_function`` is not applied). A non-finite reward
+  (a remote ``null``) is recorded as ``failed`` with the penalty reward; every other step is
+  ``ok``. Nothing is cached: a live environment moves on between two equal actions.
+* Episodes honour ``done``. ``reset()`` starts an episode (the first one, after ``done``, and
+  after ``--resume``, whose server state is gone): the ``episode`` column increments, step
+  numbers do not restart. A ``step`` after ``done`` without a ``reset`` resets first.
+* env_params: the sampler's draw for an episode's first step is passed to the server at the
+  episode start, ``reset(seed, options={"env_params": ...})``, and stays in force until the
+  next reset; each step's ``info["env_params"]`` and env.csv row record what was in force.
+  ``env_param_sampler()`` answers peeks (the contextual ``bandit``) with those same values.
+* Any failure of the server (its own ``GymServerError``, or anything an in-process class
+  raises) is a ``GymServerError`` naming the server and the call; ``cloudai.dse`` then writes
+  ``dse_failure.txt``. Every step finished before it is already in trajectory.csv: rows are
+  flushed as they are written (a killed process loses none) and fsync'ed every ``SYNC_S``.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
+
+from cloudai.env_params import EnvParamSampler
+from cloudai.errors import ConfigError, GymServerError, Problem, did_you_mean
+from cloudai.gym.base import BaseGym, Feedback, Observation
+from cloudai.gym.env import TrialSetup, check_action, replayed
+from cloudai.gym.server import RESERVED_ARGS, close_server, create_gym_server
+from cloudai.gym.spaces import narrow_space, to_dimension
+from cloudai.space import Space, flatten, is_range
+from cloudai.trajectory import TrajectoryWriter
+
+DEFAULT_METRICS = ("default",)
+SYNC_S = 0.2  # rows are flushed each step, fsync'ed at most this often: a step takes microseconds
+T = TypeVar("T")
+
+
+class LiveGymEnv(BaseGym):
+    live = True
+
+    def __init__(self, setup: TrialSetup) -> None:
+        """Construct (or connect to) the server and read its spaces, then open the records.
+
+        Bad config is a ``ConfigError``; nothing is written before the server answered.
+        """
+        super().__init__()
+        entry = setup.entry
+        self.setup = setup
+        self.env_names = tuple(setup.sampler.names) if setup.sampler else ()
+        prefix = f"{entry.field_prefix}.cmd_args"
+        cmd_args = {k: v for k, v in entry.cmd_args.items() if k not in self.env_names}
+        declared = flatten(cmd_args)
+        wanted = None if tuple(entry.agent.metrics) == DEFAULT_METRICS else list(entry.agent.metrics)
+        self.server = create_gym_server(cmd_args, metrics=wanted, prefix=prefix)
+        kind = type(self.server)
+        self._where = getattr(self.server, "url", None) or f"{kind.__module__}.{kind.__qualname__}"
+        try:
+            self.action_space, self._fixed = self._spaces(declared, prefix)
+            names = self._call("observation_space", self.server.observation_space)
+            self.metrics = tuple(wanted or names)
+            self._slots = _slots(list(names), self.metrics, f"{entry.field_prefix}.agent_metrics")
+        except BaseException:
+            close_server(self.server)
+            raise
+        self.writer = TrajectoryWriter(setup.out_dir, self.env_names, resume=setup.resume, sync_interval_s=SYNC_S)
+        self._history = [replayed(row, setup.space, self.metrics) for row in self.writer.rows]
+        self._next = self.writer.last_step + 1
+        self._episode = self._history[-1].episode if self._history else 0
+        self._fresh = False  # reset() ran and no step since: a second reset keeps the episode number
+        self._open = False  # an episode is running (reset ran, no done since)
+        self._env: dict[str, Any] = {}  # env_params in force this episode
+        self._env_from = 0  # the step the held env_params apply from
+
+    # -- BaseGym -----------------------------------------------------------------------------
+
+    def define_action_space(self) -> Space:
+        return self.action_space
+
+    def define_observation_space(self) -> list[str]:
+        return list(self.metrics)
+
+    def observation_descriptors(self) -> dict[str, Any] | None:
+        """The server's structured leaves in ``agent_metrics`` order (for the Gymnasium adapter); None if flat."""
+        space = self._call("observation_space", self.server.observation_space)
+        return {m: space[m] for m in self.metrics} if isinstance(space, Mapping) else None
+
+    @property
+    def next_step(self) -> int:
+        return self._next
+
+    def history(self) -> list[Feedback]:
+        return list(self._history)
+
+    def env_param_sampler(self) -> EnvParamSampler | None:
+        """The env_params sampler, answering for the running episode with the values in force."""
+        base = self.setup.sampler
+        return None if base is None else _EpisodeSampler(base, self._held)
+
+    def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Observation, dict]:
+        """Start an episode on the server; its first step will be ``next_step``."""
+        if not self._fresh:
+            self._episode += 1
+        sampler = self.setup.sampler
+        self._env = sampler.sample(self._next) if sampler else {}
+        self._env_from = self._next
+        if sampler:
+            options = {**(options or {}), "env_params": dict(self._env)}
+        raw, info = self._call("reset", lambda: self.server.reset(seed=seed, options=options))
+        self._fresh = self._open = True
+        return self._observe(raw), {**info, "episode": self._episode, "env_params": dict(self._env)}
+
+    def step(self, action: dict[str, Any]) -> tuple[Observation, float, bool, dict]:
+        check_action(self.action_space, action)
+        if not self._open:
+            self.reset()
+        step, started = self._next, time.monotonic()
+        raw, reward, ended, server_info = self._call("step", lambda: self.server.step({**self._fixed, **action}))
+        done = bool(ended)
+        self._next += 1
+        self._fresh = False
+        self._open = not done
+        observation = self._observe(raw)
+        status = "ok" if isinstance(reward, int | float) and math.isfinite(reward) else "failed"
+        reward = float(reward) if status == "ok" else self.setup.penalty_reward
+        metrics = dict(zip(self.metrics, observation, strict=True))
+        info = {**server_info, "status": status, "step": step, "episode": self._episode,
+                "env_params": dict(self._env), "metrics": metrics, "done": done}  # fmt: skip
+        self.writer.append(step=step, episode=self._episode, action=action, reward=reward, observation=observation,
+                           status=status, elapsed_s=time.monotonic() - started, env=self._env)  # fmt: skip
+        if self.setup.on_step is not None:
+            self.setup.on_step(Feedback(step, self._episode, dict(action), reward, observation, status, done, info))
+        return observation, reward, done, info
+
+    def close(self) -> None:
+        """Close the server (a remote session) and the records. Safe to call twice."""
+        try:
+            close_server(self.server)
+        finally:
+            self.writer.close()
+
+    # -- helpers -----------------------------------------------------------------------------
+
+    def _spaces(self, declared: Mapping[str, Any], prefix: str) -> tuple[Space, dict[str, Any]]:
+        """The server's offer narrowed by ``cmd_args``; a declared list/range the server lacks is an error."""
+        offered = self._call("action_space", self.server.action_space)
+        knobs = {k: v for k, v in declared.items() if k not in RESERVED_ARGS and not k.startswith("env_kwargs.")}
+        strays = [name for name, v in knobs.items() if name not in offered and (isinstance(v, list) or is_range(v))]
+        if strays:
+            raise ConfigError(problems=[
+                Problem(None, f"{prefix}.{name}", f"{self._where} has no knob '{name}' (and it is no env_param)",
+                        did_you_mean(name, offered))
+                for name in strays
+            ])  # fmt: skip
+        dims, fixed = narrow_space(dict(offered), knobs, prefix=prefix)
+        space = self.setup.space  # a declared dimension keeps its TOML details (grid_points, log)
+        chosen = tuple(space.dim(n) if n in space.names else to_dimension(n, spec) for n, spec in dims.items())
+        return Space(fixed, chosen), fixed
+
+    def _held(self, step: int) -> dict[str, Any] | None:
+        return dict(self._env) if self._open and step >= self._env_from else None
+
+    def _observe(self, raw: Any) -> Observation:
+        values = list(raw) if isinstance(raw, list | tuple) else []
+        return [_float(values[i]) if i < len(values) else math.nan for i in self._slots]
+
+    def _call(self, call: str, fn: Callable[[], T]) -> T:
+        """``fn()``, with anything but our own errors turned into a ``GymServerError`` naming the server."""
+        try:
+            return fn()
+        except (GymServerError, ConfigError):
+            raise
+        except Exception as exc:
+            raise GymServerError(f"{type(exc).__name__}: {exc}", where=self._where, call=call) from exc
+
+
+class _EpisodeSampler(EnvParamSampler):
+    """The env's sampler, answering for the running episode with the values in force (see the module docstring)."""
+
+    def __init__(self, base: EnvParamSampler, held: Callable[[int], dict[str, Any] | None]) -> None:
+        vars(self).update(vars(base))  # the same seed, names and params; only ``sample`` differs
+        self._draw, self._held = base.sample, held
+
+    def sample(self, step: int) -> dict[str, Any]:
+        held = self._held(step)
+        return held if held is not None else self._draw(step)
+
+
+def _slots(names: list[str], metrics: tuple[str, ...], field: str) -> list[int]:
+    """Where each of ``metrics`` sits in the server's observation; an unknown one is a ``ConfigError``."""
+    unknown = [m for m in metrics if m not in names]
+    if unknown:
+        raise ConfigError(problems=[
+            Problem(None, field, f"the server observes no '{m}' (it observes {', '.join(names)})",
+                    did_you_mean(m, names))
+            for m in unknown
+        ])  # fmt: skip
+    return [names.index(m) for m in metrics]
+
+
+def _float(value: Any) -> float:
+    return float(value) if isinstance(value, int | float) else math.nan

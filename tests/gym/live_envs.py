@@ -1,0 +1,58 @@
+"""In-process ``GymServer``s the live-RL tests name by dotted path (``env_class = "tests.gym.live_envs.X"``).
+
+``EchoEnv`` reports what reached it (the reset's seed and env_params, the step number within
+the episode, the action) so a test can read from trajectory.csv that the env passed them on.
+``FailingSim`` is ``ServingSim`` that raises a plain ``RuntimeError`` from ``step`` while a
+marker file exists, once it has taken ``fail_after`` steps: a crash a resumed run gets past.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from cloudai.gym.examples import ServingSim
+from cloudai.gym.spaces import ContinuousSpace
+
+ECHO_METRICS = ["load_scale", "seed", "t", "x", "z"]
+
+
+class EchoEnv:
+    """Episodes of ``every`` steps; observation: load_scale, reset seed (-1: None), t, x, z."""
+
+    def __init__(self, every: int = 3) -> None:
+        self.every = every
+        self.t = 0
+        self.seed = -1.0
+        self.load_scale = 1.0
+
+    def action_space(self) -> dict[str, list[Any] | ContinuousSpace]:
+        return {"x": [0, 1, 2], "y": ContinuousSpace(0.0, 1.0), "z": [0, 1]}
+
+    def observation_space(self) -> list[str]:
+        return list(ECHO_METRICS)
+
+    def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[list[float], dict]:
+        self.t = 0
+        self.seed = -1.0 if seed is None else float(seed)
+        self.load_scale = float(((options or {}).get("env_params") or {}).get("load_scale", 1.0))
+        return [self.load_scale, self.seed, 0.0, 0.0, 0.0], {}
+
+    def step(self, action: dict[str, Any]) -> tuple[list[float], float, bool, dict]:
+        self.t += 1
+        observation = [self.load_scale, self.seed, float(self.t), float(action["x"]), float(action["z"])]
+        return observation, float(action["x"]), self.t >= self.every, {}
+
+
+class FailingSim(ServingSim):
+    """``ServingSim`` whose ``step`` raises ``RuntimeError`` while ``fail_file`` exists, after ``fail_after`` steps."""
+
+    def __init__(self, fail_file: str = "", fail_after: int = 0, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.fail_file, self.fail_after, self.steps = fail_file, fail_after, 0
+
+    def step(self, action: dict[str, Any]) -> tuple[list[float], float, bool, dict]:
+        if self.fail_file and Path(self.fail_file).exists() and self.steps >= self.fail_after:
+            raise RuntimeError("injected crash")
+        self.steps += 1
+        return super().step(action)
