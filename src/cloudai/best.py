@@ -45,6 +45,11 @@ def best_test(entry: RunEntry, space: Space, best: Feedback) -> dict[str, Any]:
         "test_template_name": entry.workload,
         "cmd_args": cmd_args,
     }
+    if cmd_args.get("live_rl_mode"):  # still a live episode: it needs its agent to step the server
+        agent = entry.agent
+        test["agent"] = agent.name
+        if agent.steps is not None:
+            test["agent_steps"] = agent.steps
     if env_vars:
         test["extra_env_vars"] = env_vars
     if entry.extra_cmd_args:
@@ -54,9 +59,11 @@ def best_test(entry: RunEntry, space: Space, best: Feedback) -> dict[str, Any]:
 
 def best_text(entry: RunEntry, space: Space, best: Feedback, recorded: int, notes: Sequence[str] = ()) -> str:
     metrics = best.info.get("metrics") or dict(zip(entry.agent.metrics, best.observation, strict=False))
+    live = bool(entry.cmd_args.get("live_rl_mode"))
+    reward = "the live server's reward" if live else f"{entry.agent.reward}({entry.agent.metrics[0]})"
     lines = [
         f"# Best trial of '{entry.id}' over {recorded} recorded step(s): step {best.step} ({best.status}),",
-        f"# reward {best.reward:.6g} = {entry.agent.reward}({entry.agent.metrics[0]}).",
+        f"# reward {best.reward:.6g} = {reward}.",
         "# Metrics: " + ", ".join(f"{k}={_num(v)}" for k, v in metrics.items()),
         f"# Action: {', '.join(f'{k}={v!r}' for k, v in best.action.items())}",
     ]

@@ -7,6 +7,7 @@ Heavy modules are imported inside the commands, so ``cloudai --help`` stays fast
 from __future__ import annotations
 
 import logging
+import shutil
 import signal
 import sys
 from collections.abc import Callable
@@ -142,9 +143,14 @@ def run(
             code = run_agent_entries(plan, run_dir, system, click.echo, resume is not None, resume_command=again)
         else:
             code = pipeline.run_plain(plan, run_dir, system)
+    except ConfigError:  # bad input only found once the run began (e.g. a live server's constructor)
+        if resume is None and not _has_results(run_dir):
+            shutil.rmtree(run_dir, ignore_errors=True)  # bad input leaves no output dir behind
+        raise
     finally:
         system.cancel_all()  # nothing outlives the run, whatever stopped it
-        _report(run_dir)
+        if run_dir.is_dir():
+            _report(run_dir)
     click.echo(f"Results: {run_dir}")
     sys.exit(code)
 
@@ -300,6 +306,13 @@ def _check_flags(plan: Any, single_sbatch: bool) -> None:
     problems = check_single_sbatch(plan.checked, single_sbatch, getattr(plan.system_config, "scheduler", ""))
     if problems:
         raise ConfigError(problems=problems)
+
+
+def _has_results(run_dir: Path) -> bool:
+    """Whether anything ran into ``run_dir``: a job record or a recorded step."""
+    if any(run_dir.rglob("job.json")):
+        return True
+    return any(len(path.read_bytes().splitlines()) > 1 for path in run_dir.rglob("trajectory.csv"))  # beyond a header
 
 
 def _report(run_dir: Path) -> None:

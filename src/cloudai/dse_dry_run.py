@@ -38,12 +38,15 @@ def dry_run_entries(plan: Plan, run_dir: Path, system: System, echo: Echo, n: in
         size = f"{action.grid_size} grid points" if finite(action, agent_cls) else "continuous"
         steps = default_steps(entry, checked.space, agent_cls)
         echo(f"{entry.id}: agent {entry.agent.name}, {steps} step(s), {len(action.dims)} dimension(s), {size}")
-        echo(f"  reward {entry.agent.reward}({entry.agent.metrics[0]}); observation {list(entry.agent.metrics)}")
+        if checked.live_rl:  # the server defines the rest of the space, the observation and the reward
+            echo("  live RL: each trial is a step of the live environment, which gives the reward; no scripts")
+            echo("  knobs the test declares or narrows (the server adds its others when the run starts):")
+        else:
+            echo(f"  reward {entry.agent.reward}({entry.agent.metrics[0]}); observation {list(entry.agent.metrics)}")
         for dim in checked.space.dims:
             sampled = " (env_param: sampled by the environment)" if dim.name not in action.names else ""
             echo(f"  {_describe(dim)}{sampled}")
         if checked.live_rl:
-            echo("  live RL: each trial is a step of the live environment; no scripts to write")
             continue
         workload, sampler = WORKLOADS.get(entry.workload)(), sampler_for(entry, checked.space)
         dry = _DryGym(action, list(entry.agent.metrics), sampler)

@@ -91,7 +91,10 @@ def raw_server(
         if request.path == "/ws":
             return None
         status, body = routes.get(request.path, lambda: (404, "{}"))()
-        headers = Headers([("Content-Type", "application/json"), ("Content-Length", str(len(body.encode())))])
+        # websockets closes the connection after this response: say so, or a client reusing it would race the close
+        headers = Headers(
+            [("Content-Type", "application/json"), ("Content-Length", str(len(body.encode()))), ("Connection", "close")]
+        )
         return Response(status, "X", headers, body.encode())
 
     def handler(connection: ServerConnection) -> None:

@@ -28,7 +28,18 @@ def test_conf_examples_run_episode_after_episode(tmp_path: Path, name: str, step
     assert list(grouped) == list(range(1, steps // horizon + 1))
     assert all(len(group) == horizon for group in grouped.values())  # done at the horizon ends each episode
     assert {r["status"] for r in rows} == {"ok"}
-    assert (run_dir / "serving" / "0" / "best.toml").is_file()
+    best = run_dir / "serving" / "0" / "best.toml"
+    assert "= the live server's reward." in best.read_text()
+    if name == "random":  # best.toml runs unchanged: a live episode with the best knobs fixed
+        tests = tmp_path / "best_tests"
+        tests.mkdir()
+        (tests / "best.toml").write_text(best.read_text())
+        scenario = tmp_path / "best_scenario.toml"
+        scenario.write_text(f'name = "again"\n[[Tests]]\nid = "again"\ntest_name = "live_serving_{name}_best"\n')
+        again = cloudai("run", "--tests-dir", tests, "--test-scenario", scenario, "--output-dir", tmp_path / "again")
+        assert again.returncode == 0, again.stdout + again.stderr
+        (rerun,) = (tmp_path / "again").iterdir()
+        assert len(_rows(rerun / "again" / "0", "trajectory.csv")) == steps
     if name == "bandit":
         env = _rows(run_dir / "serving" / "0", "env.csv")
         assert [r["step"] for r in env] == [r["step"] for r in rows]

@@ -113,7 +113,7 @@ def test_second_ctrl_c_while_stopping_kills_at_once(tmp_path: Path) -> None:
     wait_until(lambda: len(pid_files()) == 2, proc, "two trials running")
     jobs = [int(p.read_text()) for p in pid_files()]
     os.killpg(proc.pid, signal.SIGINT)
-    wait_until(lambda: any(out.glob("*/t/0/*/got_term")), proc, "a job to get SIGTERM")
+    wait_until(lambda: len(list(out.glob("*/t/0/*/got_term"))) == 2, proc, "both jobs to get SIGTERM")
     os.killpg(proc.pid, signal.SIGINT)  # the impatient second Ctrl-C, inside the grace period
     _, stderr = proc.communicate(timeout=60)
     assert proc.returncode == 130, stderr

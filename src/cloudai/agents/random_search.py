@@ -3,9 +3,9 @@
 * All dimensions categorical (a finite grid): the agent walks a seeded pseudo-random
   permutation of the grid indices (a Feistel network, cycle-walked into ``[0, size)``), so
   every point comes exactly once, in O(1) memory even for a 10^9-point grid, and
-  ``select_action`` returns None once all are asked. With env_params the same point under
-  another draw of the environment is a new trial, so a finished pass starts another (a
-  fresh permutation) until ``agent_steps``: every point is tried once per pass.
+  ``select_action`` returns None once all are asked. With env_params (or a live env, whose
+  state moves on) the same point is a new trial, so a finished pass starts another (a fresh
+  permutation) until ``agent_steps``: every point is tried once per pass.
 * Any range present: each dimension is drawn independently (categorical uniformly, a range
   uniformly, log-uniformly when ``log``, rounded for ``int``). Exact repeats are redrawn
   (up to ``_MAX_REDRAWS`` times, then the space is taken as exhausted). ``grid_points``
@@ -70,7 +70,7 @@ class RandomSearchAgent(BaseAgent):
         self._seen: set[str] = set()  # canonical JSON of the points drawn (ranges)
         self._counts: Counter[int] = Counter()  # grid index -> times asked or recorded (finite)
         self._asked: set[int] = set()  # steps this agent asked, so their feedback is not counted twice
-        self._repeat = env.env_param_sampler() is not None
+        self._repeat = env.live or env.env_param_sampler() is not None  # a point can measure differently again
         self._pass, self._pos = 0, 0
         if self.finite:
             self._perm = self._permutation()

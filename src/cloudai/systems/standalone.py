@@ -103,11 +103,11 @@ class StandaloneSystem(System):
 
     def cancel(self, jobs: Sequence[Job], reason: str = "cancelled") -> None:
         live = [job for job in jobs if job in self._procs]
-        for job in live:
-            self._cancelling[job] = reason
-            _kill_group(self._procs[job].popen.pid, signal.SIGTERM)
-        deadline = time.time() + _CANCEL_GRACE_S
         try:
+            for job in live:
+                self._cancelling[job] = reason
+                _kill_group(self._procs[job].popen.pid, signal.SIGTERM)
+            deadline = time.time() + _CANCEL_GRACE_S
             while any(self._procs[job].popen.poll() is None for job in live) and time.time() < deadline:
                 self.wait(live, timeout=deadline - time.time())
                 live = [job for job in live if job in self._procs]
