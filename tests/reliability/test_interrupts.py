@@ -54,15 +54,7 @@ def test_dse_interrupt_cancels_trials_and_resumes(tmp_path: Path, sig: signal.Si
         f"if [ -e {hang} ]; then sleep 300 & echo $! > child.pid; echo $$ > job.pid; wait; fi; "
         """echo '{"default": 2}' > metrics.json; true"""
     )
-    (tmp_path / "tests").mkdir()
-    (tmp_path / "tests" / "h.toml").write_text(
-        'name = "h"\ntest_template_name = "BashCmd"\nagent_config = { max_parallel = 2 }\n'
-        f"[cmd_args]\ncmd = {json.dumps(cmd)}\nx = [1, 2, 3, 4]\n"
-    )
-    (tmp_path / "s.toml").write_text('name = "h"\n[[Tests]]\nid = "t"\ntest_name = "h"\n')
-    out = tmp_path / "out"
-    proc = start_cli("run", "--tests-dir", tmp_path / "tests", "--test-scenario", tmp_path / "s.toml",
-                     "--output-dir", out)  # fmt: skip
+    proc, out = _start_dse(tmp_path, cmd)
     wait_until(lambda: out.exists() and any(out.iterdir()), proc, "the run dir")
     (run_dir,) = out.iterdir()
     iteration = run_dir / "t" / "0"
@@ -97,15 +89,7 @@ def test_dse_interrupt_cancels_trials_and_resumes(tmp_path: Path, sig: signal.Si
 def test_second_ctrl_c_while_stopping_kills_at_once(tmp_path: Path) -> None:
     """Jobs that ignore SIGTERM get a grace period; a second Ctrl-C ends it: SIGKILL, still exit 130 and resumable."""
     cmd = "trap 'touch got_term' TERM; echo $$ > job.pid; while true; do sleep 0.1; done; true"
-    (tmp_path / "tests").mkdir()
-    (tmp_path / "tests" / "h.toml").write_text(
-        'name = "h"\ntest_template_name = "BashCmd"\nagent_config = { max_parallel = 2 }\n'
-        f"[cmd_args]\ncmd = {json.dumps(cmd)}\nx = [1, 2, 3, 4]\n"
-    )
-    (tmp_path / "s.toml").write_text('name = "h"\n[[Tests]]\nid = "t"\ntest_name = "h"\n')
-    out = tmp_path / "out"
-    proc = start_cli("run", "--tests-dir", tmp_path / "tests", "--test-scenario", tmp_path / "s.toml",
-                     "--output-dir", out)  # fmt: skip
+    proc, out = _start_dse(tmp_path, cmd)
 
     def pid_files() -> list[Path]:
         return [p for p in out.glob("*/t/0/*/job.pid") if p.read_text().strip()]
@@ -160,3 +144,17 @@ def test_live_rl_interrupt_mid_step_then_resume(tmp_path: Path, sig: signal.Sign
     assert resumed.returncode == 0, resumed.stderr
     assert trajectory.read_text().startswith(before)
     assert len(_rows(trajectory)) == 6
+
+
+def _start_dse(tmp_path: Path, cmd: str) -> tuple[subprocess.Popen[str], Path]:
+    """``cloudai run`` of a 4-point BashCmd sweep of ``cmd``, two trials in flight; the process and output root."""
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "h.toml").write_text(
+        'name = "h"\ntest_template_name = "BashCmd"\nagent_config = { max_parallel = 2 }\n'
+        f"[cmd_args]\ncmd = {json.dumps(cmd)}\nx = [1, 2, 3, 4]\n"
+    )
+    (tmp_path / "s.toml").write_text('name = "h"\n[[Tests]]\nid = "t"\ntest_name = "h"\n')
+    out = tmp_path / "out"
+    proc = start_cli("run", "--tests-dir", tmp_path / "tests", "--test-scenario", tmp_path / "s.toml",
+                     "--output-dir", out)  # fmt: skip
+    return proc, out
