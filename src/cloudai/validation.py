@@ -35,6 +35,13 @@ def is_live_rl(entry: RunEntry) -> bool:
     return entry.cmd_args.get("live_rl_mode") is True
 
 
+def is_agent_driven(entry: RunEntry, space: Space) -> bool:
+    """The routing rule: an agent runs the test when it has something to choose (a list or range
+    knob in cmd_args or extra_env_vars, or a num_nodes list: a dimension of ``space``) or when it
+    steps a live environment. Everything else is a plain job."""
+    return is_live_rl(entry) or bool(space.dims)
+
+
 def check_scenario(scenario: Scenario) -> dict[str, CheckedEntry]:
     """Validate every entry; return each entry's space and route. Raises one ``ConfigError``."""
     problems: list[Problem] = []
@@ -60,7 +67,7 @@ def _check_entry(entry: RunEntry) -> CheckedEntry:
     if not live:
         workload_cls = WORKLOADS.get(entry.workload, file=_test_file(entry), field="test_template_name")
         problems += workload_cls().validate(space, file=file, prefix=f"{entry.field_prefix}.cmd_args")
-    agent_driven = live or bool(space.dims)
+    agent_driven = is_agent_driven(entry, space)
     if agent_driven:
         problems += _check_agent(entry, space, live)
     if problems:
