@@ -16,6 +16,10 @@ The observation is a flat float32 ``Box`` (one unbounded slot per ``agent_metric
 NaN reported as 0.0 with ``status`` in ``info``), or a ``spaces.Dict`` when the env offers
 ``observation_descriptors()`` (leaves ``kind="box"`` -> ``Box(low, high, (n or 1,))``,
 ``kind="categorical"`` -> ``Discrete(n)``), filled from the flat list in descriptor order.
+With env_params the observation is ``Dict(observation=<the above>, env_params=Dict(...))``:
+the environment the NEXT step will run under (a list param's candidate index, a range
+param's value), so a contextual policy acts knowing it; ``info["env_params"]`` keeps the
+values the step just measured under.
 
 Episodes: ``terminated`` is the env's ``done`` in live-RL mode (offline DSE never
 terminates); ``truncated`` after ``max_steps`` steps since ``reset`` (default: the env's
@@ -77,10 +81,16 @@ class GymnasiumAdapter(gymnasium.Env[Any, dict[str, Any]]):
         self._episode_steps = 0
         self.action_space = action_space_of(self._space)
         self._leaves = observation_leaves(env)
+        measured: spaces.Space[Any]
         if self._leaves is not None:
-            self.observation_space = spaces.Dict({n: _leaf_space(n, leaf) for n, leaf in self._leaves.items()})
+            measured = spaces.Dict({n: _leaf_space(n, leaf) for n, leaf in self._leaves.items()})
         else:
-            self.observation_space = spaces.Box(-np.inf, np.inf, shape=(len(self._names),), dtype=np.float32)
+            measured = spaces.Box(-np.inf, np.inf, shape=(len(self._names),), dtype=np.float32)
+        self._sampler = env.env_param_sampler()
+        self.observation_space = measured
+        if self._sampler is not None:
+            context = {n: _leaf_space(n, leaf) for n, leaf in self._sampler.descriptors().items()}
+            self.observation_space = spaces.Dict({"observation": measured, "env_params": spaces.Dict(context)})
 
     @property
     def cloudai_env(self) -> BaseGym:
@@ -137,6 +147,16 @@ class GymnasiumAdapter(gymnasium.Env[Any, dict[str, Any]]):
         self._env.close()
 
     def _observe(self, values: list[float]) -> Any:
+        if self._sampler is None:
+            return self._measured(values)
+        upcoming = self._sampler.encode(self._sampler.sample(self._env.next_step))
+        context = {
+            name: np.int64(value) if isinstance(value, int) else np.array([value], dtype=np.float32)
+            for name, value in upcoming.items()
+        }
+        return {"observation": self._measured(values), "env_params": context}
+
+    def _measured(self, values: list[float]) -> Any:
         flat = np.nan_to_num(np.asarray(values, dtype=np.float32), nan=0.0, posinf=np.inf, neginf=-np.inf)
         if self._leaves is None:
             if flat.shape != (len(self._names),):

@@ -19,10 +19,14 @@ from cloudai.space import Categorical, Range, Space
 class ObsLeaf(Protocol):
     """What the adapter reads of an ``ObsLeafDescriptor`` (``cloudai.gym.spaces``)."""
 
-    kind: str
-    low: float | None
-    high: float | None
-    n: int | None
+    @property
+    def kind(self) -> str: ...
+    @property
+    def low(self) -> float | None: ...
+    @property
+    def high(self) -> float | None: ...
+    @property
+    def n(self) -> int | None: ...
 
 
 def _same(a: Any, b: Any) -> bool:
