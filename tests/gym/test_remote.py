@@ -194,3 +194,13 @@ def test_server_killed_mid_run() -> None:
         with pytest.raises(GymServerError, match="no open session"):
             remote.step(ACTION)
         remote.close()
+
+
+def test_unknown_transport_is_named_at_validation() -> None:
+    from cloudai.gym.server import validate_live_rl_args
+
+    problems = validate_live_rl_args(
+        {"live_rl_mode": True, "env_url": "http://127.0.0.1:9", "env_transport": "grpc"}, "t.toml"
+    )
+    assert [p.field for p in problems] == ["cmd_args.env_transport"]
+    assert "'grpc' is not a transport" in str(problems[0])

@@ -11,7 +11,11 @@ Wire facts, as ``openenv-core`` 0.3.0 implements them (``openenv/core/env_server
   per request, in order, with no request id. A server at ``max_concurrent_envs`` sends one
   ``CAPACITY_REACHED`` error right after the handshake and closes.
 * HTTP ``POST /reset`` and ``/step`` build a fresh environment per request, so no episode can
-  run over them; this client uses HTTP only for ``GET /health`` and ``GET /schema``.
+  run over them; this client uses HTTP only for ``GET /health`` and ``GET /schema``, unless
+  told ``transport="http"`` (``cmd_args.env_transport``) for a server known to keep state
+  there (``cloudai serve``): then ``POST /reset`` (``{"seed", "options"}``) and ``POST /step``
+  (``{"action": {..}}``) carry the episode, each answered with the same ``{"observation",
+  "reward", "done"}`` object, and a step is still never retried.
 * ``/schema`` holds the JSON Schemas of the action and the observation. The action space is
   derived from it: ``enum``/``const`` -> a categorical list, ``boolean`` -> ``[False, True]``,
   ``number``/``integer`` with both bounds -> ``ContinuousSpace`` (an exclusive float bound is
@@ -77,7 +81,11 @@ class RemoteGymServer:
         action_fields: Mapping[str, Any] | None = None,
         metrics: Sequence[str] | None = None,
         retries: int = 3,
+        transport: str = "ws",
     ) -> None:
+        if transport not in ("ws", "http"):
+            raise ConfigError(f"{transport!r} is not a transport (ws or http)", field="cmd_args.env_transport")
+        self._transport = transport
         base = url.rstrip("/").removesuffix("/ws")
         if not re.match(r"^(https?|wss?)://[^/\s]+", base):
             raise ConfigError(f"{url!r} is not an http(s):// or ws(s):// URL", field="cmd_args.env_url")
@@ -126,11 +134,14 @@ class RemoteGymServer:
 
     def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[list[float], dict]:
         self._load()
-        if self._ws is None:
-            self._connect()
         data: dict[str, Any] = {} if seed is None else {"seed": seed}
         if options:
             data["options"] = options
+        if self._transport == "http":
+            observation, _, _, info = self._result(self._post("/reset", data, "reset"), "reset")
+            return observation, info
+        if self._ws is None:
+            self._connect()
         reply = self._exchange({"type": "reset", "data": data}, "reset", "observation")
         observation, _, _, info = self._result(reply, "reset")
         return observation, info
@@ -142,6 +153,8 @@ class RemoteGymServer:
             value = payload.get(name)
             if isinstance(value, float) and value.is_integer():
                 payload[name] = int(value)
+        if self._transport == "http":
+            return self._result(self._post("/step", {"action": payload}, "step"), "step")
         return self._result(self._exchange({"type": "step", "data": payload}, "step", "observation"), "step")
 
     def state(self) -> dict[str, Any]:
@@ -263,6 +276,30 @@ class RemoteGymServer:
                 raise self._error(f"GET {path}: expected a JSON object, got {type(body).__name__}", call)
             return body
         raise self._error(f"GET {path} failed {self._retries} times (last: {cause})", call)
+
+    def _post(self, path: str, body: dict[str, Any], call: str) -> dict[str, Any]:
+        """One episode call over HTTP: never retried (a lost reply may have moved the episode on)."""
+        import httpx
+
+        try:
+            response = self._client().post(
+                path, content=json.dumps(body, default=_plain), headers={"Content-Type": "application/json"}
+            )
+        except httpx.TimeoutException:
+            raise self._error(f"POST {path}: no reply within {self._timeout_s:g}s; not retried", call) from None
+        except httpx.HTTPError as exc:
+            raise self._error(f"POST {path}: {_describe(exc)}", call) from None
+        if response.status_code in (401, 403):
+            raise self._auth_error(response.status_code, call)
+        if response.status_code != 200:
+            raise self._error(f"POST {path}: HTTP {response.status_code}: {response.text[:300]}", call)
+        try:
+            data = response.json()
+        except ValueError:
+            raise self._error(f"POST {path}: malformed JSON: {response.text[:200]!r}", call) from None
+        if not isinstance(data, dict):
+            raise self._error(f"POST {path}: expected a JSON object, got {type(data).__name__}", call)
+        return data
 
     def _connect(self) -> None:
         from websockets.exceptions import InvalidHandshake, InvalidStatus

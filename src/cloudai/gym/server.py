@@ -35,10 +35,20 @@ from cloudai.space import is_range
 
 # cmd_args keys that configure the connection/factory, never knobs or constructor kwargs.
 RESERVED_ARGS = frozenset(
-    {"live_rl_mode", "env_class", "env_url", "env_token_var", "env_timeout_s", "env_health_timeout_s", "env_kwargs"}
+    {
+        "live_rl_mode",
+        "env_class",
+        "env_url",
+        "env_transport",
+        "env_token_var",
+        "env_timeout_s",
+        "env_health_timeout_s",
+        "env_kwargs",
+    }
 )
 REQUIRED_METHODS = ("action_space", "observation_space", "reset", "step")
 EXAMPLE_CLASS = "cloudai.gym.examples.ServingSim"
+TRANSPORTS = ("ws", "http")
 _DOTTED = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)+$")
 _ENV_VAR = re.compile(r"^[A-Za-z_]\w*$")
 
@@ -200,6 +210,17 @@ def _check_target(cmd_args: Mapping[str, Any], prefix: str, file: object) -> lis
                 'e.g. env_token_var = "CLOUDAI_GYM_TOKEN"',
             )
         )
+    transport = cmd_args.get("env_transport", "ws")
+    if transport not in TRANSPORTS:
+        problems.append(
+            Problem(
+                where,
+                f"{prefix}.env_transport",
+                f"{transport!r} is not a transport ({' or '.join(TRANSPORTS)})",
+                '"ws" (the default) runs the episode in one WebSocket session; "http" only for a server whose '
+                "POST /reset and /step keep state (e.g. `cloudai serve`), not a stock OpenEnv server",
+            )
+        )
     for name in ("env_timeout_s", "env_health_timeout_s"):
         value = cmd_args.get(name, 1.0)
         if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
@@ -268,6 +289,7 @@ def _remote(cmd_args: Mapping[str, Any], metrics: Sequence[str] | None) -> GymSe
     fields = {k: v for k, v in cmd_args.items() if k not in RESERVED_ARGS and not k.startswith("env_kwargs.")}
     return RemoteGymServer(
         str(cmd_args["env_url"]),
+        transport=str(cmd_args.get("env_transport", "ws")),
         token_var=str(cmd_args.get("env_token_var", "CLOUDAI_GYM_TOKEN")),
         timeout_s=float(cmd_args.get("env_timeout_s", 30.0)),
         health_timeout_s=float(cmd_args.get("env_health_timeout_s", 60.0)),
