@@ -24,7 +24,7 @@ from typing import Any
 from cloudai.config.scenario import RunEntry, Scenario
 from cloudai.errors import CloudAIError, Interrupted, WorkloadError
 from cloudai.space import entry_knobs, split_knobs
-from cloudai.systems.base import Job, JobSpec, JobStatus, System
+from cloudai.systems.base import DEPENDENCY_TYPES, Job, JobSpec, JobStatus, System
 from cloudai.workloads.base import METRICS_FILE, JobContext, Workload
 
 log = logging.getLogger(__name__)
@@ -112,7 +112,7 @@ class PlainRunner:
                 self._stop_ended(units, by_entry)
                 while ready := self._ready(units, by_entry):  # a start may make others ready
                     for unit in ready:
-                        self._start(unit)
+                        self._start(unit, self._native_dependencies(unit, by_entry))
                 running = [u.job for u in units if u.job is not None and not u.job.done]
                 if not running:
                     if not all(u.final for u in units):
@@ -138,9 +138,23 @@ class PlainRunner:
             siblings = by_entry[unit.entry.id]
             if unit.iteration > 0 and not siblings[unit.iteration - 1].final:
                 continue
-            if all(self._dependency_met(dep.type, by_entry[dep.id]) for dep in unit.entry.dependencies):
+            deps = [d for d in unit.entry.dependencies if d.type in DEPENDENCY_TYPES]
+            if all(self._dependency_met(d.type, by_entry[d.id]) for d in deps):
                 ready.append(unit)
+            elif self.system.native_dependencies and all(u.job is not None for d in deps for u in by_entry[d.id]):
+                ready.append(unit)  # queued now, behind the other entries' jobs (see _native_dependencies)
         return ready
+
+    def _native_dependencies(self, unit: _Unit, by_entry: dict[str, list[_Unit]]) -> list[str]:
+        """``after:ID``/``afterany:ID`` for each dependency not met yet (none when the system has no queue)."""
+        if not self.system.native_dependencies:
+            return []
+        exprs = []
+        for dep in unit.entry.dependencies:
+            if dep.type in DEPENDENCY_TYPES and not self._dependency_met(dep.type, by_entry[dep.id]):
+                ids = [u.job.job_id for u in by_entry[dep.id] if u.job is not None and not u.final]
+                exprs.append(f"{DEPENDENCY_TYPES[dep.type]}:{':'.join(ids)}")
+        return exprs
 
     @staticmethod
     def _dependency_met(kind: str, other: list[_Unit]) -> bool:
@@ -168,12 +182,12 @@ class PlainRunner:
                 unit.job.status = JobStatus.STOPPED
             self._finish(unit)
 
-    def _start(self, unit: _Unit) -> None:
+    def _start(self, unit: _Unit, dependencies: list[str]) -> None:
         entry = unit.entry
         workload = self.workloads[entry.workload]
         directory = job_dir(self.run_dir, entry, unit.iteration)
         spec = build_spec(entry, workload, plain_values(entry), directory, f"{entry.id}.{unit.iteration}")
-        unit.job = self.system.submit(spec)
+        unit.job = self.system.submit(spec, dependencies)
         log.info("started %s (%s)", spec.name, unit.job.job_id)
         if unit.job.done:
             self._finish(unit)

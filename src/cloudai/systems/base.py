@@ -93,6 +93,13 @@ class Job:
         }
 
 
+# Our dependency kinds a queueing system expresses itself (Slurm's ``--dependency`` types).
+# ``end_post_comp`` has none: the runner cancels the job when the other one completes.
+# ``start_post_comp`` is ``afterany`` (not ``afterok``): the runner starts the dependent job
+# whatever the other job's status.
+DEPENDENCY_TYPES: dict[str, str] = {"start_post_init": "after", "start_post_comp": "afterany"}
+
+
 class System(ABC):
     """One place jobs run. Subclasses are built from their pydantic config model."""
 
@@ -109,8 +116,12 @@ class System(ABC):
         lines.append(shlex.join(spec.argv))
         return "\n".join(lines) + "\n"
 
+    #: The system queues a job behind others itself (``submit(spec, dependencies)`` with
+    #: ``"after:ID"``/``"afterany:ID"`` expressions); else the runner holds dependent jobs back.
+    native_dependencies = False
+
     @abstractmethod
-    def submit(self, spec: JobSpec) -> Job: ...
+    def submit(self, spec: JobSpec, dependencies: Sequence[str] = ()) -> Job: ...
 
     @abstractmethod
     def wait(self, jobs: Sequence[Job], timeout: float | None) -> None: ...

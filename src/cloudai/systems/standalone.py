@@ -51,7 +51,8 @@ class StandaloneSystem(System):
         self._procs: dict[Job, _Proc] = {}
         self._cancelling: dict[Job, str] = {}  # job -> reason, while its group is being stopped
 
-    def submit(self, spec: JobSpec) -> Job:
+    def submit(self, spec: JobSpec, dependencies: Sequence[str] = ()) -> Job:
+        """Start ``spec`` now (``dependencies`` are never given here: ``native_dependencies`` is False)."""
         spec.job_dir.mkdir(parents=True, exist_ok=True)
         (spec.job_dir / "cmd.sh").write_text(self.render(spec))
         now = time.time()

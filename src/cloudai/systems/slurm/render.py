@@ -14,15 +14,11 @@ from pathlib import Path
 
 from cloudai.config.slurm import SlurmSystemConfig
 from cloudai.config.timelimit import format_time_limit
-from cloudai.systems.base import JobSpec
+from cloudai.systems.base import DEPENDENCY_TYPES, JobSpec
 
 SCRIPT_NAME = "sbatch.sh"
 STDOUT = "stdout.txt"
 STDERR = "stderr.txt"
-
-# Our dependency kinds -> Slurm's ``--dependency`` types. ``end_post_comp`` has no Slurm
-# equivalent (the runner scancels the job when the other one completes), hence absent.
-DEPENDENCY_TYPES: dict[str, str] = {"start_post_init": "after", "start_post_comp": "afterany"}
 
 
 def dependency_expr(kind: str, job_ids: Sequence[str]) -> str | None:

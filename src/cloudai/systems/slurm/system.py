@@ -45,6 +45,8 @@ _CANCEL_WAIT_S = 30.0
 class SlurmSystem(System):
     """A Slurm cluster reached from this machine. Built as ``SlurmSystem(config)``."""
 
+    native_dependencies = True
+
     def __init__(self, config: SlurmSystemConfig) -> None:
         self.config = config
         self.name = config.name
