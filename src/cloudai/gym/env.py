@@ -177,17 +177,26 @@ class CloudAIGymEnv(BaseGym):
         return ready
 
     def close(self) -> None:
-        """Cancel the trials in flight (not recorded), write every finished step, close the files."""
+        """Cancel the trials in flight (not recorded), write every finished step, close the files.
+
+        A trial whose job succeeded before the cancel reached it is a real measurement: it is
+        recorded like any other (a resumed run must not run it again).
+        """
         if self._pending:
             trials = list(self._pending.values())
             self.setup.system.cancel([t.job for t in trials if t.job is not None], "interrupted")
+            succeeded = [t for t in trials if t.job is not None and t.job.status is JobStatus.OK]
             for trial in trials:
+                if trial in succeeded and not self.writer.broken:
+                    continue
                 if trial.job is not None:
                     finish_job(trial.job, self.workload)  # job.json says it was cancelled
                 for step in [trial.step, *(f.step for f in trial.followers)]:
                     self._unwritten.remove(step)
-            self._pending.clear()
-            self._running.clear()
+                del self._pending[trial.step]
+                del self._running[trial.key]
+            for trial in succeeded if not self.writer.broken else []:
+                self._finish(trial)
         self.setup.system.cancel_all()  # a job started as a signal arrived, which no trial holds
         if not self.writer.broken:
             self._write_ready()

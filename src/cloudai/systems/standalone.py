@@ -103,6 +103,7 @@ class StandaloneSystem(System):
         self._refresh([job for job in jobs if job in self._procs])
 
     def cancel(self, jobs: Sequence[Job], reason: str = "cancelled") -> None:
+        self._refresh([job for job in jobs if job in self._procs])  # one that already ended keeps its true status
         live = [job for job in jobs if job in self._procs]
         try:
             for job in live:

@@ -1,0 +1,37 @@
+"""``close()`` while a trial's job has already succeeded: the measurement is recorded, not thrown away."""
+
+from __future__ import annotations
+
+import csv
+import time
+from pathlib import Path
+
+from tests.gym_adapter.tomls import write_synthetic
+
+from cloudai.gym.env import CloudAIGymEnv
+from cloudai.gym.from_toml import make
+
+
+def _exited(pid: int) -> bool:
+    """The job's process has exited (a zombie until its parent, the system, reaps it)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    except FileNotFoundError:
+        return True
+
+
+def test_a_trial_that_succeeded_before_close_is_recorded(tmp_path: Path) -> None:
+    tests, scenario = write_synthetic(tmp_path)
+    env = make(tests, scenario, output_dir=tmp_path / "out").cloudai_env
+    assert isinstance(env, CloudAIGymEnv)
+    step = env.step_async({"algo": "ring", "num_channels": 4})
+    (trial,) = env._pending.values()
+    assert trial.job is not None
+    deadline = time.monotonic() + 60
+    while not _exited(int(trial.job.job_id)):  # done, but the env has not looked yet
+        assert time.monotonic() < deadline, "the trial never ended"
+        time.sleep(0.01)
+    env.close()
+    with (env.setup.out_dir / "trajectory.csv").open() as handle:
+        rows = list(csv.DictReader(handle))
+    assert [(int(r["step"]), r["status"]) for r in rows] == [(step, "ok")]
