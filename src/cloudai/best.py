@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from pathlib import Path
 from statistics import fmean
 from typing import TYPE_CHECKING, Any
 
@@ -101,18 +100,6 @@ def regime_notes(steps: Sequence[Feedback], best: Feedback, sampler: EnvParamSam
     if missing:
         lines.append(f"  never measured in: {', '.join(missing)} (a good result there is unproven)")
     return lines
-
-
-def write_best(path: Path, text: str) -> Path:
-    """Replace ``path`` atomically: a reader never sees half a best.toml."""
-    tmp = path.with_name(f".{path.name}.tmp")
-    try:
-        tmp.write_text(text)
-        tmp.replace(path)
-    except BaseException:  # e.g. a full disk: the old best.toml stays, no half-written temp file
-        tmp.unlink(missing_ok=True)
-        raise
-    return path
 
 
 def _num(value: Any) -> str:

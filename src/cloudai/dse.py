@@ -109,7 +109,8 @@ def _run_iteration(
 ) -> int | None:
     """One iteration; its exit code, or None after a hard failure (``dse_failure.txt`` written)."""
     from cloudai.agents import AGENTS
-    from cloudai.best import BEST_FILE, best_text, regime_notes, write_best
+    from cloudai.atomicfile import atomic_write
+    from cloudai.best import BEST_FILE, best_text, regime_notes
     from cloudai.dse_checks import agent_config, default_steps
     from cloudai.progress import StepProgress
 
@@ -161,7 +162,7 @@ def _run_iteration(
     regimes = regime_notes([*history, *finished], best, env.env_param_sampler())
     notes = [*regimes, *agent.best_notes()]
     text = best_text(entry, checked.space, best, recorded, notes)
-    path = write_best(out_dir / BEST_FILE, text)
+    path = atomic_write(out_dir / BEST_FILE, text)
     echo(f"{entry.id}/{iteration}: best of {recorded} step(s) is step {best.step}: reward {best.reward:.6g}")
     echo(f"  action {json.dumps(best.action)}; test TOML: {path}")
     for line in regimes:

@@ -229,7 +229,8 @@ def _entry_of(plan: Plan, job: Job) -> RunEntry:
 
 def _record_iteration(it: _Iteration, by_name: dict[str, tuple[Job, dict[str, float]]], echo: Echo) -> int:
     from cloudai.agents import AGENTS
-    from cloudai.best import BEST_FILE, best_text, write_best
+    from cloudai.atomicfile import atomic_write
+    from cloudai.best import BEST_FILE, best_text
     from cloudai.dse_checks import agent_config
     from cloudai.gym.base import Feedback
     from cloudai.rewards import REWARDS
@@ -264,7 +265,7 @@ def _record_iteration(it: _Iteration, by_name: dict[str, tuple[Job, dict[str, fl
             f"{entry.id}/{it.iteration}: no trial succeeded in {recorded} step(s); see {it.out_dir / 'trajectory.csv'}"
         )
         return 1
-    path = write_best(it.out_dir / BEST_FILE, best_text(entry, it.checked.space, best, recorded))
+    path = atomic_write(it.out_dir / BEST_FILE, best_text(entry, it.checked.space, best, recorded))
     echo(f"{entry.id}/{it.iteration}: best of {recorded} step(s) is step {best.step}: reward {best.reward:.6g}")
     echo(f"  test TOML: {path}")
     return 0

@@ -21,13 +21,13 @@ import io
 import json
 import math
 import os
-import tempfile
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from cloudai.atomicfile import atomic_write
 from cloudai.errors import ConfigError
 
 TRAJECTORY_FILE = "trajectory.csv"
@@ -129,20 +129,11 @@ class TrajectoryWriter:
 
     def _open(self, name: str, header: Sequence[str], rows: list[list[str]]) -> io.TextIOWrapper:
         """Rewrite ``name`` atomically with ``header`` + ``rows``, then open it for appending."""
-        path = self.directory / name
-        fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=self.directory)
-        try:
-            with os.fdopen(fd, "w", newline="", encoding="utf-8") as fh:
-                writer = csv.writer(fh, lineterminator="\n")
-                writer.writerow(header)
-                writer.writerows(rows)
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.chmod(tmp, 0o644)
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        text = io.StringIO()
+        writer = csv.writer(text, lineterminator="\n")
+        writer.writerow(header)
+        writer.writerows(rows)
+        path = atomic_write(self.directory / name, text.getvalue(), fsync=True)
         return open(path, "a", newline="", encoding="utf-8")  # held open for the run
 
     @staticmethod

@@ -16,8 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from cloudai.best import write_best
-from cloudai.reports.write import atomic_write
+from cloudai.atomicfile import atomic_write
 from cloudai.trajectory import TrajectoryWriter, read_trajectory
 
 
@@ -60,7 +59,7 @@ def full_disk(tmp_path: Path) -> Iterator[Path]:
         subprocess.run(["umount", "-l", str(mount)], check=True)
 
 
-WRITERS: dict[str, Callable[[Path, str], Path]] = {"best.toml": write_best, "report.html": atomic_write}
+WRITERS: dict[str, Callable[[Path, str], Path]] = {"best.toml": atomic_write, "report.html": atomic_write}
 
 
 @pytest.mark.parametrize("name", sorted(WRITERS))

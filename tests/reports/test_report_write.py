@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from cloudai.atomicfile import atomic_write
 from cloudai.reports import generate_report
-from cloudai.reports.write import atomic_write
 
 
 def test_a_regenerated_report_replaces_the_files_instead_of_rewriting_them(plain_run: Path) -> None:

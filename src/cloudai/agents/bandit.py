@@ -74,7 +74,8 @@ class BanditAgent(BaseAgent):
 
     def __init__(self, env: BaseGym, config: AgentConfig, max_steps: int) -> None:
         super().__init__(env, config, max_steps)
-        self.cfg = config if isinstance(config, BanditConfig) else BanditConfig(**config.model_dump())
+        assert isinstance(self.config, BanditConfig)  # lifted by BaseAgent
+        self.cfg = self.config
         self.space = env.define_action_space()
         self.size = self.space.grid_size  # raises ConfigError for a range without grid_points
         self.sampler = env.env_param_sampler()

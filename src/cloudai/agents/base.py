@@ -44,7 +44,8 @@ class BaseAgent(ABC):
 
     def __init__(self, env: BaseGym, config: AgentConfig, max_steps: int) -> None:
         self.env = env
-        self.config = config
+        # Validated at load time as ``config_model``; a base ``AgentConfig`` (e.g. from a test) is lifted to it.
+        self.config = config if isinstance(config, self.config_model) else self.config_model(**config.model_dump())
         self.max_steps = max_steps
         self.best: Feedback | None = None
 

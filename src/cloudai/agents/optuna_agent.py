@@ -49,7 +49,8 @@ class OptunaAgent(BaseAgent):
 
     def __init__(self, env: BaseGym, config: AgentConfig, max_steps: int) -> None:
         super().__init__(env, config, max_steps)
-        cfg = config if isinstance(config, OptunaConfig) else OptunaConfig(**config.model_dump())
+        cfg = self.config
+        assert isinstance(cfg, OptunaConfig)  # lifted by BaseAgent
         optuna.logging.set_verbosity(optuna.logging.WARNING)
         self.space = env.define_action_space()
         self.distributions: dict[str, BaseDistribution] = {d.name: _distribution(d) for d in self.space.dims}

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from cloudai.atomicfile import atomic_write
 from cloudai.errors import ConfigError
 from cloudai.reports.load import load_run
 from cloudai.reports.render import run_page
 from cloudai.reports.summary import REPORT_FILE, write_summary_csv
-from cloudai.reports.write import atomic_write
 
 COMPARISON_FILE = "comparison.html"
 

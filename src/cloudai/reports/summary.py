@@ -16,8 +16,8 @@ from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from cloudai.atomicfile import atomic_write
 from cloudai.reports.load import AgentRun, RunData, load_run
-from cloudai.reports.write import atomic_write
 
 if TYPE_CHECKING:
     from rich.console import Console
