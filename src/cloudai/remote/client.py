@@ -54,7 +54,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from cloudai.errors import ConfigError, GymServerError, Problem, did_you_mean
-from cloudai.gym.spaces import ActionSpec, ContinuousSpace, narrow_space
+from cloudai.gymserver.spaces import ActionSpec, ContinuousSpace, narrow_space
 
 if TYPE_CHECKING:
     import httpx
