@@ -147,7 +147,7 @@ def test_auth_and_capacity(monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCa
                 second.reset()
             assert full.value.call == "reset" and server.url in str(full.value)
             assert first.step(ACTION)[1] == 4.0  # the first session is unaffected
-            assert token not in repr(first) and token not in str(vars(first).get("_closed_why"))
+            assert token not in repr(first) and token not in str(vars(first._wire).get("_closed_why"))
     assert token not in caplog.text
 
 
