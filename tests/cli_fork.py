@@ -13,15 +13,18 @@ import multiprocessing
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 _CTX = multiprocessing.get_context("forkserver")
 _CTX.set_forkserver_preload(["cloudai.cli", "cloudai.config.scenario", "cloudai.plan.load", __name__])
 
 
-def _child(argv: list[str], cwd: str, out: str, err: str) -> None:
+def _child(argv: list[str], cwd: str, env: dict[str, str], out: str, err: str) -> None:
     """Runs in the forked child: the CLI exactly as ``python -m cloudai ARGV`` would, then exits."""
     os.chdir(cwd)
+    os.environ.clear()
+    os.environ.update(env)
     for fd, path in ((1, out), (2, err)):
         os.dup2(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644), fd)
     sys.stdout, sys.stderr = open(1, "w", closefd=False), open(2, "w", closefd=False)  # noqa: SIM115
@@ -37,17 +40,19 @@ def _child(argv: list[str], cwd: str, out: str, err: str) -> None:
     os._exit(code)
 
 
-def run_cli(argv: list[str], cwd: Path, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    """``cloudai ARGV`` in ``cwd``, in a forked child; its exit code and output, like ``subprocess.run``."""
-    out, err = cwd / ".cli_fork.stdout", cwd / ".cli_fork.stderr"
-    child = _CTX.Process(target=_child, args=(argv, str(cwd), str(out), str(err)))
-    child.start()
-    child.join(timeout)
-    if child.exitcode is None:
-        child.kill()
-        child.join()
-        raise subprocess.TimeoutExpired(["cloudai", *argv], timeout)
-    result = subprocess.CompletedProcess(["cloudai", *argv], child.exitcode, out.read_text(), err.read_text())
-    out.unlink()
-    err.unlink()
-    return result
+def run_cli(
+    argv: list[str], cwd: Path | None = None, env: dict[str, str] | None = None, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
+    """``cloudai ARGV`` in a forked child, like ``subprocess.run``: ``cwd`` and ``env`` default to the
+    caller's current ones (not the fork server's), and the exit code and output come back."""
+    with tempfile.TemporaryDirectory(prefix="cloudai-cli-") as tmp:
+        out, err = Path(tmp, "stdout"), Path(tmp, "stderr")
+        env = dict(os.environ if env is None else env)
+        child = _CTX.Process(target=_child, args=(argv, str(cwd or os.getcwd()), env, str(out), str(err)))
+        child.start()
+        child.join(timeout)
+        if child.exitcode is None:
+            child.kill()
+            child.join()
+            raise subprocess.TimeoutExpired(["cloudai", *argv], timeout)
+        return subprocess.CompletedProcess(["cloudai", *argv], child.exitcode, out.read_text(), err.read_text())

@@ -14,12 +14,12 @@ import fcntl
 import os
 import shlex
 import subprocess
-import sys
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from tests.cli_fork import run_cli
 
 from cloudai.config.slurm import SlurmSystemConfig
 from cloudai.config.system import load_system
@@ -36,15 +36,9 @@ TIMEOUT_TEST = "test_time_limit_is_a_timeout"  # waits out Slurm's one-minute li
 def cloudai(
     *args: str | os.PathLike[str], cwd: Path | None = None, timeout: float = 120, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
-    """Run ``cloudai ARGS`` as a user would, capturing output."""
-    return subprocess.run(
-        [sys.executable, "-m", "cloudai", *map(str, args)],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env=env,
-    )
+    """Run ``cloudai ARGS`` as a user would, capturing output: its own process (a fork of a warm
+    interpreter, see ``tests.cli_fork``), with the caller's cwd and environment unless given."""
+    return run_cli([str(a) for a in args], cwd=cwd, env=env, timeout=timeout)
 
 
 @pytest.fixture
