@@ -24,7 +24,7 @@ from typing import Any
 from cloudai.config.scenario import RunEntry, Scenario
 from cloudai.errors import CloudAIError, Interrupted, WorkloadError
 from cloudai.space import entry_knobs, split_knobs
-from cloudai.systems.base import DEPENDENCY_TYPES, Job, JobSpec, JobStatus, System
+from cloudai.systems.base import DEPENDENCY_TYPES, Container, Job, JobSpec, JobStatus, System
 from cloudai.workloads.base import METRICS_FILE, JobContext, Workload
 
 log = logging.getLogger(__name__)
@@ -35,7 +35,9 @@ def build_spec(entry: RunEntry, workload: Workload, values: Mapping[str, Any], j
     cmd_args, env, num_nodes = split_knobs(values)
     context = JobContext(job_dir=job_dir, num_nodes=num_nodes, extra_cmd_args=entry.extra_cmd_args)
     argv = workload.argv(cmd_args, context)
-    return JobSpec(name, tuple(argv), job_dir, env, entry.time_limit_s, num_nodes)
+    image = workload.container_image(cmd_args)
+    container = Container(image, entry.extra_container_mounts) if image else None
+    return JobSpec(name, tuple(argv), job_dir, env, entry.time_limit_s, num_nodes, container)
 
 
 def plain_values(entry: RunEntry) -> dict[str, Any]:
