@@ -9,7 +9,7 @@ Three table kinds, told apart by the header (as CloudAI's ``osu_bench`` report d
 
 Columns keep CloudAI's names (``size``, ``avg_lat``, ``mb_sec``, ``messages_sec``; ours for the
 full listing: ``min_lat``, ``max_lat``, ``iterations``). Metrics are the values of the *last* row
-(the largest message size); ``default`` is ``avg_lat`` for latency tables and ``mb_sec`` otherwise.
+(the largest message size) without a NaN cell; ``default`` is ``avg_lat`` for latency tables and ``mb_sec`` otherwise.
 Contract: ``parse(text)`` never raises; ``verdict`` says why a run's numbers cannot be used.
 """
 
@@ -81,13 +81,20 @@ def verdict(result: OsuResult) -> str | None:
         return "the OSU results table has no rows (see stderr.txt)"
     if result.partial_line:
         return f"OSU output is cut short after {len(result.rows)} rows: {result.partial_line!r}"
-    if not math.isfinite(result.rows[-1][1]):
-        return f"OSU's last row (size {int(result.rows[-1][0])} B) has no value (NaN)"
+    if _last_complete(result) is None:
+        return f"every one of the {len(result.rows)} OSU rows has a NaN cell"
     return None
 
 
+def _last_complete(result: OsuResult) -> tuple[float, ...] | None:
+    return next((row for row in reversed(result.rows) if all(math.isfinite(v) for v in row)), None)
+
+
 def metrics(result: OsuResult) -> dict[str, float]:
-    last = dict(zip(result.columns, result.rows[-1], strict=True))
+    row = _last_complete(result)
+    if row is None:
+        return {}
+    last = dict(zip(result.columns, row, strict=True))
     last.pop("size")
     last.pop("iterations", None)
     headline = "avg_lat" if "avg_lat" in last else "mb_sec"

@@ -9,7 +9,7 @@
 Contract: ``parse(text)`` never raises; ``verdict`` says why a run's numbers cannot be used.
 Metrics follow CloudAI (``default`` = ``time-avg``, ``time-max``: the *first* size's values, since
 CloudAI tunes one message size at a time), plus ``time-min`` and ``bw-avg``/``bw-max``/``bw-min``
-(GB/s) of the same row.
+(GB/s) of the same row. A row with a NaN cell is kept in the table but never chosen.
 """
 
 from __future__ import annotations
@@ -68,13 +68,19 @@ def verdict(result: UccResult) -> str | None:
         return "no ucc_perftest results table in stdout.txt (see stderr.txt)"
     if result.partial_line:
         return f"ucc_perftest output is cut short after {len(result.rows)} rows: {result.partial_line!r}"
-    if not math.isfinite(result.rows[0][2]):
-        return f"ucc_perftest's first row has no average time (NaN): size {int(result.rows[0][1])} B"
+    if _first_complete(result) is None:
+        return f"every one of the {len(result.rows)} ucc_perftest rows has a NaN cell"
     return None
 
 
+def _first_complete(result: UccResult) -> tuple[float, ...] | None:
+    return next((row for row in result.rows if all(math.isfinite(v) for v in row)), None)
+
+
 def metrics(result: UccResult) -> dict[str, float]:
-    first = result.rows[0]
+    first = _first_complete(result)
+    if first is None:
+        return {}
     return {
         "default": first[2],
         "time-avg": first[2],
