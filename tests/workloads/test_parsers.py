@@ -69,7 +69,8 @@ def test_nccl_wrong_values_fail_the_trial_naming_size_and_placement(tmp_path: Pa
 
 
 def test_nccl_out_of_bounds_alone_fails_the_trial() -> None:
-    text = (DATA / "nccl_all_reduce.txt").read_text().replace("Out of bounds values : 0 OK", "Out of bounds values : 2 FAILED")
+    good = (DATA / "nccl_all_reduce.txt").read_text()
+    text = good.replace("Out of bounds values : 0 OK", "Out of bounds values : 2 FAILED")
     assert nccl_parse.verdict(nccl_parse.parse(text)) == "nccl-tests reported Out of bounds values: 2"
 
 
@@ -107,7 +108,7 @@ def test_nccl_output_without_a_table_is_a_failure_not_a_crash(tmp_path: Path, te
 
 
 def test_nccl_missing_stdout_is_a_failure(tmp_path: Path) -> None:
-    with pytest.raises(WorkloadError, match="no stdout.txt"):
+    with pytest.raises(WorkloadError, match=r"no stdout\.txt"):
         NcclTest().read_metrics(job_with(tmp_path, None))
 
 
