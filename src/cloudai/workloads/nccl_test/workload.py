@@ -103,7 +103,7 @@ class NcclTest(Workload):
 
     def read_metrics(self, job_dir: Path) -> dict[str, float]:
         result = parse.parse(read_stdout(job_dir, "nccl-tests"))
-        write_csv(job_dir / CSV_FILE, parse.COLUMNS, (row.cells() for row in result.rows))
+        write_csv(job_dir / CSV_FILE, parse.COLUMNS, result.rows)
         problem = parse.verdict(result)
         if problem:
             raise WorkloadError(problem)
