@@ -37,7 +37,8 @@ def build_spec(entry: RunEntry, workload: Workload, values: Mapping[str, Any], j
     argv = workload.argv(cmd_args, context)
     image = workload.container_image(cmd_args)
     container = Container(image, entry.extra_container_mounts) if image else None
-    return JobSpec(name, tuple(argv), job_dir, env, entry.time_limit_s, num_nodes, container)
+    ntasks = workload.ntasks(cmd_args)
+    return JobSpec(name, tuple(argv), job_dir, env, entry.time_limit_s, num_nodes, container, ntasks)
 
 
 def plain_values(entry: RunEntry) -> dict[str, Any]:

@@ -157,3 +157,24 @@ def test_empty_image_means_no_container(tmp_path: Path) -> None:
     (tests / "n.toml").write_text('name = "n"\ntest_template_name = "NcclTest"\n[cmd_args]\ndocker_image_url = ""\n')
     [script] = dry_run(tmp_path, SLURM_EXAMPLE, tests, one_entry("n"))
     assert "--container" not in script.read_text()
+
+
+def test_a_binary_without_mpi_is_one_task_with_g(tmp_path: Path) -> None:
+    """CloudAI's single-process rule (``nccl_test_all_reduce.toml`` runs ``all_reduce_perf``)."""
+    srun = (GOLDEN / "nccl_test_all_reduce.sbatch").read_text().splitlines()[-1]
+    assert srun.startswith("srun --export=ALL --ntasks=1 --container-image=")
+    assert " all_reduce_perf --nthreads 1 -g 1 --minbytes 128 --maxbytes 16G " in srun
+
+
+def test_single_sbatch_steps_run_in_their_containers(tmp_path: Path) -> None:
+    from cloudai.config.slurm import SlurmSystemConfig
+    from cloudai.config.system import load_system
+    from cloudai.systems.base import Container, JobSpec
+    from cloudai.systems.slurm.single_sbatch import ScriptStep, render_single_sbatch
+
+    config = load_system(SLURM_EXAMPLE)
+    assert isinstance(config, SlurmSystemConfig)
+    spec = JobSpec("Tests.1.0", ("all_reduce_perf", "-g", "1"), tmp_path / "job", container=Container("img"), ntasks=1)
+    text = render_single_sbatch([ScriptStep(spec)], config, tmp_path, "s")
+    assert "srun --export=ALL --ntasks=1 -N 1 --job-name=Tests.1.0" in text
+    assert "--container-image=img --container-mounts=" in text and "--no-container-mount-home all_reduce_perf -g 1" in text

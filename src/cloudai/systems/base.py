@@ -68,6 +68,7 @@ class JobSpec:
     time_limit_s: float | None = None
     num_nodes: int = 1
     container: Container | None = None
+    ntasks: int | None = None  # processes the command needs when it fixes them (1: not an MPI program)
 
 
 @dataclass(eq=False)

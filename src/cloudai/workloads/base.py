@@ -10,6 +10,8 @@ A workload is system-agnostic: it never starts processes itself. Contract:
   step without running anything), or None.
 * ``container_image(args)`` is the image the command must run in (CloudAI's ``docker_image_url``),
   or None; the system decides how (Slurm: pyxis ``srun --container-image``; standalone: not at all).
+* ``ntasks(args)``: 1 for a command that is not an MPI program (Slurm then runs one task, not one
+  per allocated task), else None.
 * ``read_metrics(job_dir)`` reads ``metrics.json`` (``{"name": number}``; ``default`` is the
   headline metric) and raises ``WorkloadError`` when it is missing or malformed.
 """
@@ -56,6 +58,11 @@ class Workload(ABC):
         return None
 
     def container_image(self, args: Mapping[str, Any]) -> str | None:
+        return None
+
+    def ntasks(self, args: Mapping[str, Any]) -> int | None:
+        """How many processes the command must run as, when it fixes that (1: not an MPI program); None: the
+        system's own (Slurm: one per task of the allocation)."""
         return None
 
     def validate(self, space: Space, *, file: Path | None, prefix: str) -> list[Problem]:

@@ -16,6 +16,7 @@ from cloudai.config.slurm import SlurmSystemConfig
 from cloudai.config.timelimit import format_time_limit
 from cloudai.systems.base import DEPENDENCY_TYPES, JobSpec
 from cloudai.systems.slurm.container import container_flags, container_note
+from cloudai.systems.slurm.tasks import with_ntasks
 
 SCRIPT_NAME = "sbatch.sh"
 STDOUT = "stdout.txt"
@@ -109,5 +110,6 @@ def render_sbatch(spec: JobSpec, config: SlurmSystemConfig, dependencies: Sequen
     lines.append(f"cd {shlex.quote(str(job_dir))}")
     lines.append("")
     lines += container_note(spec, config)
-    lines.append(" ".join([*srun_prefix(config, container_flags(spec, config)), shlex.join(spec.argv)]))
+    srun = with_ntasks(srun_prefix(config, container_flags(spec, config)), spec)
+    lines.append(" ".join([*srun, shlex.join(spec.argv)]))
     return "\n".join(lines) + "\n"

@@ -2,7 +2,9 @@
 
 The command is ``<subtest_name>`` then ``--<field> <value>`` for every other field in declaration
 order (``-x`` for a one-letter field), then any extra ``[cmd_args]`` keys CloudAI passes through
-(e.g. ``stepfactor = 2`` -> ``--stepfactor 2``), then ``extra_cmd_args``::
+(e.g. ``stepfactor = 2`` -> ``--stepfactor 2``), then ``extra_cmd_args``. A binary without ``_mpi``
+(``all_reduce_perf``) is one process: ``-g N`` for ``ngpus``, and one task on Slurm
+(``srun --ntasks=1`` in place of ``--mpi``). As CloudAI renders it::
 
     all_reduce_perf_mpi --nthreads 1 --ngpus 1 --minbytes 128 --maxbytes 4G --stepbytes 1M --op sum
         --datatype float --root 0 --iters 100 --warmup_iters 50 --agg_iters 1 --average 1
@@ -52,6 +54,11 @@ CSV_FILE = "nccl.csv"
 _NOT_FLAGS = ("docker_image_url", "subtest_name")
 
 
+def _single_process(subtest: str) -> bool:
+    """A binary without ``_mpi`` is one process driving ``-g`` GPUs (CloudAI: ``--ntasks=1``, ``-g N``)."""
+    return not subtest.endswith("_mpi")
+
+
 class NcclTestArgs(BaseModel):
     """CloudAI's fields, defaults and order (the order is the command line's). Unknown keys are
     passed to the binary as flags, as CloudAI does (``stepfactor``, ``minbytes``-style options it lacks)."""
@@ -92,14 +99,22 @@ class NcclTest(Workload):
 
     def argv(self, args: Mapping[str, Any], job: JobContext) -> list[str]:
         model = NcclTestArgs.model_validate(args)
+        single = _single_process(model.subtest_name)
         argv: list[str] = [model.subtest_name]
         for name, value in model.model_dump().items():
-            if name not in _NOT_FLAGS:
+            if name in _NOT_FLAGS or value is None:
+                continue
+            if name == "ngpus" and single:
+                argv += ["-g", str(value)]
+            else:
                 argv += [f"--{name}" if len(name) > 1 else f"-{name}", str(value)]
         return argv + cloudai_extra_args(job.extra_cmd_args)
 
     def container_image(self, args: Mapping[str, Any]) -> str | None:
         return NcclTestArgs.model_validate(args).docker_image_url or None
+
+    def ntasks(self, args: Mapping[str, Any]) -> int | None:
+        return 1 if _single_process(NcclTestArgs.model_validate(args).subtest_name) else None
 
     def read_metrics(self, job_dir: Path) -> dict[str, float]:
         result = parse.parse(read_stdout(job_dir, "nccl-tests"))
