@@ -38,6 +38,11 @@ id = "wrong"
 test_name = "nccl_base_test"
   [Tests.extra_env_vars]
   CLOUDAI_STANDIN_OUTPUT = "nccl_wrong.txt"
+[[Tests]]
+id = "cut"
+test_name = "nccl_base_test"
+  [Tests.extra_env_vars]
+  CLOUDAI_STANDIN_OUTPUT = "nccl_truncated.txt"
 """
 NCCL_ARGV = (
     "all_reduce_perf_mpi --nthreads 1 --ngpus 1 --minbytes 128 --maxbytes 4G --stepbytes 1M --op sum"
@@ -62,7 +67,7 @@ def jobs(run_dir: Path) -> dict[str, dict]:
 
 def check_three_workloads(run_dir: Path) -> None:
     records = jobs(run_dir)
-    assert {k: (v["status"], v["reason"]) for k, v in records.items() if k != "wrong"} == {
+    assert {k: (v["status"], v["reason"]) for k, v in records.items() if k not in ("wrong", "cut")} == {
         "nccl": ("ok", ""), "ucc": ("ok", ""), "osu": ("ok", "")
     }  # fmt: skip
     assert records["nccl"]["metrics"]["busbw"] == 136.5532
@@ -77,7 +82,7 @@ def check_three_workloads(run_dir: Path) -> None:
 
 
 @pytest.mark.usefixtures("standins")
-def test_standalone_runs_each_workload_and_fails_a_wrong_one(tmp_path: Path) -> None:
+def test_standalone_runs_each_workload_and_fails_wrong_or_cut_tables(tmp_path: Path) -> None:
     code, run_dir = run(tmp_path, SCENARIO + WRONG)
     assert code == 1  # one job failed
     check_three_workloads(run_dir)
@@ -85,6 +90,8 @@ def test_standalone_runs_each_workload_and_fails_a_wrong_one(tmp_path: Path) -> 
     assert (wrong["status"], wrong["metrics"]) == ("failed", {})
     assert wrong["reason"] == "nccl-tests found 3 wrong values (#wrong) at size 4096 B (in-place)"
     assert wrong["argv"][0] == "all_reduce_perf_mpi"  # run directly: no srun, no container
+    cut = jobs(run_dir)["cut"]
+    assert cut["status"] == "failed" and "stops after 12 rows (last size 262144 B)" in cut["reason"]
 
 
 @pytest.mark.usefixtures("standins")
