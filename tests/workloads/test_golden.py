@@ -179,3 +179,14 @@ def test_single_sbatch_steps_run_in_their_containers(tmp_path: Path) -> None:
     assert "srun --export=ALL --ntasks=1 -N 1 --job-name=Tests.1.0" in text
     assert "--container-image=img --container-mounts=" in text
     assert "--no-container-mount-home all_reduce_perf -g 1" in text
+
+
+def test_ucc_gen_and_numeric_sizes_render_as_cloudai() -> None:
+    from cloudai.workloads.base import JobContext
+    from cloudai.workloads.ucc_test import UCCTest
+
+    args = {"docker_image_url": "img", "collective": "alltoallv", "e": 8388608, "gen": "matrix:kind=random"}
+    argv = UCCTest().argv(args, JobContext(Path("."), extra_cmd_args={"-T": "", "--warmup": "5"}))
+    assert " ".join(argv) == (
+        "/opt/hpcx/ucc/bin/ucc_perftest -c alltoallv -b 1 -e 8388608 --gen matrix:kind=random -m cuda -F -T --warmup 5"
+    )

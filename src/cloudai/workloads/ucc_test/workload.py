@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, field_validator
 
 from cloudai.errors import WorkloadError
 from cloudai.workloads.base import JobContext, Workload, cloudai_extra_args, read_stdout, write_metrics
@@ -51,6 +51,12 @@ class UCCTestArgs(BaseModel):
     e: str = "8M"
     gen: str | None = None
     ucc_perftest_path: str = "/opt/hpcx/ucc/bin/ucc_perftest"
+
+    @field_validator("e", mode="before")
+    @classmethod
+    def _size_text(cls, value: Any) -> Any:
+        """``e = 8388608`` (a number) means the same as ``"8388608"``."""
+        return str(value) if isinstance(value, int) and not isinstance(value, bool) else value
 
 
 class UCCTest(Workload):
