@@ -547,6 +547,34 @@ case(
     files={"taken": b"a file"},
     args=RUN + ["--output-dir", "{case}/taken"],
 )
+# --- cluster workloads (NcclTest, UCCTest, OSUBench): their cmd_args are checked before anything runs
+NCCL = 'name = "nccl"\ntest_template_name = "NcclTest"\n[cmd_args]\n'
+NCCL_OK = 'name = "s"\n[[Tests]]\nid = "a"\ntest_name = "nccl"\n'
+case(
+    "nccl_unknown_subtest_name",
+    NCCL_OK,
+    ["Tests[0].cmd_args.subtest_name", "'all_reduce_perf_mpi'"],
+    tests={"nccl.toml": NCCL + 'subtest_name = "all_reduce_perf_mpii"\n'},
+    verify=["scenario.toml"],
+)
+case(
+    "osu_missing_benchmark",
+    NCCL_OK.replace('"nccl"', '"osu"'),
+    ["Tests[0].cmd_args.benchmark", "required field is missing"],
+    tests={
+        "osu.toml": 'name = "osu"\ntest_template_name = "OSUBench"\n[cmd_args]\ndocker_image_url = ""\n'
+        'benchmarks_dir = "/opt/osu"\n'
+    },
+    verify=["scenario.toml"],
+)
+case(
+    "slurm_unknown_container_runtime",
+    OK,
+    ["system.toml", "container_runtime"],
+    files={"system.toml": (SLURM + 'container_runtime = "enroot"\n' + PART).encode()},
+    args=RUN + ["--system-config", "{case}/system.toml"],
+    verify=["system.toml"],
+)
 
 shutil.rmtree(ROOT, ignore_errors=True)
 for i, c in enumerate(CASES, 1):

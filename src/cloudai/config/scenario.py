@@ -96,6 +96,7 @@ class RunEntry:
     agent: AgentSettings
     test_file: Path | None
     scenario_file: Path
+    extra_container_mounts: tuple[str, ...] = ()  # CloudAI's: more src:dst mounts for a containerized job
 
     @property
     def field_prefix(self) -> str:
@@ -191,6 +192,7 @@ def _merge(index: int, raw: ScenarioEntry, tests: dict[str, tuple[WorkloadConfig
         agent=_agent_settings(test, raw),
         test_file=test_file,
         scenario_file=path,
+        extra_container_mounts=(*test.extra_container_mounts, *raw.extra_container_mounts),
     )
 
 

@@ -8,7 +8,10 @@ uses for features we do not have (``cache_docker_images_locally``, ``data_reposi
 Ours: ``poll_interval_s`` (seconds between ``squeue`` calls; CloudAI's ``monitor_interval``
 is accepted but a 60 s default would make every trial a minute longer), ``max_concurrent_jobs``
 (as on standalone: how many jobs the runner keeps in the queue at once), ``exclusive``
-(``#SBATCH --exclusive``) and ``command_timeout_s`` (the cap on every Slurm command we run).
+(``#SBATCH --exclusive``), ``command_timeout_s`` (the cap on every Slurm command we run) and
+``container_runtime``: ``"pyxis"`` (CloudAI's only one: a job with an image runs under
+``srun --container-image``) or ``"none"`` (the cluster has no pyxis/enroot: every job runs on the
+host, its image ignored and named in a comment of the sbatch script).
 """
 
 from __future__ import annotations
@@ -62,9 +65,10 @@ class SlurmSystemConfig(BaseModel):
     poll_interval_s: float = Field(default=1.0, gt=0)
     max_concurrent_jobs: int = Field(default=8, ge=1)
     command_timeout_s: float = Field(default=60.0, gt=0)
+    container_runtime: Literal["pyxis", "none"] = "pyxis"
+    container_mount_home: bool = False  # False: --no-container-mount-home, as CloudAI renders
     # Accepted for CloudAI compatibility, unused here.
     cache_docker_images_locally: bool = False
-    container_mount_home: bool = False
     extra_transient_status_errors: list[str] = Field(default_factory=list)
     status_retry_pause_seconds: int = Field(default=10, ge=0)
     data_repository: dict[str, Any] | None = None

@@ -77,7 +77,7 @@ class WorkloadConfig(AgentFields):
     cmd_args: dict[str, Any] = Field(default_factory=dict)
     extra_env_vars: dict[str, Any] = Field(default_factory=dict)
     extra_cmd_args: dict[str, Any] | str = Field(default_factory=dict)
-    extra_container_mounts: list[str] = Field(default_factory=list)  # CloudAI field; no containers here
+    extra_container_mounts: list[str] = Field(default_factory=list)  # more src:dst mounts when in a container
 
 
 def load_tests(tests_dir: Path) -> dict[str, tuple[WorkloadConfig, Path]]:

@@ -22,7 +22,7 @@ from typing import Any
 from cloudai.config.scenario import RunEntry
 from cloudai.errors import WorkloadError
 from cloudai.space import entry_knobs, split_knobs
-from cloudai.systems.base import Job, JobSpec, JobStatus
+from cloudai.systems.base import Container, Job, JobSpec, JobStatus
 from cloudai.workloads.base import METRICS_FILE, JobContext, Workload
 
 
@@ -31,7 +31,10 @@ def build_spec(entry: RunEntry, workload: Workload, values: Mapping[str, Any], j
     cmd_args, env, num_nodes = split_knobs(values)
     context = JobContext(job_dir=job_dir, num_nodes=num_nodes, extra_cmd_args=entry.extra_cmd_args)
     argv = workload.argv(cmd_args, context)
-    return JobSpec(name, tuple(argv), job_dir, env, entry.time_limit_s, num_nodes)
+    image = workload.container_image(cmd_args)
+    container = Container(image, entry.extra_container_mounts) if image else None
+    ntasks = workload.ntasks(cmd_args)
+    return JobSpec(name, tuple(argv), job_dir, env, entry.time_limit_s, num_nodes, container, ntasks)
 
 
 def plain_values(entry: RunEntry) -> dict[str, Any]:

@@ -46,6 +46,18 @@ class JobStatus(StrEnum):
 
 
 @dataclass(frozen=True)
+class Container:
+    """The image a job asks to run in, and its own mounts (``src:dst``) beyond the system's.
+
+    A system that runs containers (Slurm with pyxis) honours it; one that does not (standalone,
+    Slurm with ``container_runtime = "none"``) runs the argv on the host.
+    """
+
+    image: str
+    mounts: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class JobSpec:
     """What to run. ``name`` is unique within a run and safe in file names and job names."""
 
@@ -55,6 +67,8 @@ class JobSpec:
     env: Mapping[str, str] = field(default_factory=dict)
     time_limit_s: float | None = None
     num_nodes: int = 1
+    container: Container | None = None
+    ntasks: int | None = None  # processes the command needs when it fixes them (1: not an MPI program)
 
 
 @dataclass(eq=False)

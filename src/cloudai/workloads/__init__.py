@@ -22,6 +22,9 @@ WORKLOADS: Registry[type[Workload]] = Registry(
         "Sleep": "cloudai.workloads.sleep:Sleep",
         "BashCmd": "cloudai.workloads.bash_cmd:BashCmd",
         "Synthetic": "cloudai.workloads.synthetic:Synthetic",
+        "NcclTest": "cloudai.workloads.nccl_test:NcclTest",
+        "UCCTest": "cloudai.workloads.ucc_test:UCCTest",
+        "OSUBench": "cloudai.workloads.osu_bench:OSUBench",
     },
 )
 

@@ -8,6 +8,10 @@ A workload is system-agnostic: it never starts processes itself. Contract:
   entries (never through a shell unless the workload *is* a shell command).
 * ``constraint(args)`` returns why a point is infeasible (recorded as a ``constraint``
   step without running anything), or None.
+* ``container_image(args)`` is the image the command must run in (CloudAI's ``docker_image_url``),
+  or None; the system decides how (Slurm: pyxis ``srun --container-image``; standalone: not at all).
+* ``ntasks(args)``: 1 for a command that is not an MPI program (Slurm then runs one task, not one
+  per allocated task), else None.
 * ``read_metrics(job_dir)`` reads ``metrics.json`` (``{"name": number}``; ``default`` is the
   headline metric) and raises ``WorkloadError`` when it is missing or malformed.
 """
@@ -16,6 +20,7 @@ from __future__ import annotations
 
 import json
 import math
+import shlex
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -29,6 +34,7 @@ from cloudai.errors import Problem, WorkloadError
 from cloudai.space import Categorical, Space
 
 METRICS_FILE = "metrics.json"
+STDOUT_FILE = "stdout.txt"
 
 
 @dataclass(frozen=True)
@@ -49,6 +55,14 @@ class Workload(ABC):
     def argv(self, args: Mapping[str, Any], job: JobContext) -> list[str]: ...
 
     def constraint(self, args: Mapping[str, Any]) -> str | None:
+        return None
+
+    def container_image(self, args: Mapping[str, Any]) -> str | None:
+        return None
+
+    def ntasks(self, args: Mapping[str, Any]) -> int | None:
+        """How many processes the command must run as, when it fixes that (1: not an MPI program); None: the
+        system's own (Slurm: one per task of the allocation)."""
         return None
 
     def validate(self, space: Space, *, file: Path | None, prefix: str) -> list[Problem]:
@@ -93,6 +107,36 @@ def read_metrics_file(path: Path) -> dict[str, float]:
             raise WorkloadError(f"{path.name}: metric '{key}' is {value!r}, not a finite number")
         metrics[str(key)] = float(value)
     return metrics
+
+
+def cloudai_extra_args(extra: Mapping[str, Any] | str) -> list[str]:
+    """``extra_cmd_args`` as CloudAI appends them: a string split like a shell would (never run by
+    one); a table ``{"--stepfactor": "2", "--flag": ""}`` as ``--stepfactor 2 --flag`` (keys verbatim)."""
+    if isinstance(extra, str):
+        return shlex.split(extra)
+    words: list[str] = []
+    for key, value in extra.items():
+        words += [str(key), str(value)] if value not in ("", None) else [str(key)]
+    return words
+
+
+def write_metrics(job_dir: Path, metrics: Mapping[str, float]) -> dict[str, float]:
+    """Keep the finite metrics, write them as ``metrics.json`` beside the tool's output, return them."""
+    kept = {name: float(value) for name, value in metrics.items() if math.isfinite(value)}
+    (job_dir / METRICS_FILE).write_text(json.dumps(kept, indent=1) + "\n")
+    return kept
+
+
+def read_stdout(job_dir: Path, tool: str) -> str:
+    """The job's ``stdout.txt``; ``WorkloadError`` naming ``tool`` when it is missing or empty."""
+    path = job_dir / STDOUT_FILE
+    try:
+        text = path.read_text(errors="replace")
+    except FileNotFoundError:
+        raise WorkloadError(f"no {STDOUT_FILE} was written: {tool} did not run") from None
+    if not text.strip():
+        raise WorkloadError(f"{tool} printed nothing ({STDOUT_FILE} is empty); see stderr.txt")
+    return text
 
 
 def _nested(flat: Mapping[str, Any]) -> dict[str, Any]:

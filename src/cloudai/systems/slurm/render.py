@@ -15,6 +15,8 @@ from pathlib import Path
 from cloudai.config.slurm import SlurmSystemConfig
 from cloudai.config.timelimit import format_time_limit
 from cloudai.systems.base import DEPENDENCY_TYPES, JobSpec
+from cloudai.systems.slurm.container import container_flags, container_note
+from cloudai.systems.slurm.tasks import with_ntasks
 
 SCRIPT_NAME = "sbatch.sh"
 STDOUT = "stdout.txt"
@@ -58,6 +60,7 @@ def sbatch_header(
         lines.append(f"#SBATCH --account={config.account}")
     if config.gpus_per_node:
         lines.append(f"#SBATCH --gpus-per-node={config.gpus_per_node}")
+        lines.append(f"#SBATCH --gres=gpu:{config.gpus_per_node}")  # CloudAI renders both
     if config.ntasks_per_node:
         lines.append(f"#SBATCH --ntasks-per-node={config.ntasks_per_node}")
     if time_limit_s:
@@ -106,5 +109,7 @@ def render_sbatch(spec: JobSpec, config: SlurmSystemConfig, dependencies: Sequen
     lines += export_lines(config.global_env_vars, spec.env)
     lines.append(f"cd {shlex.quote(str(job_dir))}")
     lines.append("")
-    lines.append(" ".join([*srun_prefix(config), shlex.join(spec.argv)]))
+    lines += container_note(spec, config)
+    srun = with_ntasks(srun_prefix(config, container_flags(spec, config)), spec)
+    lines.append(" ".join([*srun, shlex.join(spec.argv)]))
     return "\n".join(lines) + "\n"

@@ -23,8 +23,10 @@ from pathlib import Path
 
 from cloudai.config.slurm import SlurmSystemConfig
 from cloudai.systems.base import Job, JobSpec, JobStatus
+from cloudai.systems.slurm.container import container_flags
 from cloudai.systems.slurm.render import STDERR, STDOUT, export_lines, sbatch_header, srun_prefix, time_directive
 from cloudai.systems.slurm.system import SlurmSystem
+from cloudai.systems.slurm.tasks import with_ntasks
 
 SCRIPT_NAME = "single_sbatch.sh"
 STATUS_FILE = "step_status.txt"
@@ -92,8 +94,9 @@ def _step_lines(step: ScriptStep, config: SlurmSystemConfig, index: int) -> list
         flags.append(f"--time={time_directive(spec.time_limit_s)}")
     if step.stop_after:
         flags.append("--overlap")  # shares the allocation's CPUs with the foreground steps
+    flags += container_flags(spec, config)
     quoted_dir = shlex.quote(str(job_dir))
-    srun = " ".join([*srun_prefix(config, flags), shlex.join(spec.argv)])
+    srun = " ".join([*with_ntasks(srun_prefix(config, flags), spec), shlex.join(spec.argv)])
     body = [*export_lines(spec.env), f"cd {quoted_dir}", f"cloudai_step {quoted_dir} {srun}"]
     block = [f"mkdir -p {quoted_dir}", "(", *[f"    {line}" for line in body], ")"]
     if step.stop_after:

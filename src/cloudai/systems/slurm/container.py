@@ -1,0 +1,55 @@
+"""The pyxis/enroot part of an ``srun`` line: which image, which mounts, as CloudAI renders them.
+
+CloudAI's order (``SlurmCommandGenStrategy.gen_srun_prefix`` / ``container_mounts``)::
+
+    srun --export=ALL --mpi=pmix --container-image=IMG \\
+        --container-mounts=JOB:/cloudai_run_results,INSTALL:/cloudai_install,JOB[,extra...] \\
+        --no-container-mount-home ...
+
+``JOB`` is the job's own directory (CloudAI's test-run output dir), ``INSTALL`` the system's
+``install_path``; both absolute. ``extra`` are the test's ``extra_container_mounts``.
+``--no-container-mount-home`` is there unless the system sets ``container_mount_home = true``.
+
+A job without an image, or a system with ``container_runtime = "none"``, gets no flags: its argv
+runs on the host (the image is then named in a comment, so a dry-run shows what was dropped).
+"""
+
+from __future__ import annotations
+
+from cloudai.config.slurm import SlurmSystemConfig
+from cloudai.systems.base import JobSpec
+
+RESULTS_MOUNT = "/cloudai_run_results"
+INSTALL_MOUNT = "/cloudai_install"
+
+
+def container_mounts(spec: JobSpec, config: SlurmSystemConfig) -> list[str]:
+    """The ``--container-mounts`` entries, in CloudAI's order."""
+    job_dir = spec.job_dir.absolute()
+    extra = spec.container.mounts if spec.container else ()
+    return [
+        f"{job_dir}:{RESULTS_MOUNT}",
+        f"{config.install_path.absolute()}:{INSTALL_MOUNT}",
+        str(job_dir),
+        *extra,
+    ]
+
+
+def container_flags(spec: JobSpec, config: SlurmSystemConfig) -> list[str]:
+    """The srun flags that run ``spec`` in its container; none when it has none or the system runs none."""
+    if spec.container is None or config.container_runtime == "none":
+        return []
+    flags = [
+        f"--container-image={spec.container.image}",
+        f"--container-mounts={','.join(container_mounts(spec, config))}",
+    ]
+    if not config.container_mount_home:
+        flags.append("--no-container-mount-home")
+    return flags
+
+
+def container_note(spec: JobSpec, config: SlurmSystemConfig) -> list[str]:
+    """A comment line for the script when the job's image is dropped (``container_runtime = "none"``)."""
+    if spec.container is None or config.container_runtime != "none":
+        return []
+    return [f"# container_runtime = none: runs on the host, not in {spec.container.image}"]

@@ -1,0 +1,179 @@
+"""What every workload must do, built-in or plugin (after Optuna's ``optuna/testing/pytest_samplers.py``).
+
+``WorkloadContract`` needs three fixtures: ``workload`` (an instance), ``sample_args`` (one trial's
+valid scalar ``cmd_args``) and ``sample_output`` (files a finished job of that workload leaves in
+its job dir, ``{name: text}``; ``{}`` when it reports no metrics). A plugin gets the suite with
+
+    class TestMyWorkload(WorkloadContract):
+        @pytest.fixture
+        def workload(self) -> Workload:
+            return MyWorkload()
+
+        @pytest.fixture
+        def sample_args(self) -> dict[str, Any]:
+            return {"size": 4096}
+
+        @pytest.fixture
+        def sample_output(self) -> dict[str, str]:
+            return {"stdout.txt": "size 4096 time 1.5\\n"}
+
+The contract: a registered name; ``argv`` is a non-empty list of strings, the same for the same
+input, without touching the args; ``constraint`` and ``container_image`` answer None or a text;
+``validate`` accepts the sample; reading metrics never raises anything but ``WorkloadError`` (no
+output, garbage output) and, on the sample output, gives finite numbers under declared names
+(``default`` among them); the workload's module imports nothing of ``cloudai.systems``.
+"""
+
+from __future__ import annotations
+
+import copy
+import inspect
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pydantic import BaseModel
+
+from cloudai.errors import WorkloadError
+from cloudai.space import entry_knobs, parse_space
+from cloudai.workloads import WORKLOADS
+from cloudai.workloads.base import JobContext, Workload
+
+DATA = Path(__file__).resolve().parents[1] / "workloads" / "data"
+
+
+class WorkloadContract:
+    """The workload contract; subclasses provide ``workload``, ``sample_args`` and ``sample_output``."""
+
+    def job(self, tmp_path: Path, files: dict[str, str]) -> Path:
+        job_dir = tmp_path / "job"
+        job_dir.mkdir()
+        for name, text in files.items():
+            (job_dir / name).write_text(text)
+        return job_dir
+
+    def test_declares_a_name_and_its_args(self, workload: Workload) -> None:
+        assert isinstance(workload.name, str) and workload.name
+        assert workload.args_model is None or issubclass(workload.args_model, BaseModel)
+        declared = getattr(workload, "metrics", None)
+        if declared is not None:
+            assert "default" in declared and all(isinstance(m, str) for m in declared)
+
+    def test_argv_is_strings_deterministic_and_leaves_args_alone(
+        self, workload: Workload, sample_args: dict[str, Any], tmp_path: Path
+    ) -> None:
+        before = copy.deepcopy(sample_args)
+        context = JobContext(job_dir=tmp_path, num_nodes=2, extra_cmd_args="")
+        argv = workload.argv(sample_args, context)
+        assert argv and all(isinstance(word, str) for word in argv)
+        assert workload.argv(sample_args, context) == argv
+        assert sample_args == before
+
+    def test_constraint_and_image_answer_none_or_text(self, workload: Workload, sample_args: dict[str, Any]) -> None:
+        reason = workload.constraint(sample_args)
+        assert reason is None or (isinstance(reason, str) and reason)
+        image = workload.container_image(sample_args)
+        assert image is None or (isinstance(image, str) and image)
+
+    def test_validate_accepts_the_sample(self, workload: Workload, sample_args: dict[str, Any]) -> None:
+        space = parse_space(entry_knobs(sample_args, {}, 1))
+        assert workload.validate(space, file=None, prefix="Tests[0].cmd_args") == []
+
+    def test_an_empty_job_dir_is_a_workload_error(self, workload: Workload, tmp_path: Path) -> None:
+        with pytest.raises(WorkloadError):
+            workload.read_metrics(self.job(tmp_path, {}))
+
+    def test_garbage_output_is_a_workload_error(self, workload: Workload, tmp_path: Path) -> None:
+        garbage = "\x00\x01 12 3 nan N/A\n# Size\n1 2 3 4 5 6 7 8 9 10 11 12 13\n{not json\n"
+        with pytest.raises(WorkloadError):
+            workload.read_metrics(self.job(tmp_path, {"stdout.txt": garbage, "metrics.json": garbage}))
+
+    def test_sample_output_gives_finite_declared_metrics(
+        self, workload: Workload, sample_output: dict[str, str], tmp_path: Path
+    ) -> None:
+        if not sample_output:
+            pytest.skip(f"{workload.name} reports no metrics")
+        metrics = workload.read_metrics(self.job(tmp_path, sample_output))
+        assert "default" in metrics and all(math.isfinite(v) for v in metrics.values())
+        declared = getattr(workload, "metrics", None)
+        assert declared is None or set(metrics) <= set(declared)
+
+    def test_knows_nothing_of_systems(self, workload: Workload) -> None:
+        module = inspect.getmodule(type(workload))
+        assert module is not None
+        assert "cloudai.systems" not in inspect.getsource(module)
+
+
+SAMPLES: dict[str, tuple[dict[str, Any], dict[str, str]]] = {
+    "Sleep": ({"seconds": 0}, {}),
+    "BashCmd": ({"cmd": "true"}, {}),
+    "Synthetic": ({"algo": "tree"}, {"metrics.json": '{"default": 1.5, "bus_bw": 80.0}'}),
+    "NcclTest": ({"minbytes": "128", "stepfactor": 2}, {"stdout.txt": (DATA / "nccl_all_reduce.txt").read_text()}),
+    "UCCTest": ({"docker_image_url": "img"}, {"stdout.txt": (DATA / "ucc_alltoall.txt").read_text()}),
+    "OSUBench": (
+        {"docker_image_url": "img", "benchmarks_dir": "/osu", "benchmark": "osu_bw"},
+        {"stdout.txt": (DATA / "osu_bw.txt").read_text()},
+    ),
+}
+
+
+class TestBuiltinWorkloads(WorkloadContract):
+    @pytest.fixture(params=sorted(SAMPLES))
+    def name(self, request: pytest.FixtureRequest) -> str:
+        return request.param
+
+    @pytest.fixture
+    def workload(self, name: str) -> Workload:
+        return WORKLOADS.get(name)()
+
+    @pytest.fixture
+    def sample_args(self, name: str) -> dict[str, Any]:
+        return copy.deepcopy(SAMPLES[name][0])
+
+    @pytest.fixture
+    def sample_output(self, name: str) -> dict[str, str]:
+        return SAMPLES[name][1]
+
+
+def test_every_builtin_is_under_contract() -> None:
+    assert set(WORKLOADS.names()) >= set(SAMPLES)
+    assert {n for n in WORKLOADS.names() if not n.startswith("_")} <= set(SAMPLES) | plugin_names()
+
+
+def plugin_names() -> set[str]:
+    """Workloads installed as plugins (``cloudai.workloads`` entry points): each tests itself."""
+    from importlib.metadata import entry_points
+
+    return {ep.name for ep in entry_points(group="cloudai.workloads")}
+
+
+def user_guide_code() -> str:
+    """The plugin code of USER_GUIDE.md's "Writing a workload plugin" section."""
+    guide = (Path(__file__).resolve().parents[2] / "USER_GUIDE.md").read_text()
+    section = guide.split("### Writing a workload plugin", 1)[1]
+    return section.split("```python\n", 1)[1].split("```", 1)[0]
+
+
+def user_guide_example() -> type[Workload]:
+    """The USER_GUIDE plugin, executed as written."""
+    namespace: dict[str, Any] = {}
+    exec(compile(user_guide_code(), "USER_GUIDE.md", "exec"), namespace)
+    return namespace["MyBench"]
+
+
+class TestUserGuidePlugin(WorkloadContract):
+    @pytest.fixture
+    def workload(self) -> Workload:
+        return user_guide_example()()
+
+    @pytest.fixture
+    def sample_args(self) -> dict[str, Any]:
+        return {"size": 64}
+
+    @pytest.fixture
+    def sample_output(self) -> dict[str, str]:
+        return {"stdout.txt": "time 1.5\n"}
+
+    def test_knows_nothing_of_systems(self, workload: Workload) -> None:
+        assert "cloudai.systems" not in user_guide_code()  # defined by exec: no module source to read
