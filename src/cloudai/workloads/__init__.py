@@ -19,6 +19,7 @@ WORKLOADS: Registry[type[Workload]] = Registry(
         "Sleep": "cloudai.workloads.sleep:Sleep",
         "BashCmd": "cloudai.workloads.bash_cmd:BashCmd",
         "Synthetic": "cloudai.workloads.synthetic:Synthetic",
+        "Fio": "cloudai.workloads.fio:Fio",
     },
 )
 
