@@ -25,9 +25,9 @@ import time
 from pathlib import Path
 
 from cloudai.config.test import EnvParamSpec
-from cloudai.env_params import EnvParamSampler
+from cloudai.envs.env_params import EnvParamSampler
 from cloudai.space import Categorical, Range, Space
-from cloudai.trajectory import TrajectoryWriter
+from cloudai.trajectory.records import TrajectoryWriter
 
 SPACE = Space({}, (Categorical("background_load", (0.0, 0.5, 0.9)), Range("jitter", 0.0, 0.3)))
 SPECS = {"background_load": EnvParamSpec(weights=[0.5, 0.3, 0.2]), "jitter": EnvParamSpec(distribution="uniform")}

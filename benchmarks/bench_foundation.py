@@ -46,13 +46,14 @@ def _scenario(root: Path) -> tuple[Path, Path, Path]:
 
 
 def _cloudai_per_job(root: Path) -> float:
-    from cloudai import pipeline
-    from cloudai.runner import PlainRunner
+    from cloudai.plan.load import build_system, load_plan
+    from cloudai.run.plain import PlainRunner
+    from cloudai.run.rundir import create_run_dir
 
     system_file, tests, scenario = _scenario(root)
-    plan = pipeline.load_plan(system_file, tests, scenario)
-    system = pipeline.build_system(plan.system_config)
-    run_dir = pipeline.create_run_dir(root / "results", plan.scenario.name)
+    plan = load_plan(system_file, tests, scenario)
+    system = build_system(plan.system_config)
+    run_dir = create_run_dir(root / "results", plan.scenario.name)
     runner = PlainRunner(system, plan.workloads(), run_dir, max_concurrent=1)
     start = time.perf_counter()
     outcome = runner.run(plan.scenario)

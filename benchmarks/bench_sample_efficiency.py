@@ -23,7 +23,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from cloudai.agents import AGENTS
-from cloudai.gym.base import BaseGym, Feedback, Observation
+from cloudai.envs.base import BaseGym, Feedback, Observation
 from cloudai.space import Categorical, Range, Space
 
 PENALTY = -1.0

@@ -120,8 +120,8 @@ def stop(proc: subprocess.Popen[str]) -> None:
 def serve_in_process() -> None:
     """``--in-process``: serve a fast in-process env with the same app, print a banner like ``cloudai serve``."""
     from cloudai.errors import Interrupted
-    from cloudai.gym.serve import create_app
-    from cloudai.gym.serve_run import bind, run
+    from cloudai.serve.app import create_app
+    from cloudai.serve.run import bind, run
 
     env = _fast_env()
     sock = bind("127.0.0.1", 0)
@@ -131,7 +131,7 @@ def serve_in_process() -> None:
 
 
 def _fast_env() -> Any:
-    from cloudai.gym.base import BaseGym
+    from cloudai.envs.base import BaseGym
     from cloudai.space import Range, Space
 
     class Quadratic(BaseGym):

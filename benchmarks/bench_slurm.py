@@ -23,7 +23,7 @@ from pathlib import Path
 
 from cloudai.config.slurm import SlurmSystemConfig
 from cloudai.config.system import StandaloneSystemConfig
-from cloudai.runner import finish_job
+from cloudai.jobs.spec import finish_job
 from cloudai.systems.base import Job, JobSpec, System
 from cloudai.systems.slurm.system import SlurmSystem
 from cloudai.systems.standalone import StandaloneSystem

@@ -19,7 +19,7 @@ import click
 from cloudai.errors import CloudAIError, ConfigError
 
 if TYPE_CHECKING:
-    from cloudai.pipeline import Plan
+    from cloudai.plan.load import Plan
     from cloudai.systems.base import System
 
 _VERBOSE = {"on": False}
@@ -114,35 +114,32 @@ def run(
     resume: Path | None,
 ) -> None:
     """Run a scenario: plain tests as jobs, agent-driven tests through their agent."""
-    from cloudai import pipeline
+    from cloudai.run.plain import run_plain
+    from cloudai.run.rundir import create_run_dir, output_root, write_run_manifest
 
     plan, system = _prepare(system_config, tests_dir, test_scenario, single_sbatch, verbose, log_file)
     system.check()
     if resume is not None:  # plain runs too: never write into another scenario's results
-        from cloudai.dse import check_resume
+        from cloudai.run.dse import check_resume
 
         check_resume(plan, resume)
-    run_dir = (
-        resume
-        if resume is not None
-        else pipeline.create_run_dir(pipeline.output_root(plan, output_dir), plan.scenario.name)
-    )
+    run_dir = resume if resume is not None else create_run_dir(output_root(plan, output_dir), plan.scenario.name)
     if resume is None:
-        pipeline.write_run_manifest(plan, run_dir)
+        write_run_manifest(plan, run_dir)
     _sigterm_as_interrupt()
     click.echo(f"Running scenario '{plan.scenario.name}' on {system.name}; results in {run_dir}")
     try:
         if single_sbatch:
-            from cloudai.single_sbatch_run import run_single_sbatch
+            from cloudai.run.single_sbatch import run_single_sbatch
 
             code = run_single_sbatch(plan, run_dir, system, click.echo)
         elif plan.agent_driven:
-            from cloudai.dse import resume_command, run_agent_entries
+            from cloudai.run.dse import resume_command, run_agent_entries
 
             again = resume_command(system_config, tests_dir, test_scenario, run_dir)
             code = run_agent_entries(plan, run_dir, system, click.echo, resume is not None, resume_command=again)
         else:
-            code = pipeline.run_plain(plan, run_dir, system)
+            code = run_plain(plan, run_dir, system)
     except ConfigError:  # bad input only found once the run began (e.g. a live server's constructor)
         if resume is None and not _has_results(run_dir):
             shutil.rmtree(run_dir, ignore_errors=True)  # bad input leaves no output dir behind
@@ -168,21 +165,22 @@ def dry_run(
     log_file: Path | None,
 ) -> None:
     """Validate everything and write what would run into the results dir, without running it."""
-    from cloudai import pipeline
+    from cloudai.run.plain import dry_run_plain
+    from cloudai.run.rundir import create_run_dir, output_root, write_run_manifest
 
     plan, system = _prepare(system_config, tests_dir, test_scenario, single_sbatch, verbose, log_file)
-    run_dir = pipeline.create_run_dir(pipeline.output_root(plan, output_dir), plan.scenario.name)
-    pipeline.write_run_manifest(plan, run_dir)
+    run_dir = create_run_dir(output_root(plan, output_dir), plan.scenario.name)
+    write_run_manifest(plan, run_dir)
     if single_sbatch:
-        from cloudai.single_sbatch_run import dry_run_single_sbatch
+        from cloudai.run.single_sbatch import dry_run_single_sbatch
 
         dry_run_single_sbatch(plan, run_dir, system, click.echo)
     elif plan.agent_driven:
-        from cloudai.dse import dry_run_agent_entries
+        from cloudai.run.dry_run import dry_run_entries
 
-        dry_run_agent_entries(plan, run_dir, system, click.echo)
+        dry_run_entries(plan, run_dir, system, click.echo)
     else:
-        pipeline.dry_run_plain(plan, run_dir, system, click.echo)
+        dry_run_plain(plan, run_dir, system, click.echo)
     click.echo(f"Dry run: nothing was run; scripts in {run_dir}")
 
 
@@ -193,7 +191,7 @@ def dry_run(
 def verify_configs(paths: tuple[Path, ...], tests_dir: Path | None, verbose: bool, log_file: Path | None) -> None:
     """Validate system, test and scenario files (or directories of them); report every error."""
     _setup_logging(verbose, log_file)
-    from cloudai.verify import verify_paths
+    from cloudai.plan.verify import verify_paths
 
     checked, problems = verify_paths(list(paths), tests_dir)
     for problem in problems:
@@ -206,7 +204,7 @@ def verify_configs(paths: tuple[Path, ...], tests_dir: Path | None, verbose: boo
 def list_() -> None:
     """List the workloads, agents, reward functions and systems available."""
     from cloudai.agents import AGENTS
-    from cloudai.rewards import REWARDS
+    from cloudai.envs.rewards import REWARDS
     from cloudai.systems import SYSTEMS
     from cloudai.workloads import WORKLOADS
 
@@ -249,21 +247,21 @@ def serve(
     import os
 
     _setup_logging(verbose, log_file)
-    from cloudai.gym import serve_run
     from cloudai.gym.from_toml import load_env
-    from cloudai.gym.serve import create_app
+    from cloudai.serve.app import create_app
+    from cloudai.serve.run import bind, run
 
     token = os.environ.get(token_var) or None
     if token is None and host not in ("127.0.0.1", "localhost", "::1"):
         click.echo(f"warning: serving on {host} without a token; set {token_var} to require one", err=True)
-    sock = serve_run.bind(host, port)
+    sock = bind(host, port)
     loaded = load_env(tests_dir, test_scenario, test_id, system_config=system_config, output_dir=output_dir)
     app = create_app(loaded.env, name=loaded.checked.entry.id, token=token, max_sessions=max_sessions)
     url = f"http://{host if ':' not in host else f'[{host}]'}:{sock.getsockname()[1]}"
     auth = f"bearer token from ${token_var}" if token else "no auth"
     click.echo(f"Serving '{loaded.checked.entry.id}' at {url} ({auth}); results in {loaded.trial_dir}")
     try:
-        serve_run.run(app, sock)  # until SIGINT/SIGTERM: raises Interrupted (exit 130)
+        run(app, sock)  # until SIGINT/SIGTERM: raises Interrupted (exit 130)
     finally:
         click.echo(f"Stopped. Results: {loaded.trial_dir}")
 
@@ -292,16 +290,16 @@ def _prepare(
 ) -> tuple[Plan, System]:
     """Logging set up, every file loaded and checked, flags checked, the system built: nothing written yet."""
     _setup_logging(verbose, log_file)
-    from cloudai import pipeline
+    from cloudai.plan.load import build_system, load_plan
 
-    plan = pipeline.load_plan(system_config, tests_dir, test_scenario)
+    plan = load_plan(system_config, tests_dir, test_scenario)
     _check_flags(plan, single_sbatch)
-    return plan, pipeline.build_system(plan.system_config)
+    return plan, build_system(plan.system_config)
 
 
 def _check_flags(plan: Any, single_sbatch: bool) -> None:
     """Flag combinations the plan cannot honour (e.g. ``--single-sbatch`` with live RL): exit 2, nothing written."""
-    from cloudai.dse_checks import check_single_sbatch
+    from cloudai.plan.route import check_single_sbatch
 
     problems = check_single_sbatch(plan.checked, single_sbatch, getattr(plan.system_config, "scheduler", ""))
     if problems:

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from cloudai.agents.base import AgentConfig, BaseAgent
-from cloudai.gym.base import BaseGym, Feedback, Observation
+from cloudai.envs.base import BaseGym, Feedback, Observation
 from cloudai.space import Categorical, Range, Space
 
 Point = dict[str, Any]

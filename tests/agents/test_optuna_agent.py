@@ -10,7 +10,7 @@ from pydantic import ValidationError
 from cloudai.agents.base import AgentConfig
 from cloudai.agents.optuna_agent import OptunaAgent, OptunaConfig
 from cloudai.agents.random_search import RandomSearchAgent
-from cloudai.gym.base import Feedback
+from cloudai.envs.base import Feedback
 from cloudai.space import Categorical, Range, Space
 
 SEEDS = range(5)

@@ -102,7 +102,7 @@ def test_random_search_samples_env_params() -> None:
 def _randomized(make_gym: Any, space: Space, **kwargs: Any) -> Any:
     """A FunctionGym whose environment samples env_params (a sampler over a knob outside the action space)."""
     from cloudai.config.test import EnvParamSpec
-    from cloudai.env_params import EnvParamSampler
+    from cloudai.envs.env_params import EnvParamSampler
 
     sampler = EnvParamSampler({"load": EnvParamSpec()}, Space({}, (Categorical("load", (0, 1)),)), 0)
     env = make_gym(space, zero, **kwargs)

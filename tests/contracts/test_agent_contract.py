@@ -21,7 +21,7 @@ import pytest
 
 from cloudai.agents import AGENTS
 from cloudai.agents.base import AgentConfig, BaseAgent
-from cloudai.gym.base import BaseGym, Feedback, Observation
+from cloudai.envs.base import BaseGym, Feedback, Observation
 from cloudai.space import Categorical, Range, Space
 
 SPACE = Space(

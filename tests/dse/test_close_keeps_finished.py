@@ -8,7 +8,7 @@ from pathlib import Path
 
 from tests.gym_adapter.tomls import write_synthetic
 
-from cloudai.gym.env import CloudAIGymEnv
+from cloudai.envs.offline import CloudAIGymEnv
 from cloudai.gym.from_toml import make
 
 

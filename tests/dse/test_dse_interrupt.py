@@ -16,7 +16,7 @@ import pytest
 from tests.dse.conftest import Case
 
 from cloudai.config.test import EnvParamSpec
-from cloudai.env_params import EnvParamSampler
+from cloudai.envs.env_params import EnvParamSampler
 from cloudai.space import Categorical, Space
 
 TEST = """name = "x"

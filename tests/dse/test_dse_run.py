@@ -12,7 +12,7 @@ from tests.dse.conftest import Case, invoke
 
 from cloudai.agents import AGENTS
 from cloudai.agents.base import BaseAgent
-from cloudai.gym.base import Feedback, Observation
+from cloudai.envs.base import Feedback, Observation
 from cloudai.workloads import WORKLOADS
 from cloudai.workloads.bash_cmd import BashCmd
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from cloudai.gym.base import Feedback
-from cloudai.progress import StepProgress
+from cloudai.envs.base import Feedback
+from cloudai.run.progress import StepProgress
 
 
 def _fb(step: int, reward: float, status: str = "ok") -> Feedback:

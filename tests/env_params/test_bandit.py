@@ -14,9 +14,9 @@ from cloudai.agents.bandit import BanditAgent, BanditConfig
 from cloudai.agents.base import AgentConfig, BaseAgent
 from cloudai.agents.random_search import RandomSearchAgent
 from cloudai.config.test import EnvParamSpec
-from cloudai.env_params import EnvParamSampler
+from cloudai.envs.base import BaseGym, Feedback, Observation
+from cloudai.envs.env_params import EnvParamSampler
 from cloudai.errors import ConfigError
-from cloudai.gym.base import BaseGym, Feedback, Observation
 from cloudai.space import Categorical, Range, Space
 from cloudai.workloads.synthetic_model import evaluate, expected, infeasible
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from cloudai.best import regime_notes
 from cloudai.config.test import EnvParamSpec
-from cloudai.env_params import EnvParamSampler
-from cloudai.gym.base import Feedback
+from cloudai.envs.base import Feedback
+from cloudai.envs.env_params import EnvParamSampler
+from cloudai.run.best import regime_notes
 from cloudai.space import Categorical, Range, Space
 
 SPACE = Space({}, (Categorical("load", (0.0, 0.5, 0.9)), Range("jitter", 0.0, 0.3)))

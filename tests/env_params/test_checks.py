@@ -11,8 +11,8 @@ from cloudai.agents import AGENTS
 from cloudai.cli import cli
 from cloudai.config.scenario import load_scenario
 from cloudai.config.test import load_tests
-from cloudai.env_params import check_env_params
 from cloudai.errors import ConfigError, Problem
+from cloudai.plan.env_param_checks import check_env_params
 from cloudai.space import entry_knobs, parse_space
 
 HEAD = """name = "x"

@@ -11,7 +11,7 @@ from tests.conftest import CONF
 from tests.dse.conftest import Case, invoke
 
 from cloudai.config.test import EnvParamSpec
-from cloudai.env_params import EnvParamSampler
+from cloudai.envs.env_params import EnvParamSampler
 from cloudai.space import Categorical, Space
 
 # 8 actions x 2 loads; chunk 8192 x 16 channels is infeasible (constraint); fail_rate fails some points for good

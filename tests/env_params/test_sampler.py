@@ -14,8 +14,8 @@ import pytest
 
 from cloudai.config.scenario import load_scenario
 from cloudai.config.test import EnvParamSpec, load_tests
-from cloudai.env_params import EnvParamSampler, env_seed
-from cloudai.gym.spaces import ObsLeafDescriptor
+from cloudai.envs.env_params import EnvParamSampler, env_seed
+from cloudai.gymserver.spaces import ObsLeafDescriptor
 from cloudai.space import Categorical, Range, Space
 
 SPACE = Space(
@@ -95,7 +95,7 @@ def test_different_seeds_differ() -> None:
 def test_draws_do_not_depend_on_the_process_hash_seed() -> None:
     """Python salts ``hash()`` per process; a resumed run in a new process must draw the same values."""
     code = (
-        "from cloudai.config.test import EnvParamSpec; from cloudai.env_params import EnvParamSampler;"
+        "from cloudai.config.test import EnvParamSpec; from cloudai.envs.env_params import EnvParamSampler;"
         "from cloudai.space import Categorical, Space;"
         "s = EnvParamSampler({'x': EnvParamSpec()}, Space({}, (Categorical('x', tuple(range(1000))),)), 0);"
         "print([s.sample(i)['x'] for i in range(1, 20)])"

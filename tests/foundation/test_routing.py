@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from cloudai import pipeline
 from cloudai.errors import ConfigError
+from cloudai.plan.load import Plan, load_plan
 
 SYNTHETIC = 'test_template_name = "Synthetic"\nagent_steps = 2\n'
 CASES = {
@@ -20,14 +20,14 @@ CASES = {
 }
 
 
-def _plan(tmp_path: Path, tests: dict[str, tuple[str, str]]) -> pipeline.Plan:
+def _plan(tmp_path: Path, tests: dict[str, tuple[str, str]]) -> Plan:
     (tmp_path / "tests").mkdir()
     entries = []
     for i, (name, (test_body, entry_body)) in enumerate(tests.items()):
         (tmp_path / "tests" / f"t{i}.toml").write_text(f'name = "t{i}"\n{SYNTHETIC}{test_body}')
         entries.append(f'[[Tests]]\nid = "{name}"\ntest_name = "t{i}"\n{entry_body}')
     (tmp_path / "s.toml").write_text('name = "s"\n' + "".join(entries))
-    return pipeline.load_plan(None, tmp_path / "tests", tmp_path / "s.toml")
+    return load_plan(None, tmp_path / "tests", tmp_path / "s.toml")
 
 
 @pytest.mark.parametrize("case", list(CASES))

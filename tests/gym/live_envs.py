@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from cloudai.gym.examples import ServingSim
-from cloudai.gym.spaces import ContinuousSpace
+from cloudai.gymserver.spaces import ContinuousSpace
 
 ECHO_METRICS = ["load_scale", "seed", "t", "x", "z"]
 

@@ -132,7 +132,7 @@ FACTORY_ERRORS = {
     "no_module": (LIVE + 'env_class = "nosuch_pkg.Sim"\n', "no module 'nosuch_pkg'"),
     "no_class": (LIVE + 'env_class = "cloudai.gym.examples.ServingSimm"\n',
                  "has no class 'ServingSimm'.*\\n  hint: did you mean 'ServingSim'"),
-    "no_protocol": (LIVE + 'env_class = "cloudai.gym.spaces.ContinuousSpace"\n',
+    "no_protocol": (LIVE + 'env_class = "cloudai.gymserver.spaces.ContinuousSpace"\n',
                     "does not implement GymServer: no action_space, observation_space, reset, step"),
     "not_class": (LIVE + 'env_class = "cloudai.gym.examples.METRICS"\n', "is a list, not a class"),
     "bad_kwarg": ("[cmd_args]\n" + SERVING + "[cmd_args.env_kwargs]\nhorizn = 3\n",

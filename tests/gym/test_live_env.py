@@ -12,13 +12,13 @@ import pytest
 from gymnasium.utils.env_checker import check_env
 from tests.gym.live_envs import EchoEnv, FailingSim
 
+from cloudai.envs.live import LiveGymEnv
 from cloudai.errors import GymServerError
 from cloudai.gym.examples import ServingSim
 from cloudai.gym.from_toml import load_env
-from cloudai.gym.live import LiveGymEnv
 from cloudai.gym.registration import ENV_ID, register_envs
-from cloudai.gym.server import GymServer
-from cloudai.gym.spaces import ContinuousSpace
+from cloudai.gymserver.protocol import GymServer
+from cloudai.gymserver.spaces import ContinuousSpace
 
 
 def write(root: Path, agent: str, cmd_args: str) -> tuple[Path, Path]:

@@ -10,10 +10,10 @@ from collections.abc import Iterator
 import pytest
 from tests.gym.servers import OpenEnvServer, held_port
 
+from cloudai.envs.servers import create_gym_server
 from cloudai.errors import ConfigError, GymServerError
-from cloudai.gym.remote import RemoteGymServer
-from cloudai.gym.server import create_gym_server
-from cloudai.gym.spaces import ContinuousSpace
+from cloudai.gymserver.spaces import ContinuousSpace
+from cloudai.remote.client import RemoteGymServer
 
 pytestmark = pytest.mark.slow  # each module starts openenv servers (seconds each)
 
@@ -147,7 +147,7 @@ def test_auth_and_capacity(monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCa
                 second.reset()
             assert full.value.call == "reset" and server.url in str(full.value)
             assert first.step(ACTION)[1] == 4.0  # the first session is unaffected
-            assert token not in repr(first) and token not in str(vars(first).get("_closed_why"))
+            assert token not in repr(first) and token not in str(vars(first._wire).get("_closed_why"))
     assert token not in caplog.text
 
 
@@ -162,7 +162,7 @@ def test_waits_for_a_server_that_is_not_up_yet(caplog: pytest.LogCaptureFixture)
                 tried.set()
 
     handler = Seen(logging.DEBUG)
-    logger = logging.getLogger("cloudai.gym.remote")
+    logger = logging.getLogger("cloudai.remote.client")
     logger.addHandler(handler)
     logger.setLevel(logging.DEBUG)
     result: list[object] = []
@@ -197,7 +197,7 @@ def test_server_killed_mid_run() -> None:
 
 
 def test_unknown_transport_is_named_at_validation() -> None:
-    from cloudai.gym.server import validate_live_rl_args
+    from cloudai.envs.servers import validate_live_rl_args
 
     problems = validate_live_rl_args(
         {"live_rl_mode": True, "env_url": "http://127.0.0.1:9", "env_transport": "grpc"}, "t.toml"

@@ -11,8 +11,9 @@ import pytest
 from tests.gym.servers import SCHEMA, ok_json, raw_server
 
 from cloudai.errors import ConfigError, GymServerError
-from cloudai.gym.remote import RemoteGymServer, field_space
-from cloudai.gym.spaces import ContinuousSpace
+from cloudai.gymserver.spaces import ContinuousSpace
+from cloudai.remote.client import RemoteGymServer
+from cloudai.remote.schema import field_space
 
 HEALTHY = {"/health": ok_json({"status": "healthy"}), "/schema": ok_json(SCHEMA)}
 OBSERVATION = json.dumps({"type": "observation", "data": {"observation": {"y": 1.5}, "reward": 2, "done": False}})

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from cloudai.gym.base import BaseGym, Observation
+from cloudai.envs.base import BaseGym, Observation
 from cloudai.space import Categorical, Range, Space
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from cloudai.gym.examples import ServingSim
-from cloudai.gym.spaces import ObsLeafDescriptor
+from cloudai.gymserver.spaces import ObsLeafDescriptor
 
 
 class StructuredServingSim(ServingSim):

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from cloudai.atomicfile import atomic_write
-from cloudai.trajectory import TrajectoryWriter, read_trajectory
+from cloudai.trajectory.records import TrajectoryWriter, read_trajectory
 
 
 def test_each_row_is_flushed_and_fsynced_env_row_first(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -29,7 +29,7 @@ def test_each_row_is_flushed_and_fsynced_env_row_first(tmp_path: Path, monkeypat
         real_fsync(fd)
 
     writer = TrajectoryWriter(tmp_path, ["load"])
-    monkeypatch.setattr("cloudai.trajectory.os.fsync", observed)
+    monkeypatch.setattr("cloudai.trajectory.records.os.fsync", observed)
     for step in (1, 2, 3):
         synced.clear()
         writer.append(step=step, episode=1, action={"x": step}, reward=1.0, observation=[1.0], status="ok",

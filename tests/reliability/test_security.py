@@ -26,8 +26,8 @@ from tests.conftest import REPO, cloudai
 from cloudai.config.scenario import load_scenario
 from cloudai.config.system import StandaloneSystemConfig
 from cloudai.errors import ConfigError
-from cloudai.pipeline import create_run_dir
-from cloudai.runner import job_dir
+from cloudai.jobs.spec import job_dir
+from cloudai.run.rundir import create_run_dir
 from cloudai.systems.base import JobSpec
 from cloudai.systems.standalone import StandaloneSystem
 from cloudai.workloads.base import JobContext

@@ -152,7 +152,7 @@ def test_an_unexpected_header_is_a_note_not_a_crash(tmp_path: Path) -> None:
 
 
 def test_files_written_by_the_real_trajectory_writer_are_read_back(tmp_path: Path) -> None:
-    writer_module = pytest.importorskip("cloudai.trajectory")
+    writer_module = pytest.importorskip("cloudai.trajectory.records")
     writer = writer_module.TrajectoryWriter(tmp_path, ["load", "sharp"])
     for n, (threads, load) in enumerate([(4, 0.0), (8, 0.5), (8, 0.9)], start=1):
         status = "failed" if n == 2 else "ok"

@@ -19,7 +19,7 @@ from typing import IO, Any
 import httpx
 import uvicorn
 
-from cloudai.gym.serve_run import bind
+from cloudai.serve.run import bind
 
 
 def wait_healthy(url: str, token: str | None = None, timeout: float = 60.0) -> None:

@@ -18,7 +18,7 @@ from tests.conftest import cloudai
 from tests.gym_adapter.tomls import write_tomls
 from tests.serve.serving import ServeProcess, wait_healthy
 
-from cloudai.gym.remote import RemoteGymServer
+from cloudai.remote.client import RemoteGymServer
 
 pytestmark = pytest.mark.slow  # three real processes, a dozen real trials
 
@@ -92,7 +92,7 @@ def test_http_transport_runs_the_episode_on_a_server_that_keeps_state(tmp_path: 
         with RemoteGymServer(server.url, transport="http") as remote:  # and no WebSocket session is ever opened
             remote.reset()
             _, _, _, info = remote.step({"algo": "tree", "threads": 4})
-            assert remote._ws is None and info["server_observation"]
+            assert remote._wire.ws is None and info["server_observation"]
         server.stop(signal.SIGTERM)
     (client_file,) = (tmp_path / "client" / "out").glob("*/Tests.remote/0/trajectory.csv")
     by_client, served = rows(client_file), rows(server.trial_dir / "trajectory.csv")

@@ -14,7 +14,7 @@ from tests.serve.serving import served
 from websockets.exceptions import InvalidStatus
 from websockets.sync.client import connect
 
-from cloudai.gym.serve import create_app
+from cloudai.serve.app import create_app
 
 POINT = {"algo": "nvls", "use_cuda": True, "chunk_kb": 4096, "ratio": 0.5}
 

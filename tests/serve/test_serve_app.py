@@ -12,7 +12,7 @@ from starlette.testclient import TestClient
 from starlette.websockets import WebSocketDisconnect
 from tests.gym_adapter.knob_gym import KnobGym, StructuredKnobGym, discrete_space, mixed_space
 
-from cloudai.gym.serve import create_app
+from cloudai.serve.app import create_app
 
 POINT = {"algo": "tree", "use_cuda": False, "chunk_kb": 128, "ratio": 0.25}
 

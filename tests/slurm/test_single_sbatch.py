@@ -110,8 +110,8 @@ def test_sigint_cancels_the_allocation(tmp_path: Path, write: Callable[[str, str
 
 def test_order_puts_end_post_comp_first_and_reports_cycles(tmp_path: Path, write: Callable[[str, str], Path]) -> None:
     from cloudai.errors import ConfigError
-    from cloudai.pipeline import load_plan
-    from cloudai.single_sbatch_run import ordered
+    from cloudai.plan.load import load_plan
+    from cloudai.run.single_sbatch import ordered
 
     def entry(name: str, *deps: tuple[str, str]) -> str:
         text = f'[[Tests]]\nid = "{name}"\ntest_name = "sleep_1"\n'

@@ -23,7 +23,7 @@ gives one empty context: a plain, non-contextual bandit. One trial at a time
 
 Failed, timed-out and infeasible steps count as pulls with their (penalty) reward; steps
 replayed on ``--resume`` are learned from like any other. ``best_per_context()`` gives each
-regime's best arm and ``best_notes()`` the lines ``cloudai.dse`` adds to best.toml.
+regime's best arm and ``best_notes()`` the lines ``cloudai.run.dse`` adds to best.toml.
 """
 
 from __future__ import annotations
@@ -36,10 +36,10 @@ import numpy as np
 from pydantic import Field
 
 from cloudai.agents.base import AgentConfig, BaseAgent
-from cloudai.gym.base import BaseGym, Feedback, Observation
+from cloudai.envs.base import BaseGym, Feedback, Observation
 
 if TYPE_CHECKING:
-    from cloudai.env_params import Regime
+    from cloudai.envs.env_params import Regime
 
 _RANDOM_TRIES = 64  # random draws for an untried arm before enumerating the grid
 

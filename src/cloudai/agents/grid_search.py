@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from cloudai.agents.base import AgentConfig, BaseAgent
-from cloudai.gym.base import BaseGym, Feedback, Observation
+from cloudai.envs.base import BaseGym, Feedback, Observation
 
 
 class GridSearchAgent(BaseAgent):

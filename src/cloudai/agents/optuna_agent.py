@@ -26,7 +26,7 @@ from optuna.distributions import BaseDistribution, CategoricalDistribution, Floa
 from pydantic import Field
 
 from cloudai.agents.base import AgentConfig, BaseAgent
-from cloudai.gym.base import BaseGym, Feedback, Observation
+from cloudai.envs.base import BaseGym, Feedback, Observation
 from cloudai.space import Categorical, Range
 
 _INFEASIBLE = "cloudai_infeasible"  # constraint key: > 0 for failed/timeout/constraint steps

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from cloudai.agents.base import AgentConfig, BaseAgent
-from cloudai.gym.base import BaseGym, Feedback, Observation
+from cloudai.envs.base import BaseGym, Feedback, Observation
 from cloudai.space import Categorical, Range
 
 _MAX_REDRAWS = 100

@@ -2,7 +2,7 @@
 
 Everything that can be known from the files alone is checked here (ids, references,
 dependency cycles, time limits); checks that need a registry (workload args, agents,
-rewards) live in ``cloudai.validation``.
+rewards) live in ``cloudai.plan.route``.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from cloudai.config.test import AgentFields, EnvParamSpec, WorkloadConfig
 from cloudai.config.timelimit import parse_time_limit
 from cloudai.config.tomlfile import read_toml, validate
 from cloudai.errors import ConfigError, Problem, did_you_mean
-from cloudai.space import is_range
+from cloudai.space import ENV_PREFIX, NUM_NODES, is_range
 
 DependencyType = Literal["start_post_init", "start_post_comp", "end_post_comp"]
 _SAFE_ID = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.:+-]*$")
@@ -100,6 +100,12 @@ class RunEntry:
     @property
     def field_prefix(self) -> str:
         return f"Tests[{self.index}]"
+
+    def knob_field(self, name: str) -> str:
+        """The TOML path of a knob, for messages: ``Tests[0].cmd_args.algo``."""
+        if name.startswith(ENV_PREFIX) or name == NUM_NODES:
+            return f"{self.field_prefix}.{name}"
+        return f"{self.field_prefix}.cmd_args.{name}"
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,7 @@ class EnvParamSpec(BaseModel):
     from them: ``weights`` for a list (uniform when omitted), ``distribution`` for a range
     (``uniform`` by default, ``loguniform`` when the range has ``log = true``; ``normal`` needs
     ``mean`` and ``std`` and is clipped to [low, high]). What this model checks needs no
-    ``cmd_args``; the checks against them live in ``cloudai.env_params.check_env_params``.
+    ``cmd_args``; the checks against them live in ``cloudai.plan.env_param_checks.check_env_params``.
     """
 
     model_config = ConfigDict(extra="forbid")

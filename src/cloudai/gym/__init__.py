@@ -1,4 +1,13 @@
-"""Environments agents step through: the offline DSE env, live ``GymServer``s, the Gymnasium adapter.
+"""The Gymnasium front door: a cloudai test as a ``gymnasium.Env`` for outside trainers.
+
+``make``/``load_env`` build a test's env from TOML (through ``plan`` and ``run``, like ``cloudai run``),
+``GymnasiumAdapter`` and the action wrappers (``GridActions``, ``UnitBoxActions``) give it Gymnasium's
+spaces, and ``examples.ServingSim`` is the shipped in-process ``GymServer``. The names of the
+``GymServer`` protocol (``gymserver``), the env helpers (``envs``) and the OpenEnv client
+(``remote``) are re-exported here for convenience.
+
+May import every stage below it (``run``, ``plan``, ``envs``, ``remote``, ``gymserver``, ...); nothing
+but ``cli`` imports it.
 
 Importing this package imports nothing heavy (no httpx, websockets, fastapi, gymnasium): the
 names below load their module on first access. Importing it registers ``cloudai/Test-v0``
@@ -13,21 +22,22 @@ from typing import TYPE_CHECKING, Any
 from cloudai.gym.registration import register_on_import
 
 if TYPE_CHECKING:
+    from cloudai.envs.servers import create_gym_server, validate_live_rl_args
     from cloudai.gym.adapter import GymnasiumAdapter
     from cloudai.gym.examples import ServingSim
     from cloudai.gym.flatten import GridActions, UnitBoxActions
     from cloudai.gym.from_toml import load_env, make
-    from cloudai.gym.remote import RemoteGymServer
-    from cloudai.gym.server import GymServer, create_gym_server, validate_live_rl_args
-    from cloudai.gym.spaces import ContinuousSpace, ObsLeafDescriptor
+    from cloudai.gymserver.protocol import GymServer
+    from cloudai.gymserver.spaces import ContinuousSpace, ObsLeafDescriptor
+    from cloudai.remote.client import RemoteGymServer
 
 _EXPORTS = {
-    "ContinuousSpace": "cloudai.gym.spaces",
-    "ObsLeafDescriptor": "cloudai.gym.spaces",
-    "GymServer": "cloudai.gym.server",
-    "create_gym_server": "cloudai.gym.server",
-    "validate_live_rl_args": "cloudai.gym.server",
-    "RemoteGymServer": "cloudai.gym.remote",
+    "ContinuousSpace": "cloudai.gymserver.spaces",
+    "ObsLeafDescriptor": "cloudai.gymserver.spaces",
+    "GymServer": "cloudai.gymserver.protocol",
+    "create_gym_server": "cloudai.envs.servers",
+    "validate_live_rl_args": "cloudai.envs.servers",
+    "RemoteGymServer": "cloudai.remote.client",
     "ServingSim": "cloudai.gym.examples",
     "GymnasiumAdapter": "cloudai.gym.adapter",
     "GridActions": "cloudai.gym.flatten",

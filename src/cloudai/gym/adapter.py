@@ -9,7 +9,7 @@ Spaces (from ``env.define_action_space()``; fixed knobs are not part of the acti
 ``decode_action`` turns a space sample into the knob values a native agent would send;
 ``encode_action`` is its exact inverse for every value of the space (a candidate of a
 categorical knob, a number in [low, high], integral for an int range) and raises
-``ConfigError`` for anything else (``cloudai.gym.knobs.validate_point``, the check ``cloudai
+``ConfigError`` for anything else (``cloudai.envs.knobs.validate_point``, the check ``cloudai
 serve`` also applies to values that arrive over the wire).
 
 The observation is a flat float32 ``Box`` (one unbounded slot per ``agent_metrics`` name,
@@ -38,9 +38,9 @@ import gymnasium
 import numpy as np
 from gymnasium import spaces
 
+from cloudai.envs.base import BaseGym
+from cloudai.envs.knobs import ObsLeaf, candidate_index, observation_leaves, validate_point
 from cloudai.errors import ConfigError
-from cloudai.gym.base import BaseGym
-from cloudai.gym.knobs import ObsLeaf, candidate_index, observation_leaves, validate_point
 from cloudai.space import Categorical, Space
 
 

@@ -27,7 +27,7 @@ import random
 from typing import Any
 
 from cloudai.errors import GymServerError
-from cloudai.gym.spaces import ContinuousSpace
+from cloudai.gymserver.spaces import ContinuousSpace
 
 BATCH_SIZES = [1, 2, 4, 8, 16, 32, 64, 128]
 NUM_SEQS = [16, 32, 64, 128, 256, 512]

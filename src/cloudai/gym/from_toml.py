@@ -3,7 +3,7 @@
     import gymnasium, cloudai.gym
     env = gymnasium.make("cloudai/Test-v0", tests_dir="conf/test", scenario="conf/scenario/x.toml")
 
-``load_env`` loads and validates the scenario (``pipeline.load_plan``), picks the
+``load_env`` loads and validates the scenario (``load_plan``), picks the
 agent-driven entry (``test_id``, or the only one), creates the results dir
 ``<output>/<scenario>_<timestamp>/`` with its ``run.json``, and builds the test's env,
 which records every trial in ``<test id>/0/trajectory.csv`` there. Nothing is written
@@ -25,10 +25,10 @@ from typing import TYPE_CHECKING, Any
 from cloudai.errors import ConfigError, did_you_mean
 
 if TYPE_CHECKING:
+    from cloudai.envs.base import BaseGym
     from cloudai.gym.adapter import GymnasiumAdapter
-    from cloudai.gym.base import BaseGym
-    from cloudai.pipeline import Plan
-    from cloudai.validation import CheckedEntry
+    from cloudai.plan.load import Plan
+    from cloudai.plan.route import CheckedEntry
 
 
 @dataclass(frozen=True)
@@ -65,8 +65,8 @@ def pick_entry(plan: Plan, test_id: str | None) -> CheckedEntry:
 
 def _with_overrides(plan: Plan, checked: CheckedEntry, overrides: dict[str, Any]) -> CheckedEntry:
     from cloudai.config.scenario import deep_merge
+    from cloudai.plan.route import check_scenario
     from cloudai.space import unflatten
-    from cloudai.validation import check_scenario
 
     entry = dataclasses.replace(checked.entry, cmd_args=deep_merge(checked.entry.cmd_args, unflatten(overrides)))
     scenario = dataclasses.replace(plan.scenario, entries=(entry,))
@@ -83,9 +83,10 @@ def load_env(
     **overrides: Any,
 ) -> LoadedEnv:
     """Validate, pick the entry, create the results dir, build the env (see the module docstring)."""
-    from cloudai import pipeline
+    from cloudai.plan.load import load_plan
+    from cloudai.run.rundir import create_run_dir, output_root, write_run_manifest
 
-    plan = pipeline.load_plan(None if system_config is None else Path(system_config), Path(tests_dir), Path(scenario))
+    plan = load_plan(None if system_config is None else Path(system_config), Path(tests_dir), Path(scenario))
     checked = pick_entry(plan, test_id)
     if overrides:
         checked = _with_overrides(plan, checked, overrides)
@@ -94,15 +95,15 @@ def load_env(
             scenario=dataclasses.replace(plan.scenario, entries=(checked.entry,)),
             checked={checked.entry.id: checked},
         )
-    root = pipeline.output_root(plan, None if output_dir is None else Path(output_dir))
-    run_dir = pipeline.create_run_dir(root, plan.scenario.name)
-    pipeline.write_run_manifest(plan, run_dir)
+    root = output_root(plan, None if output_dir is None else Path(output_dir))
+    run_dir = create_run_dir(root, plan.scenario.name)
+    write_run_manifest(plan, run_dir)
     return LoadedEnv(_build(plan, checked, run_dir), checked, run_dir)
 
 
 def _build(plan: Plan, checked: CheckedEntry, run_dir: Path) -> BaseGym:
-    """The DSE helper's builder for one entry (``cloudai.dse``)."""
-    from cloudai.dse import build_env
+    """The DSE helper's builder for one entry (``cloudai.run.dse``)."""
+    from cloudai.run.dse import build_env
 
     return build_env(plan, checked, run_dir)
 

@@ -2,8 +2,8 @@
 
 A row that does not parse (wrong field count, bad JSON, unknown status, a step not above the previous one)
 is dropped and described in ``Trajectory.notes``: the last line of an interrupted run is usually torn (a last
-line without its newline is never committed, as in ``cloudai.trajectory``), and a report of the completed steps
-beats no report. Unlike ``cloudai.trajectory.read_trajectory`` (the strict reader ``--resume`` needs), damage
+line without its newline is never committed, as in ``cloudai.trajectory.records``), and a report of the completed steps
+beats no report. Unlike ``cloudai.trajectory.records.read_trajectory`` (the strict reader ``--resume`` needs), damage
 in the middle is a note here, not an error. ``env.csv`` rows are joined by step into ``Step.env``.
 Plain Python records rather than a DataFrame: 10 000 steps is small, and the types stay exact.
 """
@@ -73,7 +73,8 @@ def read_trajectory(path: Path) -> Trajectory:
     rows = list(csv.reader(io.StringIO(text)))
     traj = Trajectory()
     if len(rows) > 1 and not text.endswith("\n"):
-        rows[-1] = []  # no newline: the writer never committed this row, parseable or not (as cloudai.trajectory)
+        # no newline: the writer never committed this row, parseable or not (as cloudai.trajectory.records)
+        rows[-1] = []
     if not rows or tuple(rows[0]) != COLUMNS:
         found = rows[0] if rows else "(empty file)"
         traj.notes.append(f"{path.name}: unexpected header {found}; expected {','.join(COLUMNS)}")

@@ -1,14 +1,13 @@
 """Load-time checks of an agent-driven entry: agent, reward, metrics, agent_config, steps, env_params.
 
-Called from ``cloudai.validation`` for every agent-driven entry, before anything is
+Called from ``cloudai.plan.route`` for every agent-driven entry, before anything is
 written, so each problem is reported at once with exit code 2 and no results dir. The
-helpers ``agent_space`` and ``default_steps`` are shared with ``cloudai.dse`` so that the
+helpers ``agent_space`` and ``default_steps`` are shared with ``cloudai.run.dse`` so that the
 run does exactly what validation accepted.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from pydantic import ValidationError
@@ -16,15 +15,14 @@ from pydantic import ValidationError
 from cloudai.agents import AGENTS
 from cloudai.config.scenario import RunEntry
 from cloudai.config.tomlfile import problems_from
-from cloudai.env_params import check_env_params
+from cloudai.envs.rewards import REWARDS
 from cloudai.errors import ConfigError, Problem
-from cloudai.rewards import REWARDS
+from cloudai.plan.env_param_checks import check_env_params
 from cloudai.space import Range, Space
 from cloudai.workloads import WORKLOADS
 
 if TYPE_CHECKING:
     from cloudai.agents.base import AgentConfig, BaseAgent
-    from cloudai.validation import CheckedEntry
 
 
 def agent_space(entry: RunEntry, space: Space) -> Space:
@@ -83,46 +81,11 @@ def check_agent_entry(entry: RunEntry, space: Space, live: bool) -> list[Problem
         problems += _check_space(entry, space, agent_cls)
     problems += check_env_params(entry, space, agent_cls)
     if live:
-        from cloudai.gym.server import validate_live_rl_args
+        from cloudai.envs.servers import validate_live_rl_args
 
         problems += validate_live_rl_args(entry.cmd_args, file, prefix=f"{prefix}.cmd_args")
     if live and entry.agent.steps is None:
         problems.append(Problem(file, f"{prefix}.agent_steps", "live RL needs agent_steps", "add agent_steps = N"))
-    return problems
-
-
-def check_single_sbatch(
-    checked: Mapping[str, CheckedEntry], single_sbatch: bool, scheduler: str = "slurm"
-) -> list[Problem]:
-    """``--single-sbatch`` renders one Slurm batch script up front, grids unrolled: it needs a Slurm
-    system, and no live environment or range without grid_points can live in it."""
-    if not single_sbatch:
-        return []
-    problems = [
-        Problem(
-            str(c.entry.scenario_file),
-            f"{c.entry.field_prefix}.cmd_args.live_rl_mode",
-            f"test '{c.entry.id}' is live RL, which cannot run with --single-sbatch",
-            "drop --single-sbatch, or run the live-RL test in its own scenario",
-        )
-        for c in checked.values()
-        if c.live_rl
-    ]
-    problems += [
-        Problem(
-            str(c.entry.scenario_file),
-            _knob_field(c.entry, d.name),
-            f"--single-sbatch unrolls the grid of '{c.entry.id}', but '{d.name}' is a range without grid_points",
-            "add grid_points = N to the range, or drop --single-sbatch",
-        )
-        for c in checked.values()
-        if c.agent_driven and not c.live_rl
-        for d in agent_space(c.entry, c.space).dims
-        if isinstance(d, Range) and d.grid_points is None
-    ]
-    if scheduler != "slurm":
-        hint = 'pass --system-config with scheduler = "slurm", or drop --single-sbatch'
-        problems.append(Problem(None, "scheduler", f"--single-sbatch needs a Slurm system, not '{scheduler}'", hint))
     return problems
 
 
@@ -151,7 +114,7 @@ def _check_space(entry: RunEntry, space: Space, agent_cls: type[BaseAgent]) -> l
                 problems.append(
                     Problem(
                         file,
-                        _knob_field(entry, dim.name),
+                        entry.knob_field(dim.name),
                         f"{agent_cls.name} cannot use the range '{dim.name}' without grid_points",
                         'add grid_points = N to the range, or use agent = "random_search" or "optuna"',
                     )
@@ -166,9 +129,3 @@ def _check_space(entry: RunEntry, space: Space, agent_cls: type[BaseAgent]) -> l
             )
         )
     return problems
-
-
-def _knob_field(entry: RunEntry, name: str) -> str:
-    from cloudai.validation import knob_field
-
-    return knob_field(entry, name)

@@ -1,7 +1,7 @@
 """``GymServer``: a running environment a live-RL trial steps, and the factory that finds one.
 
 In live-RL mode a trial is one step of a live environment (an inference server retuned
-online, a simulator, a remote sandbox). ``cloudai.gym.live.LiveGymEnv`` reaches it only through this
+online, a simulator, a remote sandbox). ``cloudai.envs.live.LiveGymEnv`` reaches it only through this
 protocol. Call order: ``action_space()``/``observation_space()`` any time, then
 ``reset(seed, options)`` before the first ``step`` and after every ``done=True``, then
 ``step(action)`` until ``done``; ``close()`` (optional) once at the end.
@@ -27,10 +27,10 @@ import importlib
 import inspect
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
 from cloudai.errors import ConfigError, Problem, did_you_mean
-from cloudai.gym.spaces import ContinuousSpace, ObsLeafDescriptor
+from cloudai.gymserver.protocol import GymServer
 from cloudai.space import is_range
 
 # cmd_args keys that configure the connection/factory, never knobs or constructor kwargs.
@@ -51,26 +51,6 @@ EXAMPLE_CLASS = "cloudai.gym.examples.ServingSim"
 TRANSPORTS = ("ws", "http")
 _DOTTED = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)+$")
 _ENV_VAR = re.compile(r"^[A-Za-z_]\w*$")
-
-
-@runtime_checkable
-class GymServer(Protocol):
-    """A live environment; see the module docstring for the call order. ``close()`` is optional."""
-
-    def action_space(self) -> dict[str, list[Any] | ContinuousSpace]: ...
-
-    def observation_space(self) -> list[str] | dict[str, ObsLeafDescriptor]: ...
-
-    def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[list[float], dict]: ...
-
-    def step(self, action: dict[str, Any]) -> tuple[list[float], float, bool, dict]: ...
-
-
-def close_server(server: GymServer) -> None:
-    """Call the server's optional ``close()`` if it has one."""
-    close = getattr(server, "close", None)
-    if callable(close):
-        close()
 
 
 def create_gym_server(
@@ -267,7 +247,7 @@ def _import_class(value: str, field: str) -> type:
         raise ConfigError(
             f"{value} does not implement GymServer: no {', '.join(missing)}",
             field=field,
-            hint=f"a GymServer has {', '.join(REQUIRED_METHODS)} (see cloudai.gym.server)",
+            hint=f"a GymServer has {', '.join(REQUIRED_METHODS)} (see cloudai.gymserver.protocol)",
         )
     reset = inspect.signature(getattr(cls, "reset")).parameters  # noqa: B009 (checked above)
     if "options" not in reset and not any(p.kind == p.VAR_KEYWORD for p in reset.values()):
@@ -284,7 +264,7 @@ def _missing_methods(obj: object) -> list[str]:
 
 
 def _remote(cmd_args: Mapping[str, Any], metrics: Sequence[str] | None) -> GymServer:
-    from cloudai.gym.remote import RemoteGymServer
+    from cloudai.remote.client import RemoteGymServer
 
     fields = {k: v for k, v in cmd_args.items() if k not in RESERVED_ARGS and not k.startswith("env_kwargs.")}
     return RemoteGymServer(

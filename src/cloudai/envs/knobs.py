@@ -11,13 +11,13 @@ import numbers
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
+from cloudai.envs.base import BaseGym
 from cloudai.errors import ConfigError
-from cloudai.gym.base import BaseGym
 from cloudai.space import Categorical, Range, Space
 
 
 class ObsLeaf(Protocol):
-    """What the adapter reads of an ``ObsLeafDescriptor`` (``cloudai.gym.spaces``)."""
+    """What the adapter reads of an ``ObsLeafDescriptor`` (``cloudai.gymserver.spaces``)."""
 
     @property
     def kind(self) -> str: ...

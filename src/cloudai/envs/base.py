@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from cloudai.space import Space
 
 if TYPE_CHECKING:
-    from cloudai.env_params import EnvParamSampler
+    from cloudai.envs.env_params import EnvParamSampler
 
 Observation = list[float]
 

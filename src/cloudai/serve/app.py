@@ -19,7 +19,7 @@ Differences from a stock OpenEnv server, each on purpose:
   an action with an unknown, missing, fixed or out-of-space knob -> ``VALIDATION_ERROR``
   (422 over HTTP).
 
-How the process runs (threads, signals, shutdown): ``cloudai.gym.serve_run``.
+How the process runs (threads, signals, shutdown): ``cloudai.serve.run``.
 """
 
 from __future__ import annotations
@@ -33,11 +33,11 @@ from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from cloudai.envs.base import BaseGym
+from cloudai.envs.knobs import observation_leaves, validate_point
 from cloudai.errors import CloudAIError, ConfigError
-from cloudai.gym import serve_wire as wire
-from cloudai.gym.base import BaseGym
-from cloudai.gym.knobs import observation_leaves, validate_point
-from cloudai.gym.serve_run import MAX_BODY, EnvCalls, ShuttingDown
+from cloudai.serve import wire
+from cloudai.serve.calls import MAX_BODY, EnvCalls, ShuttingDown
 
 if TYPE_CHECKING:
     from fastapi import FastAPI

@@ -11,21 +11,15 @@ gets 503 / ``SESSION_ERROR``; ``run`` raises ``Interrupted`` (exit 130). In-proc
 from __future__ import annotations
 
 import queue
-import signal
-import socket
-import threading
 from collections.abc import Callable
 from concurrent.futures import Future
 from contextlib import suppress
 from typing import TYPE_CHECKING, Any
 
-from cloudai.errors import CloudAIError, ConfigError, Interrupted
-
 if TYPE_CHECKING:
-    from cloudai.gym.serve import ServeApp
+    pass
 
 MAX_BODY = 1 << 20  # bytes: HTTP bodies and WebSocket frames
-_STOP_S = 10.0  # how long ``run`` waits for uvicorn to close its connections after an interrupt
 
 
 class ShuttingDown(Exception):
@@ -86,63 +80,3 @@ class EnvCalls:
             if not future.done():
                 future.set_exception(ShuttingDown(reason))
         return running is not None
-
-
-def bind(host: str, port: int) -> socket.socket:
-    """A listening socket on ``host:port`` (port 0: a free one), bound before anything is written."""
-    try:
-        family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
-        sock = socket.socket(family, kind, proto)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind(address)
-        sock.listen(128)
-    except OSError as exc:
-        raise ConfigError(f"cannot listen on {host}:{port}: {exc.strerror or exc}", field="--host/--port",
-                          hint="pick a free --port (0 picks one)") from None  # fmt: skip
-    return sock
-
-
-def run(app: ServeApp, sock: socket.socket, *, max_body: int = MAX_BODY) -> None:
-    """Serve on ``sock`` until SIGINT/SIGTERM; then raise ``Interrupted`` (see the module docstring).
-
-    uvicorn runs in a thread (it installs no signal handlers there); env calls run here, in the
-    main thread, so a signal raises ``KeyboardInterrupt`` inside the running trial, whose job
-    ``env.close()`` then cancels, as ``cloudai run`` does. Further signals are ignored while the
-    bounded cleanup runs.
-    """
-    import uvicorn
-
-    hub = app.hub
-    app.calls_in_main_thread = True
-    config = uvicorn.Config(app, log_level="warning", ws_max_size=max_body, timeout_graceful_shutdown=5, lifespan="on")
-    server = uvicorn.Server(config)
-
-    def serve() -> None:
-        try:
-            server.run(sockets=[sock])
-        finally:
-            hub.calls.stop()  # uvicorn ended on its own (e.g. a startup failure): so does the main loop
-
-    previous = signal.signal(signal.SIGTERM, _raise_interrupt)
-    thread = threading.Thread(target=serve, name="cloudai-serve-http", daemon=True)
-    try:
-        thread.start()
-        hub.calls.work()
-    except KeyboardInterrupt:
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)
-        hub.closing = True
-        was_running = hub.calls.abandon("the server was interrupted; the running trial was cancelled")
-        hub.close_env()  # cancels the running trial's job, writes every finished step
-        server.should_exit = True
-        thread.join(_STOP_S)
-        cancelled = "; the running trial was cancelled" if was_running else ""
-        raise Interrupted(f"interrupted{cancelled}; every finished step is in trajectory.csv") from None
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-    hub.close_env()
-    raise CloudAIError("the HTTP server stopped on its own; run with -v for its log")
-
-
-def _raise_interrupt(signum: int, frame: object) -> None:
-    raise KeyboardInterrupt

@@ -12,22 +12,22 @@ import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from cloudai.gym.base import BaseGym, Observation
+from cloudai.envs.base import BaseGym, Observation
+from cloudai.run import Echo
 from cloudai.space import Categorical, Dimension, Space, split_knobs
 
 if TYPE_CHECKING:
-    from cloudai.dse import Echo
-    from cloudai.env_params import EnvParamSampler
-    from cloudai.pipeline import Plan
+    from cloudai.envs.env_params import EnvParamSampler
+    from cloudai.plan.load import Plan
     from cloudai.systems.base import System
 
 
 def dry_run_entries(plan: Plan, run_dir: Path, system: System, echo: Echo, n: int = 5) -> None:
     """Print each agent-driven entry's space and write its agent's first ``n`` trials' scripts; run nothing."""
     from cloudai.agents import AGENTS
-    from cloudai.dse_checks import agent_config, agent_space, default_steps, finite
-    from cloudai.env_params import sampler_for
-    from cloudai.runner import build_spec
+    from cloudai.envs.env_params import sampler_for
+    from cloudai.jobs.spec import build_spec
+    from cloudai.plan.agent_checks import agent_config, agent_space, default_steps, finite
     from cloudai.workloads import WORKLOADS
 
     for checked in (c for c in plan.checked.values() if c.agent_driven):

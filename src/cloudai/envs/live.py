@@ -1,6 +1,6 @@
 """``LiveGymEnv``: one live-RL (test, iteration) as a ``BaseGym``; a step is one step of a ``GymServer``.
 
-The sibling of ``CloudAIGymEnv``, built by ``cloudai.dse.build_env`` from the same ``TrialSetup``
+The sibling of ``CloudAIGymEnv``, built by ``cloudai.run.dse.build_env`` from the same ``TrialSetup``
 (``workload`` is None: there is no job). What differs from offline DSE:
 
 * Spaces come from the server. Its ``action_space()`` is the offer; the test's ``cmd_args``
@@ -19,7 +19,7 @@ The sibling of ``CloudAIGymEnv``, built by ``cloudai.dse.build_env`` from the sa
   next reset; each step's ``info["env_params"]`` and env.csv row record what was in force.
   ``env_param_sampler()`` answers peeks (the contextual ``bandit``) with those same values.
 * Any failure of the server (its own ``GymServerError``, or anything an in-process class
-  raises) is a ``GymServerError`` naming the server and the call; ``cloudai.dse`` then writes
+  raises) is a ``GymServerError`` naming the server and the call; ``cloudai.run.dse`` then writes
   ``dse_failure.txt``. Every step finished before it is already in trajectory.csv: rows are
   flushed as they are written (a killed process loses none) and fsync'ed every ``SYNC_S``.
 """
@@ -31,14 +31,15 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
-from cloudai.env_params import EnvParamSampler
+from cloudai.envs.base import BaseGym, Feedback, Observation
+from cloudai.envs.env_params import EnvParamSampler
+from cloudai.envs.offline import TrialSetup, check_action, replayed
+from cloudai.envs.servers import RESERVED_ARGS, create_gym_server
 from cloudai.errors import ConfigError, GymServerError, Problem, did_you_mean
-from cloudai.gym.base import BaseGym, Feedback, Observation
-from cloudai.gym.env import TrialSetup, check_action, replayed
-from cloudai.gym.server import RESERVED_ARGS, close_server, create_gym_server
-from cloudai.gym.spaces import narrow_space, to_dimension
+from cloudai.gymserver.protocol import close_server
+from cloudai.gymserver.spaces import narrow_space, to_dimension
 from cloudai.space import Space, flatten, is_range
-from cloudai.trajectory import TrajectoryWriter
+from cloudai.trajectory.records import TrajectoryWriter
 
 DEFAULT_METRICS = ("default",)
 SYNC_S = 0.2  # rows are flushed each step, fsync'ed at most this often: a step takes microseconds

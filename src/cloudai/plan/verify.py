@@ -63,7 +63,7 @@ def _check_file(
         return []  # unreadable (reported) or a test (checked above)
     try:
         if "Tests" in content:
-            from cloudai.validation import check_scenario
+            from cloudai.plan.route import check_scenario
 
             check_scenario(load_scenario(file, tests))
         elif "scheduler" in content:

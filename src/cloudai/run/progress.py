@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from rich.progress import Progress, TaskID
 
-    from cloudai.gym.base import Feedback
+    from cloudai.envs.base import Feedback
 
 SCORED = ("ok", "cached")
 

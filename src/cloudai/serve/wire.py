@@ -20,8 +20,8 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from cloudai.envs.knobs import ObsLeaf
 from cloudai.errors import ConfigError
-from cloudai.gym.knobs import ObsLeaf
 from cloudai.space import Categorical, Space
 
 _JSON_TYPES = ((bool, "boolean"), (int, "integer"), (float, "number"), (str, "string"))

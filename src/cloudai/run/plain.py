@@ -14,50 +14,24 @@ The same job plumbing (``build_spec``, ``finish_job``) serves the DSE env's tria
 
 from __future__ import annotations
 
-import json
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from cloudai.plan.load import Plan
+
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from cloudai.config.scenario import RunEntry, Scenario
-from cloudai.errors import CloudAIError, Interrupted, WorkloadError
-from cloudai.space import entry_knobs, split_knobs
-from cloudai.systems.base import DEPENDENCY_TYPES, Job, JobSpec, JobStatus, System
-from cloudai.workloads.base import METRICS_FILE, JobContext, Workload
+from cloudai.errors import CloudAIError, Interrupted
+from cloudai.jobs.spec import build_spec, finish_job, job_dir, plain_values
+from cloudai.run import Echo
+from cloudai.systems.base import DEPENDENCY_TYPES, Job, JobStatus, System
+from cloudai.workloads.base import Workload
 
 log = logging.getLogger(__name__)
-
-
-def build_spec(entry: RunEntry, workload: Workload, values: Mapping[str, Any], job_dir: Path, name: str) -> JobSpec:
-    """The job for one set of knob values (flat names, see ``cloudai.space``)."""
-    cmd_args, env, num_nodes = split_knobs(values)
-    context = JobContext(job_dir=job_dir, num_nodes=num_nodes, extra_cmd_args=entry.extra_cmd_args)
-    argv = workload.argv(cmd_args, context)
-    return JobSpec(name, tuple(argv), job_dir, env, entry.time_limit_s, num_nodes)
-
-
-def plain_values(entry: RunEntry) -> dict[str, Any]:
-    """Knob values of a plain (non-swept) entry."""
-    return entry_knobs(entry.cmd_args, entry.extra_env_vars, entry.num_nodes)
-
-
-def finish_job(job: Job, workload: Workload) -> dict[str, float]:
-    """Read a finished job's metrics (failing it when its workload promised some), write ``job.json``."""
-    metrics: dict[str, float] = {}
-    wants = workload.produces_metrics or (job.spec.job_dir / METRICS_FILE).exists()
-    if job.status is JobStatus.OK and wants:
-        try:
-            metrics = workload.read_metrics(job.spec.job_dir)
-        except WorkloadError as exc:
-            job.status, job.reason = JobStatus.FAILED, str(exc)
-    if job.status is JobStatus.FAILED and (detail := workload.failure_reason(job.spec.job_dir)):
-        job.reason = f"{job.reason}: {detail}" if job.reason and detail not in job.reason else detail
-    record = {**job.record(), "metrics": metrics}
-    job.spec.job_dir.mkdir(parents=True, exist_ok=True)
-    (job.spec.job_dir / "job.json").write_text(json.dumps(record, indent=1))
-    return metrics
 
 
 @dataclass(eq=False)
@@ -82,10 +56,6 @@ class PlainOutcome:
     @property
     def failed(self) -> list[Job]:
         return [j for j in self.jobs if j.status not in (JobStatus.OK, JobStatus.STOPPED)]
-
-
-def job_dir(run_dir: Path, entry: RunEntry, iteration: int) -> Path:
-    return run_dir / entry.id / str(iteration)
 
 
 class PlainRunner:
@@ -214,3 +184,27 @@ class PlainRunner:
             if unit.job is not None and unit.job.done:
                 self._finish(unit)
         raise Interrupted(f"interrupted: cancelled {len(running)} running job(s); results so far in {self.run_dir}")
+
+
+def run_plain(plan: Plan, run_dir: Path, system: System) -> int:
+    """Run every plain entry; exit code 1 when any job did not end ok."""
+
+    max_jobs = int(getattr(plan.system_config, "max_concurrent_jobs", 8))
+    outcome = PlainRunner(system, plan.workloads(), run_dir, max_concurrent=max_jobs).run(plan.scenario)
+    return 1 if outcome.failed else 0
+
+
+def dry_run_plain(plan: Plan, run_dir: Path, system: System, echo: Echo) -> None:
+    """Write each job's script into its job dir and print the plan; run nothing."""
+
+    workloads = plan.workloads()
+    for entry in plan.scenario.entries:
+        for iteration in range(entry.iterations):
+            directory = job_dir(run_dir, entry, iteration)
+            spec = build_spec(
+                entry, workloads[entry.workload], plain_values(entry), directory, f"{entry.id}.{iteration}"
+            )
+            directory.mkdir(parents=True, exist_ok=True)
+            (directory / "cmd.sh").write_text(system.render(spec))
+            deps = ", ".join(f"{d.type}:{d.id}" for d in entry.dependencies) or "-"
+            echo(f"{spec.name}: {' '.join(spec.argv)}  [after: {deps}]")

@@ -2,7 +2,7 @@
 
 ``inverse`` (1/x, CloudAI's default: for times and latencies), ``negative`` (-x),
 ``identity`` (x: for bandwidths and throughputs), ``log`` (log x). Plugins: group
-``cloudai.rewards``, each a ``Callable[[float], float]``.
+``cloudai.envs.rewards``, each a ``Callable[[float], float]``.
 """
 
 from __future__ import annotations

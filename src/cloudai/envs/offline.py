@@ -22,7 +22,7 @@ successes only (a transient failure deserves a second chance); an action asked a
 while its twin is still running waits for it rather than launching a second job.
 
 This env is offline DSE: ``done`` is always False and the episode never changes. The
-live-RL env (steps delegated to a ``GymServer``) is a sibling built by ``cloudai.dse.build_env``.
+live-RL env (steps delegated to a ``GymServer``) is a sibling built by ``cloudai.run.dse.build_env``.
 """
 
 from __future__ import annotations
@@ -36,17 +36,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from cloudai.envs.base import BaseGym, Feedback, Observation
+from cloudai.envs.rewards import REWARDS
 from cloudai.errors import AgentError, ConfigError
-from cloudai.gym.base import BaseGym, Feedback, Observation
-from cloudai.rewards import REWARDS
-from cloudai.runner import build_spec, finish_job
+from cloudai.jobs.spec import build_spec, finish_job
 from cloudai.space import Categorical, Space, split_knobs
 from cloudai.systems.base import Job, JobStatus, System
-from cloudai.trajectory import Row, TrajectoryWriter, env_cell
+from cloudai.trajectory.records import Row, TrajectoryWriter, env_cell
 
 if TYPE_CHECKING:
     from cloudai.config.scenario import RunEntry
-    from cloudai.env_params import EnvParamSampler
+    from cloudai.envs.env_params import EnvParamSampler
     from cloudai.workloads.base import Workload
 
 SCORED = ("ok", "cached")
@@ -54,7 +54,7 @@ SCORED = ("ok", "cached")
 
 @dataclass(frozen=True)
 class TrialSetup:
-    """What one agent-driven (entry, iteration) runs with; built by ``cloudai.dse``."""
+    """What one agent-driven (entry, iteration) runs with; built by ``cloudai.run.dse``."""
 
     entry: RunEntry
     space: Space  # the entry's whole space: env_param dimensions included

@@ -6,7 +6,7 @@ Layout (``build_steps``), before anything is written:
   free). ``start_post_init``/``start_post_comp`` put the other entry first; ``end_post_comp``
   launches the entry's first iteration in the background before the other entry and stops
   it when the other entry's last iteration has ended (status ``stopped``);
-* agent-driven entries (``dse_checks.check_single_sbatch`` made sure each has a grid): the
+* agent-driven entries (``plan.route.check_single_sbatch`` made sure each has a grid): the
   grid unrolled in grid order (``Space.grid_point``), one step per trial in
   ``<test id>/<iteration>/<step>/``, as an offline DSE run numbers them;
   ``agent_steps`` caps the count, env_params are sampled per step as the env does, and a
@@ -21,13 +21,14 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cloudai.errors import ConfigError, Interrupted
-from cloudai.runner import build_spec, finish_job, job_dir, plain_values
+from cloudai.jobs.spec import build_spec, finish_job, job_dir, plain_values
+from cloudai.run import Echo
 from cloudai.space import split_knobs
 from cloudai.systems.base import Job, JobStatus, System
 from cloudai.systems.slurm.single_sbatch import (
@@ -40,12 +41,11 @@ from cloudai.systems.slurm.single_sbatch import (
 
 if TYPE_CHECKING:
     from cloudai.config.scenario import RunEntry
-    from cloudai.pipeline import Plan
+    from cloudai.plan.load import Plan
+    from cloudai.plan.route import CheckedEntry
     from cloudai.systems.slurm.system import SlurmSystem
-    from cloudai.validation import CheckedEntry
     from cloudai.workloads.base import Workload
 
-Echo = Callable[[str], None]
 _SHOWN = 20  # dry-run lists this many steps, then counts the rest
 
 
@@ -185,8 +185,8 @@ def _unroll(
     checked: CheckedEntry, workload: Workload, run_dir: Path, iteration: int, steps: list[ScriptStep]
 ) -> _Iteration:
     from cloudai.agents import AGENTS
-    from cloudai.dse_checks import agent_space, default_steps
-    from cloudai.env_params import sampler_for
+    from cloudai.envs.env_params import sampler_for
+    from cloudai.plan.agent_checks import agent_space, default_steps
 
     entry = checked.entry
     space = agent_space(entry, checked.space)
@@ -230,11 +230,11 @@ def _entry_of(plan: Plan, job: Job) -> RunEntry:
 def _record_iteration(it: _Iteration, by_name: dict[str, tuple[Job, dict[str, float]]], echo: Echo) -> int:
     from cloudai.agents import AGENTS
     from cloudai.atomicfile import atomic_write
-    from cloudai.best import BEST_FILE, best_text
-    from cloudai.dse_checks import agent_config
-    from cloudai.gym.base import Feedback
-    from cloudai.rewards import REWARDS
-    from cloudai.trajectory import TrajectoryWriter
+    from cloudai.envs.base import Feedback
+    from cloudai.envs.rewards import REWARDS
+    from cloudai.plan.agent_checks import agent_config
+    from cloudai.run.best import BEST_FILE, best_text
+    from cloudai.trajectory.records import TrajectoryWriter
 
     entry = it.checked.entry
     metrics_order = list(entry.agent.metrics)

@@ -24,15 +24,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from cloudai.envs.base import BaseGym, Feedback
 from cloudai.errors import ConfigError, Interrupted
-from cloudai.gym.base import BaseGym, Feedback
+from cloudai.run import Echo
 
 if TYPE_CHECKING:
-    from cloudai.pipeline import Plan
+    from cloudai.plan.load import Plan
+    from cloudai.plan.route import CheckedEntry
     from cloudai.systems.base import System
-    from cloudai.validation import CheckedEntry
 
-Echo = Callable[[str], None]
 FAILURE_FILE = "dse_failure.txt"
 
 
@@ -47,11 +47,11 @@ def build_env(
     on_step: Callable[[Feedback], None] | None = None,
 ) -> BaseGym:
     """The env of one (entry, iteration), recording into ``<run_dir>/<test id>/<iteration>/``."""
-    from cloudai import pipeline
     from cloudai.agents import AGENTS
-    from cloudai.dse_checks import agent_config
-    from cloudai.env_params import sampler_for
-    from cloudai.gym.env import CloudAIGymEnv, TrialSetup
+    from cloudai.envs.env_params import sampler_for
+    from cloudai.envs.offline import CloudAIGymEnv, TrialSetup
+    from cloudai.plan.agent_checks import agent_config
+    from cloudai.plan.load import build_system
     from cloudai.workloads import WORKLOADS
 
     entry = checked.entry
@@ -60,7 +60,7 @@ def build_env(
         entry=entry,
         space=checked.space,
         workload=None if checked.live_rl else WORKLOADS.get(entry.workload)(),
-        system=system if system is not None else pipeline.build_system(plan.system_config),
+        system=system if system is not None else build_system(plan.system_config),
         out_dir=run_dir / entry.id / str(iteration),
         iteration=iteration,
         penalty_reward=config.penalty_reward,
@@ -72,13 +72,6 @@ def build_env(
     if checked.live_rl:
         return _live_env_class()(setup)
     return CloudAIGymEnv(setup)
-
-
-def dry_run_agent_entries(plan: Plan, run_dir: Path, system: System, echo: Echo, n: int = 5) -> None:
-    """See ``cloudai.dse_dry_run``."""
-    from cloudai.dse_dry_run import dry_run_entries
-
-    dry_run_entries(plan, run_dir, system, echo, n)
 
 
 def run_agent_entries(
@@ -110,9 +103,9 @@ def _run_iteration(
     """One iteration; its exit code, or None after a hard failure (``dse_failure.txt`` written)."""
     from cloudai.agents import AGENTS
     from cloudai.atomicfile import atomic_write
-    from cloudai.best import BEST_FILE, best_text, regime_notes
-    from cloudai.dse_checks import agent_config, default_steps
-    from cloudai.progress import StepProgress
+    from cloudai.plan.agent_checks import agent_config, default_steps
+    from cloudai.run.best import BEST_FILE, best_text, regime_notes
+    from cloudai.run.progress import StepProgress
 
     entry = checked.entry
     agent_cls = AGENTS.get(entry.agent.name)
@@ -201,7 +194,7 @@ def resume_command(system_config: Path | None, tests_dir: Path, test_scenario: P
 
 def _live_env_class() -> Callable[..., BaseGym]:
     """The live-RL env (a sibling of ``CloudAIGymEnv`` built from the same ``TrialSetup``)."""
-    from cloudai.gym.live import LiveGymEnv
+    from cloudai.envs.live import LiveGymEnv
 
     return LiveGymEnv
 

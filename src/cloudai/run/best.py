@@ -25,8 +25,8 @@ from cloudai.space import NUM_NODES, split_knobs
 
 if TYPE_CHECKING:
     from cloudai.config.scenario import RunEntry
-    from cloudai.env_params import EnvParamSampler
-    from cloudai.gym.base import Feedback
+    from cloudai.envs.base import Feedback
+    from cloudai.envs.env_params import EnvParamSampler
     from cloudai.space import Space
 
 BEST_FILE = "best.toml"

@@ -7,12 +7,14 @@ collected, so one run reports them all.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from cloudai.config.scenario import RunEntry, Scenario
 from cloudai.errors import ConfigError, Problem
-from cloudai.space import ENV_PREFIX, NUM_NODES, Space, entry_knobs, parse_space
+from cloudai.plan.agent_checks import agent_space, check_agent_entry
+from cloudai.space import Range, Space, entry_knobs, parse_space
 from cloudai.workloads import WORKLOADS
 
 
@@ -22,13 +24,6 @@ class CheckedEntry:
     space: Space
     agent_driven: bool
     live_rl: bool
-
-
-def knob_field(entry: RunEntry, name: str) -> str:
-    """The TOML path of a knob, for messages: ``Tests[0].cmd_args.algo``."""
-    if name.startswith(ENV_PREFIX) or name == NUM_NODES:
-        return f"{entry.field_prefix}.{name}"
-    return f"{entry.field_prefix}.cmd_args.{name}"
 
 
 def is_live_rl(entry: RunEntry) -> bool:
@@ -62,7 +57,7 @@ def _check_entry(entry: RunEntry) -> CheckedEntry:
     file = entry.scenario_file
     live = is_live_rl(entry)
     knobs = entry_knobs(entry.cmd_args, entry.extra_env_vars, entry.num_nodes)
-    space = parse_space(knobs, file=file, field_of=lambda name: knob_field(entry, name))
+    space = parse_space(knobs, file=file, field_of=lambda name: entry.knob_field(name))
     problems: list[Problem] = []
     if not live:
         workload_cls = WORKLOADS.get(entry.workload, file=_test_file(entry), field="test_template_name")
@@ -77,7 +72,6 @@ def _check_entry(entry: RunEntry) -> CheckedEntry:
 
 def _check_agent(entry: RunEntry, space: Space, live: bool) -> list[Problem]:
     """Agent, reward and agent_config; the agent-specific rules live with each agent."""
-    from cloudai.dse_checks import check_agent_entry
 
     return check_agent_entry(entry, space, live)
 
@@ -99,3 +93,38 @@ def _check_routes(scenario: Scenario, checked: dict[str, CheckedEntry]) -> list[
 
 def _test_file(entry: RunEntry) -> Path:
     return entry.test_file or entry.scenario_file
+
+
+def check_single_sbatch(
+    checked: Mapping[str, CheckedEntry], single_sbatch: bool, scheduler: str = "slurm"
+) -> list[Problem]:
+    """``--single-sbatch`` renders one Slurm batch script up front, grids unrolled: it needs a Slurm
+    system, and no live environment or range without grid_points can live in it."""
+    if not single_sbatch:
+        return []
+    problems = [
+        Problem(
+            str(c.entry.scenario_file),
+            f"{c.entry.field_prefix}.cmd_args.live_rl_mode",
+            f"test '{c.entry.id}' is live RL, which cannot run with --single-sbatch",
+            "drop --single-sbatch, or run the live-RL test in its own scenario",
+        )
+        for c in checked.values()
+        if c.live_rl
+    ]
+    problems += [
+        Problem(
+            str(c.entry.scenario_file),
+            c.entry.knob_field(d.name),
+            f"--single-sbatch unrolls the grid of '{c.entry.id}', but '{d.name}' is a range without grid_points",
+            "add grid_points = N to the range, or drop --single-sbatch",
+        )
+        for c in checked.values()
+        if c.agent_driven and not c.live_rl
+        for d in agent_space(c.entry, c.space).dims
+        if isinstance(d, Range) and d.grid_points is None
+    ]
+    if scheduler != "slurm":
+        hint = 'pass --system-config with scheduler = "slurm", or drop --single-sbatch'
+        problems.append(Problem(None, "scheduler", f"--single-sbatch needs a Slurm system, not '{scheduler}'", hint))
+    return problems

@@ -1,0 +1,47 @@
+"""The map of the program: load -> validate -> route -> run (runner or agent) -> report.
+
+Nothing here prints; ``echo`` is the CLI's. Nothing is written before validation passed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+
+from cloudai.config.scenario import Scenario, load_scenario
+from cloudai.config.system import load_system
+from cloudai.config.test import load_tests
+from cloudai.plan.route import CheckedEntry, check_scenario
+from cloudai.systems import SYSTEMS, System
+from cloudai.workloads import WORKLOADS
+from cloudai.workloads.base import Workload
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A validated scenario, ready to run: nothing has been written yet."""
+
+    system_config: Any
+    scenario: Scenario
+    checked: dict[str, CheckedEntry]
+
+    @property
+    def agent_driven(self) -> bool:
+        return any(c.agent_driven for c in self.checked.values())
+
+    def workloads(self) -> dict[str, Workload]:
+        return {c.entry.workload: WORKLOADS.get(c.entry.workload)() for c in self.checked.values() if not c.live_rl}
+
+
+def load_plan(system_config: Path | None, tests_dir: Path, scenario_file: Path) -> Plan:
+    system = load_system(system_config)
+    tests = load_tests(tests_dir)
+    scenario = load_scenario(scenario_file, tests)
+    return Plan(system, scenario, check_scenario(scenario))
+
+
+def build_system(config: BaseModel) -> System:
+    return SYSTEMS.get(str(getattr(config, "scheduler", "")))(config)  # type: ignore[call-arg]

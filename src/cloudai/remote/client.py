@@ -1,0 +1,189 @@
+"""``RemoteGymServer``: a ``GymServer`` that is a running OpenEnv server, spoken to over its wire protocol.
+
+Wire facts, as ``openenv-core`` 0.3.0 implements them (``openenv/core/env_server/http_server.py``):
+
+* An episode lives in a WebSocket session at ``/ws``: each connection gets its own environment.
+  Client frames are ``{"type": "reset", "data": {"seed": .., "options": ..}}`` (the server passes
+  the ``data`` keys that its ``reset`` signature accepts), ``{"type": "step", "data": {<action
+  fields>}}``, ``{"type": "state"}`` and ``{"type": "close"}`` (no reply; the server ends the
+  session). Replies are ``{"type": "observation", "data": {"observation", "reward", "done"}}``,
+  ``{"type": "state", "data": {..}}`` or ``{"type": "error", "data": {"message", "code"}}``; one
+  per request, in order, with no request id. A server at ``max_concurrent_envs`` sends one
+  ``CAPACITY_REACHED`` error right after the handshake and closes.
+* HTTP ``POST /reset`` and ``/step`` build a fresh environment per request, so no episode can
+  run over them; this client uses HTTP only for ``GET /health`` and ``GET /schema``, unless
+  told ``transport="http"`` (``cmd_args.env_transport``) for a server known to keep state
+  there (``cloudai serve``): then ``POST /reset`` (``{"seed", "options"}``) and ``POST /step``
+  (``{"action": {..}}``) carry the episode, each answered with the same ``{"observation",
+  "reward", "done"}`` object, and a step is still never retried.
+* ``/schema`` holds the JSON Schemas of the action and the observation. The action space is
+  derived from it: ``enum``/``const`` -> a categorical list, ``boolean`` -> ``[False, True]``,
+  ``number``/``integer`` with both bounds -> ``ContinuousSpace`` (an exclusive float bound is
+  moved inward by one ulp). ``action_fields`` (the test's ``cmd_args``) narrow or declare
+  fields by name (lists, ``{low, high}`` tables, scalars held fixed and sent every step). A
+  required field with no bounds that is not declared is a ``ConfigError``; an optional one
+  keeps the server's default. A declared name the schema lacks is a ``ConfigError``.
+* The observation is the numeric fields of the server's observation (bools as 0/1, lists
+  flattened) in ``metrics`` order (default: schema order; a list field of fixed length
+  ``n`` contributes ``name[0]`` .. ``name[n-1]``, a list of unknown length is left out unless
+  named). A missing or non-numeric value is NaN. ``reward`` arrives as a number, a bool or
+  ``null`` (no reward, or NaN/inf, which pydantic serialises as ``null``): ``null`` becomes
+  ``math.nan`` with ``info["reward_null"] = True``; the env scores a NaN reward as a failure.
+
+Behaviour: the first call waits for ``/health`` (bounded by ``health_timeout_s``, exponential
+backoff); idempotent GETs retry with backoff; a step is never retried. Every call has a
+timeout; a step or reset with no reply in ``timeout_s`` closes the session (a late reply must
+never answer a later request) and raises; the next ``reset()`` opens a new session. When the
+environment variable ``token_var`` is set, ``Authorization: Bearer <token>`` goes on every HTTP
+call and the WebSocket handshake; the token is never logged, put in a message or written.
+Every failure is one ``GymServerError`` naming the URL, the call and the cause. One caller at
+a time: the protocol has no request ids.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from cloudai.errors import ConfigError, Problem, did_you_mean
+from cloudai.gymserver.spaces import ActionSpec, ContinuousSpace, narrow_space
+from cloudai.remote.schema import action_fields, observation_plan, observe
+from cloudai.remote.wire import Wire
+
+
+class RemoteGymServer:
+    """An OpenEnv server as a ``GymServer`` (see the module docstring for the protocol and guarantees).
+
+    The transport is ``cloudai.remote.wire.Wire``; the schema mapping ``cloudai.remote.schema``.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        token_var: str = "CLOUDAI_GYM_TOKEN",
+        timeout_s: float = 30.0,
+        health_timeout_s: float = 60.0,
+        action_fields: Mapping[str, Any] | None = None,
+        metrics: Sequence[str] | None = None,
+        retries: int = 3,
+        transport: str = "ws",
+    ) -> None:
+        if transport not in ("ws", "http"):
+            raise ConfigError(f"{transport!r} is not a transport (ws or http)", field="cmd_args.env_transport")
+        self._transport = transport
+        self._wire = Wire(
+            url, token_var=token_var, timeout_s=timeout_s, health_timeout_s=health_timeout_s, retries=retries
+        )
+        self.url = self._wire.url
+        self._declared = dict(action_fields or {})
+        self._metrics = list(metrics) if metrics is not None else None
+        self._dims: dict[str, ActionSpec] | None = None
+        self._fixed: dict[str, Any] = {}
+        self._int_fields: tuple[str, ...] = ()
+        self._names: list[str] = []
+        self._plan: list[tuple[str, int | None]] = []
+
+    def __repr__(self) -> str:
+        return f"RemoteGymServer({self.url!r})"
+
+    def action_space(self) -> dict[str, list[Any] | ContinuousSpace]:
+        return dict(self._load())
+
+    def observation_space(self) -> list[str]:
+        self._load()
+        return list(self._names)
+
+    @property
+    def fixed(self) -> dict[str, Any]:
+        """Action fields held at a declared value: sent with every step, never chosen by the agent."""
+        self._load()
+        return dict(self._fixed)
+
+    def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[list[float], dict]:
+        self._load()
+        data: dict[str, Any] = {} if seed is None else {"seed": seed}
+        if options:
+            data["options"] = options
+        if self._transport == "http":
+            observation, _, _, info = self._result(self._wire.post("/reset", data, "reset"), "reset")
+            return observation, info
+        if self._wire.ws is None:
+            self._wire.connect()
+        reply = self._wire.exchange({"type": "reset", "data": data}, "reset", "observation")
+        observation, _, _, info = self._result(reply, "reset")
+        return observation, info
+
+    def step(self, action: dict[str, Any]) -> tuple[list[float], float, bool, dict]:
+        self._load()
+        payload = {**self._fixed, **action}
+        for name in self._int_fields:
+            value = payload.get(name)
+            if isinstance(value, float) and value.is_integer():
+                payload[name] = int(value)
+        if self._transport == "http":
+            return self._result(self._wire.post("/step", {"action": payload}, "step"), "step")
+        return self._result(self._wire.exchange({"type": "step", "data": payload}, "step", "observation"), "step")
+
+    def state(self) -> dict[str, Any]:
+        """The server's ``state`` of the current session (episode id, step count, ...)."""
+        return self._wire.exchange({"type": "state"}, "state", "state")
+
+    def close(self) -> None:
+        """End the session (a ``close`` frame, then the socket) and the HTTP client. Safe to call twice."""
+        self._wire.close()
+
+    def __enter__(self) -> RemoteGymServer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _load(self) -> dict[str, ActionSpec]:
+        """Wait for health, read /schema once, derive both spaces."""
+        if self._dims is not None:
+            return self._dims
+        self._wire.wait_healthy()
+        schema = self._wire.get_json("/schema", "schema")
+        action, observation = schema.get("action"), schema.get("observation")
+        if not isinstance(action, dict) or not isinstance(observation, dict):
+            raise self._wire.error("/schema has no 'action' and 'observation' JSON Schemas", "schema")
+        offered, required = action_fields(action, self._declared)
+        problems = [
+            Problem(None, f"cmd_args.{name}", f"the server's action has no field '{name}'", did_you_mean(name, offered))
+            for name in self._declared
+            if name not in offered
+        ]
+        problems += [
+            Problem(
+                None,
+                f"cmd_args.{name}",
+                f"the server's action field '{name}' is required and /schema gives it no bounds or values",
+                f"declare it in cmd_args: a list of values, a {{low, high}} range, or one value ({self.url})",
+            )
+            for name in required
+            if offered[name] is None and name not in self._declared
+        ]
+        if problems:
+            raise ConfigError(problems=problems)
+        dims, self._fixed = narrow_space(offered, self._declared)
+        self._int_fields = tuple(n for n, s in dims.items() if isinstance(s, ContinuousSpace) and s.dtype == "int")
+        self._names, self._plan = observation_plan(observation, self._metrics)
+        self._dims = dims
+        return dims
+
+    def _result(self, data: dict[str, Any], call: str) -> tuple[list[float], float, bool, dict]:
+        observation = data.get("observation")
+        if not isinstance(observation, dict):
+            raise self._wire.error("the reply's data has no 'observation' object", call)
+        raw_reward = data.get("reward")
+        info: dict[str, Any] = {"server_observation": observation}
+        if raw_reward is None:
+            reward = math.nan
+            info["reward_null"] = True
+        elif isinstance(raw_reward, bool | int | float):
+            reward = float(raw_reward)
+        else:
+            raise self._wire.error(f"reward must be a number, a bool or null, not {raw_reward!r}", call)
+        return observe(observation, self._plan), reward, bool(data.get("done", False)), info

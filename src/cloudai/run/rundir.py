@@ -1,0 +1,68 @@
+"""The map of the program: load -> validate -> route -> run (runner or agent) -> report.
+
+Nothing here prints; ``echo`` is the CLI's. Nothing is written before validation passed.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from cloudai.plan.load import Plan
+
+import json
+import time
+from datetime import datetime
+from pathlib import Path
+
+from cloudai.errors import ConfigError
+
+
+def create_run_dir(root: Path, scenario_name: str) -> Path:
+    """``<root>/<scenario>_<YYYY-MM-DD_HH-MM-SS>``, made unique, created; unwritable -> ConfigError."""
+    stamp = datetime.now().strftime("%Y-%m-%d_%H-%M-%S")
+    base = root / f"{scenario_name}_{stamp}"
+    candidate, n = base, 1
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        while True:
+            try:
+                candidate.mkdir()
+                return candidate
+            except FileExistsError:
+                candidate, n = base.with_name(f"{base.name}-{n}"), n + 1
+    except OSError as exc:
+        raise ConfigError(
+            f"cannot create the results directory: {exc.strerror}", file=root, hint="pass a writable --output-dir"
+        ) from None
+
+
+def write_run_manifest(plan: Plan, run_dir: Path) -> None:
+    """``run.json``: what ran, so reports and ``--resume`` need not re-read the TOML."""
+    entries = [
+        {
+            "id": c.entry.id,
+            "test_name": c.entry.test_name,
+            "workload": c.entry.workload,
+            "iterations": c.entry.iterations,
+            "agent_driven": c.agent_driven,
+            "live_rl": c.live_rl,
+            "agent": c.entry.agent.name if c.agent_driven else None,
+            "agent_metrics": list(c.entry.agent.metrics),
+            "reward_function": c.entry.agent.reward,
+            "env_params": sorted(c.entry.agent.env_params or {}),
+        }
+        for c in plan.checked.values()
+    ]
+    manifest = {
+        "scenario": plan.scenario.name,
+        "scenario_file": str(plan.scenario.file),
+        "started_at": time.time(),
+        "system": getattr(plan.system_config, "name", ""),
+        "entries": entries,
+    }
+    (run_dir / "run.json").write_text(json.dumps(manifest, indent=1))
+
+
+def output_root(plan: Plan, output_dir: Path | None) -> Path:
+    return output_dir if output_dir is not None else Path(plan.system_config.output_path)

@@ -1,0 +1,8 @@
+"""``cloudai serve``: one cloudai test exposed as an OpenEnv-compatible server for outside trainers.
+
+``app`` is the ASGI app (sessions, HTTP and WebSocket routes), ``wire`` the message shapes and
+schemas, ``calls`` runs env calls one at a time, ``run`` the process (threads, signals, shutdown).
+
+May import ``envs`` (the env it serves) and the shared leaves. Never ``run``, ``plan`` or ``cli``:
+the caller builds the env and hands it over.
+"""
