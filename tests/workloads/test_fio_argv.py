@@ -36,6 +36,8 @@ def test_cloudais_defaults() -> None:
         "metric_operation": "all", "metric_name": "bw", "metric_aggregate": "sum",
     }  # fmt: skip
     assert argv({}) == ["fio", "--output-format=json"]
+    assert Fio().container_image({}) is None
+    assert Fio().container_image({"docker_image_url": "nvcr.io#nvidia/fio:1"}) == "nvcr.io#nvidia/fio:1"
 
 
 def test_value_kinds_render_as_cloudai_renders_them() -> None:

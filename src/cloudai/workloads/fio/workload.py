@@ -66,6 +66,10 @@ class Fio(Workload):
             argv.append(values.job_file)
         return argv
 
+    def container_image(self, args: Mapping[str, Any]) -> str | None:
+        """CloudAI's ``docker_image_url``: the Slurm system runs fio in it; the standalone system ignores it."""
+        return FioArgs.model_validate(args).docker_image_url
+
     def read_metrics(self, job_dir: Path) -> dict[str, float]:
         choice = self._choices.get(job_dir) or results.MetricChoice()  # unseen dir: CloudAI's defaults
         return results.read_metrics(job_dir, choice)
