@@ -176,3 +176,11 @@ def test_shipped_dse_fio_example_runs_three_trials(tmp_path: Path) -> None:
     assert not list(iteration.glob("*/fio-dse.dat*"))  # unlink = 1: no 128 MiB file left per trial
     best = toml.loads((iteration / "best.toml").read_text())
     assert best["cmd_args"]["args"]["rw"] == "randread" and isinstance(best["cmd_args"]["args"]["bs"], str)
+
+
+def test_a_trial_fio_refuses_is_failed_with_fios_error_line_and_the_sweep_goes_on(tmp_path: Path) -> None:
+    frame, iteration = run_dse(tmp_path, dse_test("grid_search", 'ioengine = ["bogus", "psync"]'))
+    assert list(frame.status) == ["failed", "ok"]
+    failed = json.loads((iteration / "1" / "job.json").read_text())
+    assert failed["reason"] == "exit code 1: fio: engine bogus not loadable"
+    assert toml.loads((iteration / "best.toml").read_text())["cmd_args"]["args"]["ioengine"] == "psync"
