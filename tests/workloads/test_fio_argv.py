@@ -57,9 +57,9 @@ def test_value_kinds_render_as_cloudai_renders_them() -> None:
     ]  # fmt: skip
 
 
-@pytest.mark.parametrize("key", ["output-format", "output_format"])
-def test_a_users_output_format_is_kept(key: str) -> None:
-    assert argv({"args": {key: "json+"}}) == ["fio", f"--{key}=json+"]
+@pytest.mark.parametrize(("key", "value"), [("output-format", "json+"), ("output_format", "normal,json")])
+def test_a_users_output_format_is_kept(key: str, value: str) -> None:
+    assert argv({"args": {key: value}}) == ["fio", f"--{key}={value}"]
 
 
 def test_extra_cmd_args_come_before_the_job_file() -> None:
@@ -77,6 +77,7 @@ def test_extra_cmd_args_come_before_the_job_file() -> None:
         ({"metric_operation": "rw"}, "metric_operation"),
         ({"metric_aggregate": "median"}, "metric_aggregate"),
         ({"args": "--bs=4k"}, "args"),
+        ({"args": {"output-format": "normal"}}, "cloudai reads fio's JSON output"),
     ],
 )
 def test_bad_cmd_args_are_refused(cmd_args: dict[str, Any], field: str) -> None:

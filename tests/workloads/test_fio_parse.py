@@ -71,9 +71,10 @@ def test_randrw_mix_reports_both_operations() -> None:
     )
 
 
-def test_a_note_fio_prints_before_its_json_is_skipped() -> None:
-    text = sample("note_before_json.txt")
-    assert text.startswith("note: ")
+@pytest.mark.parametrize(("name", "start"), [("note_before_json.txt", "note: "), ("normal_then_json.txt", "x: (g=0)")])
+def test_text_fio_prints_before_its_json_is_skipped(name: str, start: str) -> None:
+    text = sample(name)
+    assert text.startswith(start)
     assert of(text)["read_iops"] > 0
 
 

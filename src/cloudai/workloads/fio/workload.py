@@ -8,9 +8,11 @@ that decide the ``default`` metric (see ``cloudai.workloads.fio.results``).
 The argv is CloudAI's, one option per entry: ``fio --name=value ... [job_file]``, where ``true`` is a bare
 ``--flag``, ``false``/unset options are left out, a list is comma-joined and a table repeats the flag for
 each of its values. ``--output-format=json`` is added after the options unless the user chose an output
-format, because the metrics are read from fio's JSON. Every ``args`` key can be swept (``args.bs =
-["4k", "1m"]``, ``args.iodepth = {low = 1, high = 64, log = true, dtype = "int"}``): the knob is the dotted
-name ``args.bs`` everywhere (trajectory.csv, reports, best.toml's nested ``[cmd_args.args]``).
+format (which must then include json: the metrics are read from fio's JSON).
+
+Every ``args`` key can be swept (``args.bs = ["4k", "1m"]``, ``args.iodepth = {low = 1, high = 64, log =
+true, dtype = "int"}``): the knob is the dotted name ``args.bs`` everywhere (trajectory.csv, reports,
+best.toml's nested ``[cmd_args.args]``).
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from cloudai.workloads.base import JobContext, Workload
 from cloudai.workloads.fio import results
@@ -39,6 +41,17 @@ class FioArgs(BaseModel):
     metric_operation: Literal["read", "write", "trim", "all", "first"] = "all"
     metric_name: Literal["bw", "iops", "latency", "clat_mean", "clat_p99"] = "bw"
     metric_aggregate: Literal["sum", "mean", "min", "max", "first"] = "sum"
+
+    @field_validator("args")
+    @classmethod
+    def _json_output(cls, args: dict[str, Any]) -> dict[str, Any]:
+        for key in OUTPUT_FORMAT_KEYS:
+            if key in args and "json" not in str(args[key]):
+                raise ValueError(
+                    f"{key} = {args[key]!r}: cloudai reads fio's JSON output; "
+                    'use "json", "json+" or e.g. "normal,json", or leave it out (json is added)'
+                )
+        return args
 
 
 class Fio(Workload):
