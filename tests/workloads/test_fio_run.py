@@ -163,6 +163,7 @@ def test_shipped_dse_fio_example_dry_run(tmp_path: Path) -> None:
     assert "args.iodepth: range [1, 32] int log" in result.output
 
 
+@pytest.mark.slow
 def test_shipped_dse_fio_example_runs_three_trials(tmp_path: Path) -> None:
     (tmp_path / "s.toml").write_text(
         'name = "s"\n[[Tests]]\nid = "fio"\ntest_name = "dse_fio"\ntime_limit = "00:01:00"\nagent_steps = 3\n'
