@@ -1,31 +1,44 @@
-"""Shared helpers: run the real CLI in a subprocess, write TOML files."""
+"""Shared helpers (run the real CLI in a subprocess, write TOML files) and the session's one Slurm.
+
+Slurm: ``@pytest.mark.slurm`` tests anywhere in the suite run against a real Slurm. ``SLURM_CONF``
+set (``.ci/run`` starts the local Slurm and exports it): that cluster is used. Not set, as root: the
+first test that needs it starts ``../shared/tools/start-local-slurm.sh`` (under a file lock, so
+pytest-xdist workers share one) and the session stops it at the end (only if it started it). Not
+root: the Slurm tests skip, loudly. As root, a missing script or a controller that does not answer
+FAILS the tests: a CI that silently skipped them would prove nothing.
+"""
 
 from __future__ import annotations
 
+import fcntl
 import os
+import shlex
 import subprocess
-import sys
-from collections.abc import Callable
+import tempfile
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from tests.cli_fork import run_cli
+
+from cloudai.config.slurm import SlurmSystemConfig
+from cloudai.config.system import load_system
+from cloudai.systems.base import Job, JobSpec
+from cloudai.systems.slurm.system import SlurmSystem
 
 REPO = Path(__file__).resolve().parents[1]
 CONF = REPO / "conf"
+TOOLS = REPO.parent / "shared" / "tools"  # ../shared/tools relative to the repo
+SLURM_SYSTEM_TOML = REPO / "tests" / "slurm" / "slurm_system.toml"
+TIMEOUT_TEST = "test_time_limit_is_a_timeout"  # waits out Slurm's one-minute limit: run last, its job queued first
 
 
 def cloudai(
     *args: str | os.PathLike[str], cwd: Path | None = None, timeout: float = 120, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
-    """Run ``cloudai ARGS`` as a user would, capturing output."""
-    return subprocess.run(
-        [sys.executable, "-m", "cloudai", *map(str, args)],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env=env,
-    )
+    """Run ``cloudai ARGS`` as a user would, capturing output: its own process (a fork of a warm
+    interpreter, see ``tests.cli_fork``), with the caller's cwd and environment unless given."""
+    return run_cli([str(a) for a in args], cwd=cwd, env=env, timeout=timeout)
 
 
 @pytest.fixture
@@ -39,3 +52,99 @@ def write(tmp_path: Path) -> Callable[[str, str], Path]:
         return path
 
     return _write
+
+
+# -- the session's one Slurm ----------------------------------------------------------------------
+
+
+def _session_file() -> Path:
+    """Where this session (the xdist controller and its workers alike) records the Slurm it started."""
+    return Path(tempfile.gettempdir()) / f"cloudai-tests-slurm-{os.environ['CLOUDAI_TEST_SESSION']}.env"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if not hasattr(config, "workerinput"):  # the controller (or a run without xdist): workers inherit it
+        os.environ.setdefault("CLOUDAI_TEST_SESSION", str(os.getpid()))
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    record = _session_file()
+    if hasattr(config, "workerinput") or not record.exists():
+        return
+    if "started=1" in record.read_text().splitlines():
+        subprocess.run(["bash", str(TOOLS / "stop-local-slurm.sh")], capture_output=True, timeout=120, check=False)
+    record.unlink(missing_ok=True)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    items.sort(key=lambda item: item.name == TIMEOUT_TEST)  # stable: everything else keeps its order
+
+
+def _start_local_slurm() -> list[str]:
+    """Start the local Slurm; the ``export K=V`` lines it prints, plus ``started=1`` if this call started it."""
+    script = TOOLS / "start-local-slurm.sh"
+    if not script.is_file():
+        pytest.fail(f"SLURM_CONF is not set and {script} is missing: cannot start a Slurm for the Slurm tests")
+    env = {**os.environ, "LOCAL_SLURM_INSTALL": "1", "LOCAL_SLURM_CPUS": "8"}
+    done = subprocess.run(["bash", str(script)], env=env, capture_output=True, text=True, timeout=900, check=False)
+    if done.returncode != 0:
+        pytest.fail(f"{script} failed (exit {done.returncode}):\n{done.stderr[-3000:]}")
+    lines = [line for line in done.stdout.splitlines() if line.startswith("export ")]
+    return [*lines, "started=1"] if "slurmctld started" in done.stderr else lines
+
+
+def _export(lines: list[str]) -> None:
+    for line in lines:
+        words = shlex.split(line)
+        if len(words) == 2 and words[0] == "export" and "=" in words[1]:
+            key, _, value = words[1].partition("=")
+            os.environ[key] = value
+
+
+def _unreachable() -> str | None:
+    try:
+        ping = subprocess.run(["scontrol", "ping"], capture_output=True, text=True, timeout=30, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"`scontrol ping` failed: {exc}"
+    return None if "is UP" in ping.stdout else f"`scontrol ping` says: {(ping.stdout + ping.stderr).strip()}"
+
+
+@pytest.fixture(scope="session")
+def slurm_ready() -> None:
+    if os.geteuid() != 0:
+        pytest.skip("SLURM TESTS SKIPPED: not root; the local Slurm (../shared/tools/start-local-slurm.sh) needs root")
+    if not os.environ.get("SLURM_CONF"):
+        record = _session_file()
+        with open(record.with_suffix(".lock"), "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)  # one worker starts it; the others read what it recorded
+            if not record.exists():
+                record.write_text("\n".join(_start_local_slurm()) + "\n")
+            _export(record.read_text().splitlines())
+    reason = _unreachable()
+    if reason:
+        pytest.fail(f"the Slurm controller (SLURM_CONF={os.environ.get('SLURM_CONF')}) is unreachable: {reason}")
+
+
+@pytest.fixture(autouse=True)
+def _needs_slurm(request: pytest.FixtureRequest) -> None:
+    if request.node.get_closest_marker("slurm") is not None:
+        request.getfixturevalue("slurm_ready")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _queue_timeout_job_early(request: pytest.FixtureRequest) -> None:
+    """Queue the Slurm job that must outlive its one-minute limit as the session starts, so its minute
+    runs while the other tests do (``pytest_collection_modifyitems`` runs its test last)."""
+    if os.geteuid() == 0 and any(item.name == TIMEOUT_TEST for item in request.session.items):
+        request.getfixturevalue("timeout_job")
+
+
+@pytest.fixture(scope="session")
+def timeout_job(slurm_ready: None, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Job]:
+    """A job past its 60 s limit (see ``_queue_timeout_job_early``)."""
+    config = load_system(SLURM_SYSTEM_TOML)
+    assert isinstance(config, SlurmSystemConfig)
+    system = SlurmSystem(config)
+    job = system.submit(JobSpec("timeout", ("sleep", "600"), tmp_path_factory.mktemp("timeout") / "job", {}, 60))
+    yield job
+    system.cancel([job], "test teardown")

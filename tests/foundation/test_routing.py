@@ -1,4 +1,4 @@
-"""The routing rule (``validation.is_agent_driven``): which tests an agent runs, which run as plain jobs."""
+"""The routing rule (``plan.route.is_agent_driven``): which tests an agent runs, which run as plain jobs."""
 
 from __future__ import annotations
 

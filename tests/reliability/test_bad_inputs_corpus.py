@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.cli_fork import run_cli
 from tests.conftest import REPO, cloudai
 
 CORPUS = REPO / "tests" / "bad_inputs"
@@ -44,9 +45,10 @@ def _tree_digest(root: Path) -> str:
 
 
 def _run(argv: list[str], cwd: Path, *, drop_dac: bool) -> subprocess.CompletedProcess[str]:
-    """The real CLI; with ``drop_dac`` (as root) without the capabilities that bypass file permissions."""
+    """The real CLI, each case its own process; with ``drop_dac`` (as root) without the capabilities that
+    bypass file permissions (a real ``python -m cloudai``), otherwise a fork of a warm interpreter."""
     if not (drop_dac and os.geteuid() == 0):
-        return cloudai(*argv, cwd=cwd)
+        return run_cli(argv, cwd)
     caps = "-dac_override,-dac_read_search"
     prefix = ["setpriv", f"--inh-caps={caps}", f"--bounding-set={caps}", sys.executable, "-m", "cloudai"]
     return subprocess.run([*prefix, *argv], cwd=cwd, capture_output=True, text=True, timeout=120)

@@ -1,4 +1,8 @@
-"""Agents: search strategies over a gym env, ask/tell style. Plugins: group ``cloudai.agents``."""
+"""Agents: search strategies over a gym env, ask/tell style. Plugins: group ``cloudai.agents``.
+
+May import ``envs`` (only the ``BaseGym``/``Feedback`` contract and the env_params sampler), ``space``
+and the other leaves; never a concrete env, a system or the run stage that drives them.
+"""
 
 from __future__ import annotations
 

@@ -41,7 +41,7 @@ from cloudai.envs.rewards import REWARDS
 from cloudai.errors import AgentError, ConfigError
 from cloudai.jobs.spec import build_spec, finish_job
 from cloudai.space import Categorical, Space, split_knobs
-from cloudai.systems.base import Job, JobStatus, System
+from cloudai.systems.base import Job, JobStatus, System, held_interrupts
 from cloudai.trajectory.records import Row, TrajectoryWriter, env_cell
 
 if TYPE_CHECKING:
@@ -217,6 +217,14 @@ class CloudAIGymEnv(BaseGym):
         self._complete(trial, hit.observation, hit.reward, "cached", info)
 
     def _finish(self, trial: _Trial) -> None:
+        """Record a trial whose job ended. Atomic for Ctrl-C: a signal landing between "job.json says ok" and
+        "the row is buffered" would lose a measurement that ``--resume`` then runs again."""
+        with held_interrupts() as held:
+            self._record_finished(trial)
+        if held:
+            raise KeyboardInterrupt
+
+    def _record_finished(self, trial: _Trial) -> None:
         del self._pending[trial.step]
         del self._running[trial.key]
         job = trial.job

@@ -7,6 +7,8 @@ Public API (everything else in this package is private)::
 
 Both raise ``cloudai.errors.ConfigError`` (exit code 2) for a dir that is not a cloudai results dir.
 Importing this package imports nothing heavy: pandas, optuna, matplotlib and rich load on first call.
+
+Reads files only: may import the shared leaves, never anything that plans or runs jobs.
 """
 
 from __future__ import annotations

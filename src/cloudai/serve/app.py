@@ -1,6 +1,6 @@
 """``cloudai serve``: one test's environment behind an OpenEnv-compatible server (FastAPI + uvicorn).
 
-Wire protocol: ``openenv-core`` 0.3.0's (shapes in ``serve_wire``). The primary path is the
+Wire protocol: ``openenv-core`` 0.3.0's (shapes in ``cloudai.serve.wire``). The primary path is the
 WebSocket session at ``/ws``: frames ``reset``/``step``/``state``/``close``, one reply each
 (``observation``/``state``/``error``), in order. ``GET /health``, ``/metadata``, ``/schema``
 and ``/state`` as in OpenEnv.

@@ -1,4 +1,8 @@
-"""Where jobs run. ``System.submit(spec) -> Job`` is the only interface the runner and env use."""
+"""Where jobs run. ``System.submit(spec) -> Job`` is the only interface the runner and env use.
+
+May import ``config`` (the system models) and the shared leaves; never a workload, an agent, an env or
+anything that plans or runs a scenario (a system runs ``JobSpec``s, whatever made them).
+"""
 
 from cloudai.registry import Registry
 from cloudai.systems.base import Job, JobSpec, JobStatus, System

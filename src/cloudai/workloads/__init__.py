@@ -1,6 +1,9 @@
 """Workload kinds, keyed by CloudAI's ``test_template_name``. Plugins: group ``cloudai.workloads``.
 
 Importing this package imports no workload (so a workload's own ``python -m`` entry stays fast).
+
+May import ``config`` (TOML error helpers) and the shared leaves; never a system (containers and srun
+are the Slurm system's), an agent or an env.
 """
 
 from __future__ import annotations
