@@ -79,6 +79,7 @@ class Space:
 
     fixed: Mapping[str, Any] = field(default_factory=dict)
     dims: tuple[Dimension, ...] = ()
+    order: tuple[str, ...] = ()  # every knob's name in the order the TOML gave them (``full`` keeps it)
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -117,11 +118,23 @@ class Space:
 
     def without(self, names: set[str]) -> Space:
         """The space with the named dimensions removed (e.g. env_params the environment samples)."""
-        return Space(self.fixed, tuple(d for d in self.dims if d.name not in names))
+        return Space(self.fixed, tuple(d for d in self.dims if d.name not in names), self.order)
 
     def full(self, point: Mapping[str, Any]) -> dict[str, Any]:
-        """Every knob's value for one trial: fixed values with ``point`` on top (flat names)."""
-        return {**self.fixed, **point}
+        """Every knob's value for one trial: fixed values with ``point`` on top (flat names).
+
+        Knobs come in the TOML's order, swept or not: a tool may read its options in order (fio's
+        ``--name`` starts a job; the options before it are global), and best.toml reads like the input.
+        """
+        values = {**self.fixed, **point}
+        if not self.order:
+            return values
+        rank = self._rank
+        return dict(sorted(values.items(), key=lambda item: rank.get(item[0], len(rank))))
+
+    @cached_property
+    def _rank(self) -> dict[str, int]:
+        return {name: i for i, name in enumerate(self.order)}
 
 
 def flatten(table: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -175,7 +188,7 @@ def parse_space(flat: Mapping[str, Any], *, file: object = None, field_of: Calla
             problems.append(Problem(None if file is None else str(file), where, str(exc)))
     if problems:
         raise ConfigError(problems=problems)
-    return Space(fixed, tuple(dims))
+    return Space(fixed, tuple(dims), tuple(flat))
 
 
 def entry_knobs(cmd_args: Mapping[str, Any], extra_env_vars: Mapping[str, Any], num_nodes: Any) -> dict[str, Any]:

@@ -41,6 +41,7 @@ from cloudai.workloads import WORKLOADS
 from cloudai.workloads.base import JobContext, Workload
 
 DATA = Path(__file__).resolve().parents[1] / "workloads" / "data"
+FIO_JSON = DATA.parent / "fio_json"
 
 
 class WorkloadContract:
@@ -111,6 +112,7 @@ SAMPLES: dict[str, tuple[dict[str, Any], dict[str, str]]] = {
     "Synthetic": ({"algo": "tree"}, {"metrics.json": '{"default": 1.5, "bus_bw": 80.0}'}),
     "NcclTest": ({"minbytes": "128", "stepfactor": 2}, {"stdout.txt": (DATA / "nccl_all_reduce.txt").read_text()}),
     "UCCTest": ({"docker_image_url": "img"}, {"stdout.txt": (DATA / "ucc_alltoall.txt").read_text()}),
+    "Fio": ({"args": {"rw": "randread", "bs": "4k"}}, {"stdout.txt": (FIO_JSON / "three_jobs_read.json").read_text()}),
     "OSUBench": (
         {"docker_image_url": "img", "benchmarks_dir": "/osu", "benchmark": "osu_bw"},
         {"stdout.txt": (DATA / "osu_bw.txt").read_text()},

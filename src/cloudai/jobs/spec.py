@@ -51,6 +51,8 @@ def finish_job(job: Job, workload: Workload) -> dict[str, float]:
             metrics = workload.read_metrics(job.spec.job_dir)
         except WorkloadError as exc:
             job.status, job.reason = JobStatus.FAILED, str(exc)
+    if job.status is JobStatus.FAILED and (detail := workload.failure_reason(job.spec.job_dir)):
+        job.reason = f"{job.reason}: {detail}" if job.reason and detail not in job.reason else detail
     record = {**job.record(), "metrics": metrics}
     job.spec.job_dir.mkdir(parents=True, exist_ok=True)
     (job.spec.job_dir / "job.json").write_text(json.dumps(record, indent=1))

@@ -25,6 +25,7 @@ WORKLOADS: Registry[type[Workload]] = Registry(
         "NcclTest": "cloudai.workloads.nccl_test:NcclTest",
         "UCCTest": "cloudai.workloads.ucc_test:UCCTest",
         "OSUBench": "cloudai.workloads.osu_bench:OSUBench",
+        "Fio": "cloudai.workloads.fio:Fio",
     },
 )
 

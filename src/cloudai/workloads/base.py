@@ -14,6 +14,8 @@ A workload is system-agnostic: it never starts processes itself. Contract:
   per allocated task), else None.
 * ``read_metrics(job_dir)`` reads ``metrics.json`` (``{"name": number}``; ``default`` is the
   headline metric) and raises ``WorkloadError`` when it is missing or malformed.
+* ``failure_reason(job_dir)`` gives the tool's own error line for a job that failed (added to
+  its exit code in the recorded reason), or None.
 """
 
 from __future__ import annotations
@@ -89,6 +91,9 @@ class Workload(ABC):
 
     def read_metrics(self, job_dir: Path) -> dict[str, float]:
         return read_metrics_file(job_dir / METRICS_FILE)
+
+    def failure_reason(self, job_dir: Path) -> str | None:
+        return None
 
 
 def read_metrics_file(path: Path) -> dict[str, float]:
