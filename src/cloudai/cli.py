@@ -118,6 +118,8 @@ def run(
 
     plan, system = _prepare(system_config, tests_dir, test_scenario, single_sbatch, verbose, log_file)
     system.check()
+    system.preflight(pipeline.node_needs(plan))
+    system.notify = click.echo
     if resume is not None:  # plain runs too: never write into another scenario's results
         from cloudai.dse import check_resume
 
@@ -171,6 +173,7 @@ def dry_run(
     from cloudai import pipeline
 
     plan, system = _prepare(system_config, tests_dir, test_scenario, single_sbatch, verbose, log_file)
+    system.preflight(pipeline.node_needs(plan), live=False)
     run_dir = pipeline.create_run_dir(pipeline.output_root(plan, output_dir), plan.scenario.name)
     pipeline.write_run_manifest(plan, run_dir)
     if single_sbatch:

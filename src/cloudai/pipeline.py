@@ -20,6 +20,7 @@ from cloudai.config.system import load_system
 from cloudai.config.test import load_tests
 from cloudai.errors import ConfigError
 from cloudai.systems import SYSTEMS, System
+from cloudai.systems.base import NodeNeed
 from cloudai.validation import CheckedEntry, check_scenario
 from cloudai.workloads import WORKLOADS
 from cloudai.workloads.base import Workload
@@ -48,6 +49,17 @@ def load_plan(system_config: Path | None, tests_dir: Path, scenario_file: Path) 
     tests = load_tests(tests_dir)
     scenario = load_scenario(scenario_file, tests)
     return Plan(system, scenario, check_scenario(scenario))
+
+
+def node_needs(plan: Plan) -> list[NodeNeed]:
+    """What each entry asks of the cluster, for ``System.preflight``: its largest ``num_nodes`` and placement."""
+    needs: list[NodeNeed] = []
+    for checked in plan.checked.values():
+        entry = checked.entry
+        counts = entry.num_nodes if isinstance(entry.num_nodes, list) else [entry.num_nodes]
+        where = f"{entry.scenario_file}: {entry.field_prefix} ({entry.id})"
+        needs.append(NodeNeed(where, max(counts), entry.nodes, entry.exclude_nodes))
+    return needs
 
 
 def build_system(config: BaseModel) -> System:

@@ -35,7 +35,7 @@ def build_spec(entry: RunEntry, workload: Workload, values: Mapping[str, Any], j
     cmd_args, env, num_nodes = split_knobs(values)
     context = JobContext(job_dir=job_dir, num_nodes=num_nodes, extra_cmd_args=entry.extra_cmd_args)
     argv = workload.argv(cmd_args, context)
-    return JobSpec(name, tuple(argv), job_dir, env, entry.time_limit_s, num_nodes)
+    return JobSpec(name, tuple(argv), job_dir, env, entry.time_limit_s, num_nodes, entry.nodes, entry.exclude_nodes)
 
 
 def plain_values(entry: RunEntry) -> dict[str, Any]:

@@ -46,9 +46,9 @@ class ScenarioEntry(AgentFields):
     extra_env_vars: dict[str, Any] = Field(default_factory=dict)
     extra_cmd_args: dict[str, Any] | str | None = None
     dependencies: list[Dependency] = Field(default_factory=list)
+    nodes: list[str] = Field(default_factory=list)  # Slurm: --nodelist (names, host lists, PARTITION:GROUP:N)
+    exclude_nodes: list[str] = Field(default_factory=list)  # Slurm: --exclude
     # CloudAI fields accepted for compatibility; they do not change how jobs run here.
-    nodes: list[str] = Field(default_factory=list)
-    exclude_nodes: list[str] = Field(default_factory=list)
     weight: float = 0.0
     sol: float | None = None
     ideal_perf: float | None = None
@@ -61,6 +61,10 @@ class ScenarioConfig(BaseModel):
     name: str = Field(min_length=1)
     job_status_check: bool = True
     Tests: list[ScenarioEntry] = Field(min_length=1)
+    # CloudAI's hook scenarios (conf/hook/<name>.toml): refused with a fix by ``_check_hooks``, never ignored.
+    pre_test: str | None = None
+    post_test: str | None = None
+    sol_path: str | None = None
 
 
 @dataclass(frozen=True)
@@ -96,6 +100,8 @@ class RunEntry:
     agent: AgentSettings
     test_file: Path | None
     scenario_file: Path
+    nodes: tuple[str, ...] = ()
+    exclude_nodes: tuple[str, ...] = ()
 
     @property
     def field_prefix(self) -> str:
@@ -124,6 +130,7 @@ def load_scenario(path: Path, tests: dict[str, tuple[WorkloadConfig, Path]]) -> 
         except ConfigError as exc:
             problems += exc.problems
     problems += _check_ids(config, path)
+    problems += _check_hooks(config, path)
     if problems:
         raise ConfigError(problems=problems)
     return Scenario(config.name, path, tuple(entries), config.job_status_check)
@@ -185,6 +192,8 @@ def _merge(index: int, raw: ScenarioEntry, tests: dict[str, tuple[WorkloadConfig
         agent=_agent_settings(test, raw),
         test_file=test_file,
         scenario_file=path,
+        nodes=tuple(raw.nodes),
+        exclude_nodes=tuple(raw.exclude_nodes),
     )
 
 
@@ -255,6 +264,26 @@ def _check_ids(config: ScenarioConfig, path: Path) -> list[Problem]:
                     str(path), "Tests", "dependency cycle: " + " -> ".join(cycle), "remove one of these dependencies"
                 )
             )
+    return problems
+
+
+def _check_hooks(config: ScenarioConfig, path: Path) -> list[Problem]:
+    """CloudAI's ``pre_test``/``post_test`` hook scenarios do not run here: an error with the fix, not silence."""
+    problems: list[Problem] = []
+    for field, kind in (("pre_test", "start_post_comp"), ("post_test", "start_post_comp")):
+        name = getattr(config, field)
+        if name is None:
+            continue
+        order = "the hook's entries first, then this scenario's tests" if field == "pre_test" else "after them"
+        problems.append(
+            Problem(
+                str(path),
+                field,
+                f"{field} = '{name}': CloudAI hook scenarios (conf/hook/{name}.toml) are not run by this cloudai",
+                f"remove {field} and add the hook's tests (conf/hook/test/*.toml) as [[Tests]] entries, "
+                f"{order}, ordered with [[Tests.dependencies]] type = '{kind}'",
+            )
+        )
     return problems
 
 
