@@ -2,7 +2,8 @@
 
 A file's kind is told by its content: ``scheduler`` -> system, ``Tests`` -> scenario,
 ``test_template_name`` -> test. Scenarios are checked against the tests found among the
-given paths plus ``--tests-dir``.
+given paths plus ``--tests-dir``; a test file is also checked on its own (``verify_tests``), so a
+directory of tests alone is checked as deeply as a run would check it.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from cloudai.config.system import system_from_dict
 from cloudai.config.test import WorkloadConfig, load_test
 from cloudai.config.tomlfile import read_toml
 from cloudai.errors import ConfigError, Problem
+from cloudai.verify_tests import check_test
 
 
 def _toml_files(paths: list[Path]) -> tuple[list[Path], list[Problem]]:
@@ -48,12 +50,14 @@ def verify_paths(paths: list[Path], tests_dir: Path | None) -> tuple[int, list[P
             try:
                 test = load_test(file)
                 tests.setdefault(test.name, (test, file))
+                if file in files:
+                    problems += check_test(test, file)
             except ConfigError as exc:
                 if file in files:
                     problems += exc.problems
     for file in files:
         problems += _check_file(file, data.get(file), tests)
-    return len(files), problems
+    return len(files), list(dict.fromkeys(problems))  # a test's problem may be found via a scenario too
 
 
 def _check_file(

@@ -269,21 +269,22 @@ def _check_ids(config: ScenarioConfig, path: Path) -> list[Problem]:
 
 def _check_hooks(config: ScenarioConfig, path: Path) -> list[Problem]:
     """CloudAI's ``pre_test``/``post_test`` hook scenarios do not run here: an error with the fix, not silence."""
+    how = {
+        "pre_test": "give this scenario's entries a [[Tests.dependencies]] type = 'start_post_comp' on them",
+        "post_test": "each with a [[Tests.dependencies]] type = 'start_post_comp' on this scenario's entries",
+    }
     problems: list[Problem] = []
-    for field, kind in (("pre_test", "start_post_comp"), ("post_test", "start_post_comp")):
+    for field, fix in how.items():
         name = getattr(config, field)
-        if name is None:
-            continue
-        order = "the hook's entries first, then this scenario's tests" if field == "pre_test" else "after them"
-        problems.append(
-            Problem(
-                str(path),
-                field,
-                f"{field} = '{name}': CloudAI hook scenarios (conf/hook/{name}.toml) are not run by this cloudai",
-                f"remove {field} and add the hook's tests (conf/hook/test/*.toml) as [[Tests]] entries, "
-                f"{order}, ordered with [[Tests.dependencies]] type = '{kind}'",
+        if name is not None:
+            problems.append(
+                Problem(
+                    str(path),
+                    field,
+                    f"{field} = '{name}': CloudAI hook scenarios (conf/hook/{name}.toml) are not run by this cloudai",
+                    f"remove {field}, add the hook's tests (conf/hook/test/*.toml) as [[Tests]] entries and {fix}",
+                )
             )
-        )
     return problems
 
 
