@@ -6,11 +6,12 @@ Heavy modules are imported inside the commands, so ``cloudai --help`` stays fast
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import shutil
 import signal
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -23,10 +24,17 @@ if TYPE_CHECKING:
     from cloudai.systems.base import System
 
 _VERBOSE = {"on": False}
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+_LOG: dict[str, Any] = {"level": None, "file": None}  # CloudAI's --log-level/--log-file, before or after the command
+DEBUG_LOG = "debug.log"  # every run's full log, inside its results dir (CloudAI writes one into the cwd)
 
 
 class _Group(click.Group):
     """Turns our errors into one message on stderr and an exit code; a traceback only with -v."""
+
+    def make_context(self, info_name: str | None, args: list[str], parent: click.Context | None = None, **extra: Any):
+        _LOG.update(level=None, file=None)  # one invocation's flags (CliRunner runs many in one process)
+        return super().make_context(info_name, args, parent, **extra)
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
@@ -49,11 +57,14 @@ class _Group(click.Group):
 
 
 def _setup_logging(verbose: bool, log_file: Path | None) -> None:
-    _VERBOSE["on"] = verbose
+    """Console at ``--log-level`` (WARNING by default; ``-v`` is DEBUG with tracebacks), ``--log-file`` at DEBUG."""
+    level = "DEBUG" if verbose else (_LOG["level"] or "WARNING")
+    _VERBOSE["on"] = level == "DEBUG"
+    log_file = log_file if log_file is not None else _LOG["file"]
     root = logging.getLogger("cloudai")
     root.setLevel(logging.DEBUG)
     console = logging.StreamHandler(sys.stderr)
-    console.setLevel(logging.DEBUG if verbose else logging.WARNING)
+    console.setLevel(level)
     console.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
     root.addHandler(console)
     if log_file is not None:
@@ -65,6 +76,43 @@ def _setup_logging(verbose: bool, log_file: Path | None) -> None:
         root.addHandler(handler)
 
 
+@contextlib.contextmanager
+def _debug_log(run_dir: Path) -> Iterator[None]:
+    """Everything cloudai logs during the run, at DEBUG, into ``<run_dir>/debug.log`` (appended on --resume)."""
+    handler = logging.FileHandler(run_dir / DEBUG_LOG)
+    handler.setLevel(logging.DEBUG)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    root = logging.getLogger("cloudai")
+    root.setLevel(logging.DEBUG)
+    root.addHandler(handler)
+    try:
+        yield
+    finally:
+        root.removeHandler(handler)
+        handler.close()
+
+
+def _remember(key: str) -> Callable[[click.Context, click.Parameter, Any], None]:
+    def store(ctx: click.Context, param: click.Parameter, value: Any) -> None:
+        if value is not None:
+            _LOG[key] = value.upper() if key == "level" else value
+
+    return store
+
+
+def _log_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    """CloudAI's ``--log-level`` and ``--log-file``; on the group (``cloudai --log-level INFO run``) they
+    set what every command uses, so both of CloudAI's spellings work."""
+    func = click.option(
+        "--log-level",
+        type=click.Choice(LOG_LEVELS, case_sensitive=False),
+        expose_value=False,
+        callback=_remember("level"),
+        help="Console log level (default WARNING); DEBUG also shows tracebacks, like -v.",
+    )(func)
+    return func
+
+
 def _sigterm_as_interrupt() -> None:
     def handler(signum: int, frame: object) -> None:
         raise KeyboardInterrupt
@@ -73,6 +121,7 @@ def _sigterm_as_interrupt() -> None:
 
 
 def _common(func: Callable[..., Any]) -> Callable[..., Any]:
+    func = _log_options(func)
     func = click.option("-v", "--verbose", is_flag=True, help="Log progress and show tracebacks.")(func)
     return click.option("--log-file", type=click.Path(path_type=Path, dir_okay=False), help="Also log to FILE.")(func)
 
@@ -95,6 +144,14 @@ def _scenario_options(func: Callable[..., Any]) -> Callable[..., Any]:
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="cloudai")
+@_log_options
+@click.option(
+    "--log-file",
+    type=click.Path(path_type=Path, dir_okay=False),
+    expose_value=False,
+    callback=_remember("file"),
+    help="Also log to FILE (any command; a run also keeps debug.log in its results dir).",
+)
 def cli() -> None:
     """Design-space exploration for cluster workloads: run, sweep and search real jobs."""
 
@@ -133,6 +190,24 @@ def run(
         pipeline.write_run_manifest(plan, run_dir)
     _sigterm_as_interrupt()
     click.echo(f"Running scenario '{plan.scenario.name}' on {system.name}; results in {run_dir}")
+    with _debug_log(run_dir):
+        code = _run_in(plan, system, run_dir, single_sbatch, resume, (system_config, tests_dir, test_scenario))
+    click.echo(f"Results: {run_dir}")
+    sys.exit(code)
+
+
+def _run_in(
+    plan: Plan,
+    system: System,
+    run_dir: Path,
+    single_sbatch: bool,
+    resume: Path | None,
+    files: tuple[Path | None, Path, Path],
+) -> int:
+    """The run itself, once its results dir exists; a report of what finished whatever stopped it."""
+    from cloudai import pipeline
+
+    system_config, tests_dir, test_scenario = files
     try:
         if single_sbatch:
             from cloudai.single_sbatch_run import run_single_sbatch
@@ -153,8 +228,7 @@ def run(
         system.cancel_all()  # nothing outlives the run, whatever stopped it
         if run_dir.is_dir():
             _report(run_dir)
-    click.echo(f"Results: {run_dir}")
-    sys.exit(code)
+    return code
 
 
 @cli.command(name="dry-run")
@@ -176,16 +250,17 @@ def dry_run(
     system.preflight(pipeline.node_needs(plan), live=False)
     run_dir = pipeline.create_run_dir(pipeline.output_root(plan, output_dir), plan.scenario.name)
     pipeline.write_run_manifest(plan, run_dir)
-    if single_sbatch:
-        from cloudai.single_sbatch_run import dry_run_single_sbatch
+    with _debug_log(run_dir):
+        if single_sbatch:
+            from cloudai.single_sbatch_run import dry_run_single_sbatch
 
-        dry_run_single_sbatch(plan, run_dir, system, click.echo)
-    elif plan.agent_driven:
-        from cloudai.dse import dry_run_agent_entries
+            dry_run_single_sbatch(plan, run_dir, system, click.echo)
+        elif plan.agent_driven:
+            from cloudai.dse import dry_run_agent_entries
 
-        dry_run_agent_entries(plan, run_dir, system, click.echo)
-    else:
-        pipeline.dry_run_plain(plan, run_dir, system, click.echo)
+            dry_run_agent_entries(plan, run_dir, system, click.echo)
+        else:
+            pipeline.dry_run_plain(plan, run_dir, system, click.echo)
     click.echo(f"Dry run: nothing was run; scripts in {run_dir}")
 
 
@@ -272,17 +347,37 @@ def serve(
 
 
 @cli.command(name="generate-report")
-@click.argument("results_dirs", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.argument("results_dirs", nargs=-1, type=click.Path(path_type=Path))
+@click.option("--result-dir", "result_dir", type=click.Path(path_type=Path), help="CloudAI's spelling of RESULTS_DIR.")
+@click.option("--system-config", type=click.Path(path_type=Path), help="Accepted (CloudAI); the results dir is read.")
+@click.option("--tests-dir", type=click.Path(path_type=Path), help="Accepted (CloudAI); the results dir is read.")
+@click.option("--test-scenario", type=click.Path(path_type=Path), help="Accepted (CloudAI); the results dir is read.")
 @click.option(
     "--output", type=click.Path(path_type=Path, dir_okay=False), help="Write the report (or comparison) here."
 )
 @_common
-def generate_report(results_dirs: tuple[Path, ...], output: Path | None, verbose: bool, log_file: Path | None) -> None:
-    """Write report.html and summary.csv per results dir; with several dirs, also a comparison page."""
+def generate_report(
+    results_dirs: tuple[Path, ...],
+    result_dir: Path | None,
+    system_config: Path | None,
+    tests_dir: Path | None,
+    test_scenario: Path | None,
+    output: Path | None,
+    verbose: bool,
+    log_file: Path | None,
+) -> None:
+    """Write report.html and summary.csv per results dir; with several dirs, also a comparison page.
+
+    ``cloudai generate-report DIR...`` or CloudAI's ``--system-config S --tests-dir T --test-scenario F
+    --result-dir R`` (the run's own ``run.json`` says what ran, so S, T and F are not re-read).
+    """
     _setup_logging(verbose, log_file)
+    dirs = [*results_dirs, *([result_dir] if result_dir is not None else [])]
+    if not dirs:
+        raise click.UsageError("give the results dir: cloudai generate-report DIR (or --result-dir DIR)")
     from cloudai.reports import generate_report as generate
 
-    click.echo(f"Report: {generate(list(results_dirs), output)}")
+    click.echo(f"Report: {generate(dirs, output)}")
 
 
 def _prepare(
