@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from cloudai.config.hooks import load_hooks
 from cloudai.config.scenario import load_scenario
 from cloudai.config.system import system_from_dict
 from cloudai.config.test import WorkloadConfig, load_test
@@ -69,7 +70,9 @@ def _check_file(
         if "Tests" in content:
             from cloudai.validation import check_scenario
 
-            check_scenario(load_scenario(file, tests))
+            scenario = load_scenario(file, tests)
+            check_scenario(scenario)
+            load_hooks(scenario, None)  # a pre_test/post_test names a hook scenario that exists and loads
         elif "scheduler" in content:
             system_from_dict(content, file)
         else:

@@ -61,7 +61,7 @@ class ScenarioConfig(BaseModel):
     name: str = Field(min_length=1)
     job_status_check: bool = True
     Tests: list[ScenarioEntry] = Field(min_length=1)
-    # CloudAI's hook scenarios (conf/hook/<name>.toml): refused with a fix by ``_check_hooks``, never ignored.
+    # CloudAI's hook scenarios (conf/hook/<name>.toml), added as entries by ``cloudai.config.hooks``.
     pre_test: str | None = None
     post_test: str | None = None
     sol_path: str | None = None
@@ -114,6 +114,8 @@ class Scenario:
     file: Path
     entries: tuple[RunEntry, ...]
     job_status_check: bool = True
+    pre_test: str | None = None  # hook scenario names, see ``cloudai.config.hooks``
+    post_test: str | None = None
 
     def entry(self, entry_id: str) -> RunEntry:
         return next(e for e in self.entries if e.id == entry_id)
@@ -130,10 +132,9 @@ def load_scenario(path: Path, tests: dict[str, tuple[WorkloadConfig, Path]]) -> 
         except ConfigError as exc:
             problems += exc.problems
     problems += _check_ids(config, path)
-    problems += _check_hooks(config, path)
     if problems:
         raise ConfigError(problems=problems)
-    return Scenario(config.name, path, tuple(entries), config.job_status_check)
+    return Scenario(config.name, path, tuple(entries), config.job_status_check, config.pre_test, config.post_test)
 
 
 def deep_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
@@ -262,27 +263,6 @@ def _check_ids(config: ScenarioConfig, path: Path) -> list[Problem]:
             problems.append(
                 Problem(
                     str(path), "Tests", "dependency cycle: " + " -> ".join(cycle), "remove one of these dependencies"
-                )
-            )
-    return problems
-
-
-def _check_hooks(config: ScenarioConfig, path: Path) -> list[Problem]:
-    """CloudAI's ``pre_test``/``post_test`` hook scenarios do not run here: an error with the fix, not silence."""
-    how = {
-        "pre_test": "give this scenario's entries a [[Tests.dependencies]] type = 'start_post_comp' on them",
-        "post_test": "each with a [[Tests.dependencies]] type = 'start_post_comp' on this scenario's entries",
-    }
-    problems: list[Problem] = []
-    for field, fix in how.items():
-        name = getattr(config, field)
-        if name is not None:
-            problems.append(
-                Problem(
-                    str(path),
-                    field,
-                    f"{field} = '{name}': CloudAI hook scenarios (conf/hook/{name}.toml) are not run by this cloudai",
-                    f"remove {field}, add the hook's tests (conf/hook/test/*.toml) as [[Tests]] entries and {fix}",
                 )
             )
     return problems
