@@ -122,3 +122,18 @@ def test_job_pinned_to_a_node_runs_there(system: SlurmSystem, tmp_path: Path) ->
     finish(system, [job])
     assert job.status is JobStatus.OK
     assert "#SBATCH --nodelist=vm" in (tmp_path / "pinned" / "sbatch.sh").read_text()
+
+
+def test_single_sbatch_allocates_the_named_nodes_and_pins_each_step() -> None:
+    from cloudai.systems.slurm.single_sbatch import ScriptStep, render_single_sbatch
+
+    run = Path("/r/run")
+    steps = [
+        ScriptStep(JobSpec("a.0", ("true",), run / "a" / "0", nodes=("main:g1:2",))),
+        ScriptStep(JobSpec("b.0", ("true",), run / "b" / "0", nodes=("n-005",), exclude_nodes=("n-009",))),
+    ]
+    lines = render_single_sbatch(steps, cluster(), run, "s").splitlines()
+    assert "#SBATCH --nodelist=n-001,n-002,n-005" in lines and "#SBATCH --exclude=n-009" in lines
+    srun = [line for line in lines if "srun" in line and "--job-name" in line]
+    assert "-N 2 --job-name=a.0" in srun[0] and "--nodelist=n-001,n-002" in srun[0]
+    assert "-N 1 --job-name=b.0" in srun[1] and "--nodelist=n-005" in srun[1]
