@@ -135,3 +135,13 @@ def test_pending_timeout_is_validated() -> None:
     assert SlurmSystemConfig.model_validate({**base, "pending_timeout": "00:10:00"}).pending_timeout_s == 600
     with pytest.raises(ValueError, match="is not a time limit"):
         SlurmSystemConfig.model_validate({**base, "pending_timeout": "soon"})
+
+
+@pytest.mark.slurm
+def test_partition_the_cluster_lacks_is_named(config: SlurmSystemConfig) -> None:
+    other = _config(config, default_partition="gpu", partitions=[{"name": "gpu"}])
+    with pytest.raises(ConfigError) as caught:
+        SlurmSystem(other).preflight([NodeNeed("x", 1)])
+    (problem,) = caught.value.problems
+    assert problem.field == "default_partition"
+    assert problem.message == "Slurm system 'local-slurm': partition 'gpu' is not on this cluster (sinfo lists: debug)"

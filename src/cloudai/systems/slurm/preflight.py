@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from cloudai.config.slurm import SlurmSystemConfig
-from cloudai.errors import ConfigError, Problem
+from cloudai.errors import ConfigError, Problem, did_you_mean
 from cloudai.systems.base import NodeNeed
 from cloudai.systems.slurm.commands import SlurmCommands
 from cloudai.systems.slurm.placement import PlacementError, excluded_nodes, resolve_nodes
@@ -66,7 +66,8 @@ def check_mpi(commands: SlurmCommands, config: SlurmSystemConfig) -> None:
         )
     if config.mpi == "none":
         return
-    probe = ["srun", f"--mpi={config.mpi}", "--test-only", "-N1", f"--partition={config.default_partition}", "true"]
+    probe = ["srun", f"--mpi={config.mpi}", "--test-only", "-N1", f"--partition={config.default_partition}"]
+    probe += [f"--account={config.account}", "true"] if config.account else ["true"]
     result = commands.run(probe)
     if not result.ok and ("MPI" in result.stderr or "mpi/" in result.stderr):
         detail = next((line for line in result.stderr.splitlines() if "can not load" in line), result.stderr.strip())
@@ -101,7 +102,12 @@ def check_nodes(commands: SlurmCommands, config: SlurmSystemConfig, needs: Seque
     if not result.ok:
         return []  # no sinfo: Slurm will refuse an impossible job itself, with its own words
     partition = config.default_partition
-    members = parse_sinfo_nodes(result.stdout).get(partition, [])
+    partitions = parse_sinfo_nodes(result.stdout)
+    if partition not in partitions:
+        message = f"partition '{partition}' is not on this cluster (sinfo lists: {', '.join(partitions) or 'none'})"
+        return [Problem(None, "default_partition", f"Slurm system '{config.name}': {message}",
+                        did_you_mean(partition, partitions))]  # fmt: skip
+    members = partitions[partition]
     problems: list[Problem] = []
     for need in needs:
         named = resolve_nodes(need.nodes, config)
