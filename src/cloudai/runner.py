@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from cloudai.config.scenario import RunEntry, Scenario
+from cloudai.config.timelimit import parse_time_limit
 from cloudai.errors import CloudAIError, Interrupted, WorkloadError
 from cloudai.space import entry_knobs, split_knobs
 from cloudai.systems.base import DEPENDENCY_TYPES, Job, JobSpec, JobStatus, System
@@ -35,7 +36,19 @@ def build_spec(entry: RunEntry, workload: Workload, values: Mapping[str, Any], j
     cmd_args, env, num_nodes = split_knobs(values)
     context = JobContext(job_dir=job_dir, num_nodes=num_nodes, extra_cmd_args=entry.extra_cmd_args)
     argv = workload.argv(cmd_args, context)
-    return JobSpec(name, tuple(argv), job_dir, env, entry.time_limit_s, num_nodes, entry.nodes, entry.exclude_nodes)
+    return JobSpec(
+        name, tuple(argv), job_dir, env, entry.time_limit_s, num_nodes, entry.nodes, entry.exclude_nodes,
+        _pending_timeout_s(entry),
+    )  # fmt: skip
+
+
+def _pending_timeout_s(entry: RunEntry) -> float | None:
+    """``agent_config.pending_timeout`` (validated at load for agent-driven tests; plain ones ignore agent_config)."""
+    value = (entry.agent.config or {}).get("pending_timeout")
+    try:
+        return None if value is None else float(parse_time_limit(value))
+    except ValueError:
+        return None
 
 
 def plain_values(entry: RunEntry) -> dict[str, Any]:

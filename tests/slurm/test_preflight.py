@@ -145,3 +145,33 @@ def test_partition_the_cluster_lacks_is_named(config: SlurmSystemConfig) -> None
     (problem,) = caught.value.problems
     assert problem.field == "default_partition"
     assert problem.message == "Slurm system 'local-slurm': partition 'gpu' is not on this cluster (sinfo lists: debug)"
+
+
+@pytest.mark.slurm
+def test_agent_config_pending_timeout_fails_the_trial_with_the_reason(tmp_path: Path) -> None:
+    """A DSE whose trials cannot start (``--begin`` an hour away): each trial is failed, not waited for."""
+    import csv
+
+    from tests.conftest import cloudai
+    from tests.slurm.conftest import SYSTEM_TOML
+
+    system = tmp_path / "system.toml"
+    system.write_text(
+        SYSTEM_TOML.read_text().replace("[[partitions]]", 'extra_sbatch_args = ["--begin=now+3600"]\n\n[[partitions]]')
+    )
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "t.toml").write_text(
+        'name = "t"\ntest_template_name = "Synthetic"\nagent = "grid_search"\nagent_metrics = ["bus_bw"]\n'
+        'agent_config = { pending_timeout = "00:00:01", max_parallel = 2 }\n'
+        '[cmd_args]\nalgo = ["ring", "tree"]\nduration_s = 0\n'
+    )
+    scenario = tmp_path / "s.toml"
+    scenario.write_text('name = "s"\n[[Tests]]\nid = "dse"\ntest_name = "t"\n')
+    done = cloudai("run", "--system-config", system, "--tests-dir", tmp_path / "tests", "--test-scenario", scenario,
+                   "--output-dir", tmp_path / "out", cwd=tmp_path)  # fmt: skip
+    assert done.returncode == 1, done.stderr  # every trial failed
+    assert "pending: BeginTime" in done.stdout
+    (trajectory,) = (tmp_path / "out").rglob("trajectory.csv")
+    rows = list(csv.DictReader(trajectory.open()))
+    assert [row["status"] for row in rows] == ["failed", "failed"]
+    assert all(row["reason"] == "pending for more than 1s (pending_timeout): BeginTime" for row in rows)

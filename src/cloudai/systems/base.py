@@ -59,6 +59,7 @@ class JobSpec:
     # CloudAI's "PARTITION:GROUP:COUNT" specs; nodes never to use. A system without nodes ignores them.
     nodes: tuple[str, ...] = ()
     exclude_nodes: tuple[str, ...] = ()
+    pending_timeout_s: float | None = None  # queued longer than this: cancelled, failed (overrides the system's)
 
 
 @dataclass(frozen=True)

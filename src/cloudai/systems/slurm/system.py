@@ -188,16 +188,15 @@ class SlurmSystem(System):
         self._cancel_overdue([job for job in live if job.status is JobStatus.PENDING])
 
     def _cancel_overdue(self, pending: Sequence[Job]) -> None:
-        """Jobs pending longer than ``pending_timeout``: cancelled, then failed with squeue's reason."""
-        limit = self.config.pending_timeout_s
-        if limit is None:
-            return
-        now = time.time()
-        overdue = [job for job in pending if job.submitted_at is not None and now - job.submitted_at > limit]
+        """Jobs pending longer than their ``pending_timeout``: cancelled, then failed with squeue's reason."""
+        now, overdue, why = time.time(), [], {}
+        for job in pending:
+            limit = job.spec.pending_timeout_s or self.config.pending_timeout_s
+            if limit is not None and job.submitted_at is not None and now - job.submitted_at > limit:
+                overdue.append(job)
+                why[job] = f"pending for more than {limit:g}s (pending_timeout): {job.reason or 'no reason given'}"
         if not overdue:
             return
-        why = {job: f"pending for more than {limit:g}s (pending_timeout): {job.reason or 'no reason given'}"
-               for job in overdue}  # fmt: skip
         for job in overdue:
             log.warning("job %s (%s) %s; cancelling it", job.job_id, job.spec.name, why[job])
         self.cancel(overdue, "pending_timeout")
