@@ -151,6 +151,7 @@ def test_partition_the_cluster_lacks_is_named(config: SlurmSystemConfig) -> None
 def test_agent_config_pending_timeout_fails_the_trial_with_the_reason(tmp_path: Path) -> None:
     """A DSE whose trials cannot start (``--begin`` an hour away): each trial is failed, not waited for."""
     import csv
+    import json
 
     from tests.conftest import cloudai
     from tests.slurm.conftest import SYSTEM_TOML
@@ -174,4 +175,5 @@ def test_agent_config_pending_timeout_fails_the_trial_with_the_reason(tmp_path: 
     (trajectory,) = (tmp_path / "out").rglob("trajectory.csv")
     rows = list(csv.DictReader(trajectory.open()))
     assert [row["status"] for row in rows] == ["failed", "failed"]
-    assert all(row["reason"] == "pending for more than 1s (pending_timeout): BeginTime" for row in rows)
+    jobs = [json.loads(p.read_text()) for p in sorted(trajectory.parent.glob("*/job.json"))]
+    assert [job["reason"] for job in jobs] == ["pending for more than 1s (pending_timeout): BeginTime"] * 2
