@@ -6,17 +6,17 @@ Heavy modules are imported inside the commands, so ``cloudai --help`` stays fast
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import shutil
 import signal
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
 
+from cloudai.cli_logging import LOG, debug_log, log_file_option, log_options
 from cloudai.errors import CloudAIError, ConfigError
 
 if TYPE_CHECKING:
@@ -24,16 +24,13 @@ if TYPE_CHECKING:
     from cloudai.systems.base import System
 
 _VERBOSE = {"on": False}
-LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
-_LOG: dict[str, Any] = {"level": None, "file": None}  # CloudAI's --log-level/--log-file, before or after the command
-DEBUG_LOG = "debug.log"  # every run's full log, inside its results dir (CloudAI writes one into the cwd)
 
 
 class _Group(click.Group):
     """Turns our errors into one message on stderr and an exit code; a traceback only with -v."""
 
     def make_context(self, info_name: str | None, args: list[str], parent: click.Context | None = None, **extra: Any):
-        _LOG.update(level=None, file=None)  # one invocation's flags (CliRunner runs many in one process)
+        LOG.update(level=None, file=None)  # one invocation's flags (CliRunner runs many in one process)
         return super().make_context(info_name, args, parent, **extra)
 
     def invoke(self, ctx: click.Context) -> Any:
@@ -58,9 +55,9 @@ class _Group(click.Group):
 
 def _setup_logging(verbose: bool, log_file: Path | None) -> None:
     """Console at ``--log-level`` (WARNING by default; ``-v`` is DEBUG with tracebacks), ``--log-file`` at DEBUG."""
-    level = "DEBUG" if verbose else (_LOG["level"] or "WARNING")
+    level = "DEBUG" if verbose else (LOG["level"] or "WARNING")
     _VERBOSE["on"] = level == "DEBUG"
-    log_file = log_file if log_file is not None else _LOG["file"]
+    log_file = log_file if log_file is not None else LOG["file"]
     root = logging.getLogger("cloudai")
     root.setLevel(logging.DEBUG)
     console = logging.StreamHandler(sys.stderr)
@@ -76,43 +73,6 @@ def _setup_logging(verbose: bool, log_file: Path | None) -> None:
         root.addHandler(handler)
 
 
-@contextlib.contextmanager
-def _debug_log(run_dir: Path) -> Iterator[None]:
-    """Everything cloudai logs during the run, at DEBUG, into ``<run_dir>/debug.log`` (appended on --resume)."""
-    handler = logging.FileHandler(run_dir / DEBUG_LOG)
-    handler.setLevel(logging.DEBUG)
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-    root = logging.getLogger("cloudai")
-    root.setLevel(logging.DEBUG)
-    root.addHandler(handler)
-    try:
-        yield
-    finally:
-        root.removeHandler(handler)
-        handler.close()
-
-
-def _remember(key: str) -> Callable[[click.Context, click.Parameter, Any], None]:
-    def store(ctx: click.Context, param: click.Parameter, value: Any) -> None:
-        if value is not None:
-            _LOG[key] = value.upper() if key == "level" else value
-
-    return store
-
-
-def _log_options(func: Callable[..., Any]) -> Callable[..., Any]:
-    """CloudAI's ``--log-level`` and ``--log-file``; on the group (``cloudai --log-level INFO run``) they
-    set what every command uses, so both of CloudAI's spellings work."""
-    func = click.option(
-        "--log-level",
-        type=click.Choice(LOG_LEVELS, case_sensitive=False),
-        expose_value=False,
-        callback=_remember("level"),
-        help="Console log level (default WARNING); DEBUG also shows tracebacks, like -v.",
-    )(func)
-    return func
-
-
 def _sigterm_as_interrupt() -> None:
     def handler(signum: int, frame: object) -> None:
         raise KeyboardInterrupt
@@ -121,7 +81,7 @@ def _sigterm_as_interrupt() -> None:
 
 
 def _common(func: Callable[..., Any]) -> Callable[..., Any]:
-    func = _log_options(func)
+    func = log_options(func)
     func = click.option("-v", "--verbose", is_flag=True, help="Log progress and show tracebacks.")(func)
     return click.option("--log-file", type=click.Path(path_type=Path, dir_okay=False), help="Also log to FILE.")(func)
 
@@ -144,14 +104,8 @@ def _scenario_options(func: Callable[..., Any]) -> Callable[..., Any]:
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="cloudai")
-@_log_options
-@click.option(
-    "--log-file",
-    type=click.Path(path_type=Path, dir_okay=False),
-    expose_value=False,
-    callback=_remember("file"),
-    help="Also log to FILE (any command; a run also keeps debug.log in its results dir).",
-)
+@log_options
+@log_file_option
 def cli() -> None:
     """Design-space exploration for cluster workloads: run, sweep and search real jobs."""
 
@@ -190,7 +144,7 @@ def run(
         pipeline.write_run_manifest(plan, run_dir)
     _sigterm_as_interrupt()
     click.echo(f"Running scenario '{plan.scenario.name}' on {system.name}; results in {run_dir}")
-    with _debug_log(run_dir):
+    with debug_log(run_dir):
         code = _run_in(plan, system, run_dir, single_sbatch, resume, (system_config, tests_dir, test_scenario))
     click.echo(f"Results: {run_dir}")
     sys.exit(code)
@@ -250,7 +204,7 @@ def dry_run(
     system.preflight(pipeline.node_needs(plan), live=False)
     run_dir = pipeline.create_run_dir(pipeline.output_root(plan, output_dir), plan.scenario.name)
     pipeline.write_run_manifest(plan, run_dir)
-    with _debug_log(run_dir):
+    with debug_log(run_dir):
         if single_sbatch:
             from cloudai.single_sbatch_run import dry_run_single_sbatch
 

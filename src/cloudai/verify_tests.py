@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from cloudai.config.scenario import Scenario, ScenarioEntry, _merge
+from cloudai.config.scenario import Scenario, entry_for_test
 from cloudai.config.test import WorkloadConfig
 from cloudai.errors import ConfigError, Problem
 
@@ -22,7 +22,7 @@ def check_test(test: WorkloadConfig, path: Path) -> list[Problem]:
     from cloudai.validation import check_scenario
 
     try:
-        entry = _merge(0, ScenarioEntry(id=test.name, test_name=test.name), {test.name: (test, path)}, path)
+        entry = entry_for_test(test, path)
         checked = check_scenario(Scenario(test.name, path, (entry,)))[entry.id]
         problems = [] if checked.agent_driven else _plain_metric_problems(test, path, entry.agent.explicit)
     except ConfigError as exc:

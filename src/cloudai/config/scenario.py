@@ -137,6 +137,11 @@ def load_scenario(path: Path, tests: dict[str, tuple[WorkloadConfig, Path]]) -> 
     return Scenario(config.name, path, tuple(entries), config.job_status_check, config.pre_test, config.post_test)
 
 
+def entry_for_test(test: WorkloadConfig, path: Path) -> RunEntry:
+    """``test`` as the one entry of a scenario that names it, ``path`` (its file) standing in for the scenario."""
+    return _merge(0, ScenarioEntry(id=test.name, test_name=test.name), {test.name: (test, path)}, path)
+
+
 def deep_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
     """``override`` on top of ``base``; nested tables merge key by key, everything else replaces."""
     merged = dict(base)
