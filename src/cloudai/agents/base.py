@@ -21,8 +21,9 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from typing import Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from cloudai.config.timelimit import parse_time_limit
 from cloudai.envs.base import BaseGym, Feedback, Observation
 
 
@@ -34,6 +35,15 @@ class AgentConfig(BaseModel):
     seed: int | None = None
     max_parallel: int = Field(default=1, ge=1, le=256)
     penalty_reward: float = -1.0  # reward of failed, timed-out and infeasible trials
+    # A trial's job pending longer (Slurm) is cancelled and the trial failed; overrides the system's.
+    pending_timeout: str | int | None = None
+
+    @field_validator("pending_timeout")
+    @classmethod
+    def _pending_timeout(cls, value: str | int | None) -> str | int | None:
+        if value is not None:
+            parse_time_limit(value)  # ValueError names the accepted forms
+        return value
 
 
 class BaseAgent(ABC):

@@ -46,9 +46,9 @@ class ScenarioEntry(AgentFields):
     extra_env_vars: dict[str, Any] = Field(default_factory=dict)
     extra_cmd_args: dict[str, Any] | str | None = None
     dependencies: list[Dependency] = Field(default_factory=list)
+    nodes: list[str] = Field(default_factory=list)  # Slurm: --nodelist (names, host lists, PARTITION:GROUP:N)
+    exclude_nodes: list[str] = Field(default_factory=list)  # Slurm: --exclude
     # CloudAI fields accepted for compatibility; they do not change how jobs run here.
-    nodes: list[str] = Field(default_factory=list)
-    exclude_nodes: list[str] = Field(default_factory=list)
     weight: float = 0.0
     sol: float | None = None
     ideal_perf: float | None = None
@@ -61,6 +61,10 @@ class ScenarioConfig(BaseModel):
     name: str = Field(min_length=1)
     job_status_check: bool = True
     Tests: list[ScenarioEntry] = Field(min_length=1)
+    # CloudAI's hook scenarios (conf/hook/<name>.toml), added as entries by ``cloudai.config.hooks``.
+    pre_test: str | None = None
+    post_test: str | None = None
+    sol_path: str | None = None
 
 
 @dataclass(frozen=True)
@@ -97,6 +101,8 @@ class RunEntry:
     test_file: Path | None
     scenario_file: Path
     extra_container_mounts: tuple[str, ...] = ()  # CloudAI's: more src:dst mounts for a containerized job
+    nodes: tuple[str, ...] = ()
+    exclude_nodes: tuple[str, ...] = ()
 
     @property
     def field_prefix(self) -> str:
@@ -115,6 +121,8 @@ class Scenario:
     file: Path
     entries: tuple[RunEntry, ...]
     job_status_check: bool = True
+    pre_test: str | None = None  # hook scenario names, see ``cloudai.config.hooks``
+    post_test: str | None = None
 
     def entry(self, entry_id: str) -> RunEntry:
         return next(e for e in self.entries if e.id == entry_id)
@@ -133,7 +141,12 @@ def load_scenario(path: Path, tests: dict[str, tuple[WorkloadConfig, Path]]) -> 
     problems += _check_ids(config, path)
     if problems:
         raise ConfigError(problems=problems)
-    return Scenario(config.name, path, tuple(entries), config.job_status_check)
+    return Scenario(config.name, path, tuple(entries), config.job_status_check, config.pre_test, config.post_test)
+
+
+def entry_for_test(test: WorkloadConfig, path: Path) -> RunEntry:
+    """``test`` as the one entry of a scenario that names it, ``path`` (its file) standing in for the scenario."""
+    return _merge(0, ScenarioEntry(id=test.name, test_name=test.name), {test.name: (test, path)}, path)
 
 
 def deep_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
@@ -193,6 +206,8 @@ def _merge(index: int, raw: ScenarioEntry, tests: dict[str, tuple[WorkloadConfig
         test_file=test_file,
         scenario_file=path,
         extra_container_mounts=(*test.extra_container_mounts, *raw.extra_container_mounts),
+        nodes=tuple(raw.nodes),
+        exclude_nodes=tuple(raw.exclude_nodes),
     )
 
 

@@ -21,6 +21,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
+from cloudai.config.timelimit import parse_time_limit
 from cloudai.errors import did_you_mean
 
 
@@ -67,6 +68,8 @@ class SlurmSystemConfig(BaseModel):
     command_timeout_s: float = Field(default=60.0, gt=0)
     container_runtime: Literal["pyxis", "none"] = "pyxis"
     container_mount_home: bool = False  # False: --no-container-mount-home, as CloudAI renders
+    exclude_nodes: list[str] = Field(default_factory=list)  # never used by any job: #SBATCH --exclude
+    pending_timeout: str | int | None = None  # a job pending longer is cancelled and failed with squeue's reason
     # Accepted for CloudAI compatibility, unused here.
     cache_docker_images_locally: bool = False
     extra_transient_status_errors: list[str] = Field(default_factory=list)
@@ -96,6 +99,17 @@ class SlurmSystemConfig(BaseModel):
                 f"'{value}' is not a declared partition ([[partitions]] name); {did_you_mean(value, names)}"
             )
         return value
+
+    @field_validator("pending_timeout")
+    @classmethod
+    def _pending_timeout(cls, value: str | int | None) -> str | int | None:
+        if value is not None:
+            parse_time_limit(value)  # ValueError names the accepted forms
+        return value
+
+    @property
+    def pending_timeout_s(self) -> float | None:
+        return None if self.pending_timeout is None else float(parse_time_limit(self.pending_timeout))
 
     @property
     def partition_names(self) -> list[str]:

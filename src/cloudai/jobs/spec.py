@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from cloudai.config.scenario import RunEntry
+from cloudai.config.timelimit import parse_time_limit
 from cloudai.errors import WorkloadError
 from cloudai.space import entry_knobs, split_knobs
 from cloudai.systems.base import Container, Job, JobSpec, JobStatus
@@ -34,7 +35,28 @@ def build_spec(entry: RunEntry, workload: Workload, values: Mapping[str, Any], j
     image = workload.container_image(cmd_args)
     container = Container(image, entry.extra_container_mounts) if image else None
     ntasks = workload.ntasks(cmd_args)
-    return JobSpec(name, tuple(argv), job_dir, env, entry.time_limit_s, num_nodes, container, ntasks)
+    return JobSpec(
+        name,
+        tuple(argv),
+        job_dir,
+        env,
+        entry.time_limit_s,
+        num_nodes,
+        container=container,
+        ntasks=ntasks,
+        nodes=entry.nodes,
+        exclude_nodes=entry.exclude_nodes,
+        pending_timeout_s=_pending_timeout_s(entry),
+    )
+
+
+def _pending_timeout_s(entry: RunEntry) -> float | None:
+    """``agent_config.pending_timeout`` (validated at load for agent-driven tests; plain ones ignore agent_config)."""
+    value = (entry.agent.config or {}).get("pending_timeout")
+    try:
+        return None if value is None else float(parse_time_limit(value))
+    except ValueError:
+        return None
 
 
 def plain_values(entry: RunEntry) -> dict[str, Any]:

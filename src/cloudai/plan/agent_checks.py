@@ -8,6 +8,7 @@ run does exactly what validation accepted.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from pydantic import ValidationError
@@ -16,7 +17,7 @@ from cloudai.agents import AGENTS
 from cloudai.config.scenario import RunEntry
 from cloudai.config.tomlfile import problems_from
 from cloudai.envs.rewards import REWARDS
-from cloudai.errors import ConfigError, Problem
+from cloudai.errors import ConfigError, Problem, did_you_mean
 from cloudai.plan.env_param_checks import check_env_params
 from cloudai.space import Range, Space
 from cloudai.workloads import WORKLOADS
@@ -90,17 +91,22 @@ def check_agent_entry(entry: RunEntry, space: Space, live: bool) -> list[Problem
 
 
 def _check_metrics(entry: RunEntry) -> list[Problem]:
+    return check_metric_names(
+        entry.workload, entry.agent.metrics, str(entry.scenario_file), f"{entry.field_prefix}.agent_metrics"
+    )
+
+
+def check_metric_names(workload: str, metrics: Sequence[str], file: str, field: str) -> list[Problem]:
     """Metric names against the workload's declared ``metrics`` (a workload that declares none is trusted)."""
-    declared = getattr(WORKLOADS.get(entry.workload), "metrics", None)
-    field = f"{entry.field_prefix}.agent_metrics"
+    declared = getattr(WORKLOADS.get(workload), "metrics", None)
     problems = []
-    if len(set(entry.agent.metrics)) != len(entry.agent.metrics):
-        problems.append(Problem(str(entry.scenario_file), field, "a metric is listed twice"))
+    if len(set(metrics)) != len(metrics):
+        problems.append(Problem(file, field, "a metric is listed twice"))
     if declared:
-        for name in entry.agent.metrics:
+        for name in metrics:
             if name not in declared:
-                hint = f"{entry.workload} reports: {', '.join(declared)}"
-                problems.append(Problem(str(entry.scenario_file), field, f"unknown metric '{name}'", hint))
+                hint = f"{did_you_mean(name, declared)} ({workload} reports: {', '.join(declared)})"
+                problems.append(Problem(file, field, f"unknown metric '{name}'", hint))
     return problems
 
 

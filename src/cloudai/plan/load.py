@@ -11,11 +11,14 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from cloudai.config.hooks import hooks_of, load_hooks, with_hooks
 from cloudai.config.scenario import Scenario, load_scenario
 from cloudai.config.system import load_system
 from cloudai.config.test import load_tests
+from cloudai.errors import ConfigError
 from cloudai.plan.route import CheckedEntry, check_scenario
 from cloudai.systems import SYSTEMS, System
+from cloudai.systems.base import NodeNeed
 from cloudai.workloads import WORKLOADS
 from cloudai.workloads.base import Workload
 
@@ -40,7 +43,35 @@ def load_plan(system_config: Path | None, tests_dir: Path, scenario_file: Path) 
     system = load_system(system_config)
     tests = load_tests(tests_dir)
     scenario = load_scenario(scenario_file, tests)
-    return Plan(system, scenario, check_scenario(scenario))
+    checked = check_scenario(scenario)
+    if hooks_of(scenario):  # CloudAI's pre_test/post_test: entries ordered around the scenario's own
+        scenario = with_hooks(scenario, _hooks_for(scenario, checked, tests_dir))
+        checked = check_scenario(scenario)
+    return Plan(system, scenario, checked)
+
+
+def _hooks_for(scenario: Scenario, checked: dict[str, CheckedEntry], tests_dir: Path) -> dict[str, Scenario]:
+    agent = [c.entry.id for c in checked.values() if c.agent_driven]
+    if agent:
+        field = next(iter(hooks_of(scenario)))
+        raise ConfigError(
+            f"{field} hooks run around plain tests; {', '.join(agent)} is agent-driven",
+            file=scenario.file,
+            field=field,
+            hint=f"remove {field}, or run the hook as a scenario of its own before the DSE",
+        )
+    return load_hooks(scenario, tests_dir)
+
+
+def node_needs(plan: Plan) -> list[NodeNeed]:
+    """What each entry asks of the cluster, for ``System.preflight``: its largest ``num_nodes`` and placement."""
+    needs: list[NodeNeed] = []
+    for checked in plan.checked.values():
+        entry = checked.entry
+        counts = entry.num_nodes if isinstance(entry.num_nodes, list) else [entry.num_nodes]
+        where = f"{entry.scenario_file}: {entry.field_prefix} ({entry.id})"
+        needs.append(NodeNeed(where, max(counts), entry.nodes, entry.exclude_nodes))
+    return needs
 
 
 def build_system(config: BaseModel) -> System:

@@ -2,7 +2,8 @@
 
 A file's kind is told by its content: ``scheduler`` -> system, ``Tests`` -> scenario,
 ``test_template_name`` -> test. Scenarios are checked against the tests found among the
-given paths plus ``--tests-dir``.
+given paths plus ``--tests-dir``; a test file is also checked on its own (``verify_tests``), so a
+directory of tests alone is checked as deeply as a run would check it.
 """
 
 from __future__ import annotations
@@ -10,11 +11,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from cloudai.config.hooks import load_hooks
 from cloudai.config.scenario import load_scenario
 from cloudai.config.system import system_from_dict
 from cloudai.config.test import WorkloadConfig, load_test
 from cloudai.config.tomlfile import read_toml
 from cloudai.errors import ConfigError, Problem
+from cloudai.plan.verify_tests import check_test
 
 
 def _toml_files(paths: list[Path]) -> tuple[list[Path], list[Problem]]:
@@ -48,12 +51,14 @@ def verify_paths(paths: list[Path], tests_dir: Path | None) -> tuple[int, list[P
             try:
                 test = load_test(file)
                 tests.setdefault(test.name, (test, file))
+                if file in files:
+                    problems += check_test(test, file)
             except ConfigError as exc:
                 if file in files:
                     problems += exc.problems
     for file in files:
         problems += _check_file(file, data.get(file), tests)
-    return len(files), problems
+    return len(files), list(dict.fromkeys(problems))  # a test's problem may be found via a scenario too
 
 
 def _check_file(
@@ -65,7 +70,9 @@ def _check_file(
         if "Tests" in content:
             from cloudai.plan.route import check_scenario
 
-            check_scenario(load_scenario(file, tests))
+            scenario = load_scenario(file, tests)
+            check_scenario(scenario)
+            load_hooks(scenario, None)  # a pre_test/post_test names a hook scenario that exists and loads
         elif "scheduler" in content:
             system_from_dict(content, file)
         else:

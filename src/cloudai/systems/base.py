@@ -25,7 +25,7 @@ import shlex
 import signal
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
@@ -69,6 +69,21 @@ class JobSpec:
     num_nodes: int = 1
     container: Container | None = None
     ntasks: int | None = None  # processes the command needs when it fixes them (1: not an MPI program)
+    # Placement, as the scenario entry gives it: node names, Slurm host lists ("node-[01-04]") or
+    # CloudAI's "PARTITION:GROUP:COUNT" specs; nodes never to use. A system without nodes ignores them.
+    nodes: tuple[str, ...] = ()
+    exclude_nodes: tuple[str, ...] = ()
+    pending_timeout_s: float | None = None  # queued longer than this: cancelled, failed (overrides the system's)
+
+
+@dataclass(frozen=True)
+class NodeNeed:
+    """What one scenario entry asks of a cluster, for ``System.preflight``: ``where`` names it in messages."""
+
+    where: str
+    num_nodes: int
+    nodes: tuple[str, ...] = ()
+    exclude_nodes: tuple[str, ...] = ()
 
 
 @dataclass(eq=False)
@@ -118,9 +133,18 @@ class System(ABC):
     """One place jobs run. Subclasses are built from their pydantic config model."""
 
     name: str
+    #: Where progress notes go (a job's pending reason on Slurm); the CLI sets it to its echo.
+    notify: Callable[[str], None] | None = None
 
     def check(self) -> None:
         """Raise ``SystemError_`` if no job can run here. Default: nothing to check."""
+
+    def preflight(self, needs: Sequence[NodeNeed], *, live: bool = True) -> None:
+        """Raise ``ConfigError`` (exit 2) when a need cannot be met here, before anything is submitted.
+
+        ``live``: the cluster may be asked (``run``); else only the system's own config (``dry-run``).
+        Default: any need fits.
+        """
 
     def render(self, spec: JobSpec) -> str:
         """The script that runs ``spec``, for humans and for dry-run."""

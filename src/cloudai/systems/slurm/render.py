@@ -16,6 +16,7 @@ from cloudai.config.slurm import SlurmSystemConfig
 from cloudai.config.timelimit import format_time_limit
 from cloudai.systems.base import DEPENDENCY_TYPES, JobSpec
 from cloudai.systems.slurm.container import container_flags, container_note
+from cloudai.systems.slurm.placement import placement_directives
 from cloudai.systems.slurm.tasks import with_ntasks
 
 SCRIPT_NAME = "sbatch.sh"
@@ -50,12 +51,14 @@ def sbatch_header(
     num_nodes: int,
     time_limit_s: float | None,
     dependencies: Sequence[str] = (),
+    nodes: Sequence[str] = (),
+    exclude_nodes: Sequence[str] = (),
 ) -> list[str]:
     """The ``#!`` line and ``#SBATCH`` directives, in a fixed order."""
     lines = ["#!/bin/bash", f"#SBATCH --job-name={job_name}"]
     lines += [f"#SBATCH --output={stdout}", f"#SBATCH --error={stderr}"]
     lines.append(f"#SBATCH --partition={config.default_partition}")
-    lines.append(f"#SBATCH -N {num_nodes}")
+    lines += placement_directives(config, num_nodes, nodes, exclude_nodes)
     if config.account:
         lines.append(f"#SBATCH --account={config.account}")
     if config.gpus_per_node:
@@ -104,6 +107,8 @@ def render_sbatch(spec: JobSpec, config: SlurmSystemConfig, dependencies: Sequen
         num_nodes=spec.num_nodes,
         time_limit_s=spec.time_limit_s,
         dependencies=dependencies,
+        nodes=spec.nodes,
+        exclude_nodes=spec.exclude_nodes,
     )
     lines.append("")
     lines += export_lines(config.global_env_vars, spec.env)

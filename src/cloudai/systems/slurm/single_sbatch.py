@@ -24,6 +24,7 @@ from pathlib import Path
 from cloudai.config.slurm import SlurmSystemConfig
 from cloudai.systems.base import Job, JobSpec, JobStatus
 from cloudai.systems.slurm.container import container_flags
+from cloudai.systems.slurm.placement import placed_count, resolve_nodes
 from cloudai.systems.slurm.render import STDERR, STDOUT, export_lines, sbatch_header, srun_prefix, time_directive
 from cloudai.systems.slurm.system import SlurmSystem
 from cloudai.systems.slurm.tasks import with_ntasks
@@ -69,8 +70,10 @@ def render_single_sbatch(steps: Sequence[ScriptStep], config: SlurmSystemConfig,
         stdout=run_dir / f"single_sbatch.{STDOUT}",
         stderr=run_dir / f"single_sbatch.{STDERR}",
         config=config,
-        num_nodes=max(step.spec.num_nodes for step in steps),
+        num_nodes=max(placed_count(config, step.spec.num_nodes, step.spec.nodes) for step in steps),
         time_limit_s=total,
+        nodes=_allocation_nodes(steps),
+        exclude_nodes=[node for step in steps for node in step.spec.exclude_nodes],
     )
     lines += ["", *export_lines(config.global_env_vars), "", _FUNCTIONS]
     background = {step.spec.name: index for index, step in enumerate(steps, start=1) if step.stop_after}
@@ -85,10 +88,20 @@ def render_single_sbatch(steps: Sequence[ScriptStep], config: SlurmSystemConfig,
     return "\n".join(lines) + "\n"
 
 
+def _allocation_nodes(steps: Sequence[ScriptStep]) -> list[str]:
+    """Every step's named nodes when all steps name theirs; else none (``-N``: a step's ``--nodelist``
+    must then fall inside what Slurm allocated, and srun says so when it does not)."""
+    if not all(step.spec.nodes for step in steps):
+        return []
+    return [node for step in steps for node in step.spec.nodes]
+
+
 def _step_lines(step: ScriptStep, config: SlurmSystemConfig, index: int) -> list[str]:
     spec = step.spec
     job_dir = spec.job_dir.absolute()
-    flags = [f"-N {spec.num_nodes}", f"--job-name={shlex.quote(spec.name)}"]
+    named = resolve_nodes(spec.nodes, config)
+    flags = [f"-N {len(named) or spec.num_nodes}", f"--job-name={shlex.quote(spec.name)}"]
+    flags += [f"--nodelist={','.join(named)}"] if named else []
     flags += [f"--output={shlex.quote(str(job_dir / STDOUT))}", f"--error={shlex.quote(str(job_dir / STDERR))}"]
     if spec.time_limit_s:
         flags.append(f"--time={time_directive(spec.time_limit_s)}")

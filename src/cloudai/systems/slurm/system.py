@@ -5,24 +5,28 @@ whatever their number (the controller's load, not ours, is what matters on a sha
 cluster). A job that left ``squeue`` has ended; its final state comes from, in order:
 
 1. ``sacct`` when accounting works (found out on the first try, then remembered);
-2. ``scontrol show job ID`` while the controller still holds the job (``MinJobAge``);
+2. ``scontrol show job`` while the controller still holds the job (``MinJobAge``): one call per
+   poll for every job that left the queue (``-o ID`` for one, every job the controller holds for more);
 3. the ``jobcomp/filetxt`` file the cluster configures (``JobCompLoc``).
 
-A job none of them knows is failed with a reason saying so. Timestamps come from Slurm's
+A job none of them knows is failed with a reason saying so. A pending job carries squeue's reason
+(``Resources``, ``Priority``, ``ReqNodeNotAvail``...) in ``Job.reason`` and the log; with
+``pending_timeout`` set, one pending longer is cancelled and failed with that reason. Timestamps come from Slurm's
 ``Start``/``End`` (whole seconds), ``submitted_at`` from our clock.
 """
 
 from __future__ import annotations
 
 import contextlib
+import logging
 import shutil
 import time
 from collections.abc import Sequence
 from pathlib import Path
 
 from cloudai.config.slurm import SlurmSystemConfig
-from cloudai.errors import SubmissionError, SystemError_
-from cloudai.systems.base import Job, JobSpec, JobStatus, System, held_interrupts
+from cloudai.errors import ConfigError, SubmissionError, SystemError_
+from cloudai.systems.base import Job, JobSpec, JobStatus, NodeNeed, System, held_interrupts
 from cloudai.systems.slurm.commands import SlurmCommands
 from cloudai.systems.slurm.parse import (
     SACCT_FIELDS,
@@ -36,7 +40,10 @@ from cloudai.systems.slurm.parse import (
     parse_squeue,
     status_of,
 )
+from cloudai.systems.slurm.preflight import check_mpi, check_nodes, check_placement
 from cloudai.systems.slurm.render import SCRIPT_NAME, render_sbatch
+
+log = logging.getLogger(__name__)
 
 REQUIRED_TOOLS = ("sbatch", "squeue", "scontrol", "scancel")
 _CANCEL_WAIT_S = 30.0
@@ -71,6 +78,15 @@ class SlurmSystem(System):
                 f"Slurm system '{self.name}': the controller is not reachable ({ping.describe()}); "
                 "check SLURM_CONF and that slurmctld is running"
             )
+        check_mpi(self.commands, self.config)
+
+    def preflight(self, needs: Sequence[NodeNeed], *, live: bool = True) -> None:
+        """Node specs resolve against the system TOML; with ``live``, counts and names against ``sinfo``."""
+        problems = check_placement(self.config, needs)
+        if not problems and live:
+            problems = check_nodes(self.commands, self.config, needs)
+        if problems:
+            raise ConfigError(problems=problems)
 
     def render(self, spec: JobSpec, dependencies: Sequence[str] = ()) -> str:
         return render_sbatch(spec, self.config, dependencies)
@@ -160,9 +176,33 @@ class SlurmSystem(System):
             if status is JobStatus.RUNNING and job.started_at is None:
                 job.started_at = entry.started_at or time.time()
             job.status = status if status in (JobStatus.PENDING, JobStatus.RUNNING) else JobStatus.RUNNING
-            job.reason = entry.reason if status is JobStatus.PENDING and entry.reason != "None" else ""
+            reason = entry.reason if status is JobStatus.PENDING and entry.reason != "None" else ""
+            if reason and reason != job.reason:
+                note = f"{job.spec.name} (Slurm job {job.job_id}) pending: {reason}"
+                log.info(note)
+                if self.notify is not None:
+                    self.notify(note)
+            job.reason = reason
         for job, final in self._finals([job for job in live if job.job_id not in queued]).items():
             self._apply_final(job, final)
+        self._cancel_overdue([job for job in live if job.status is JobStatus.PENDING])
+
+    def _cancel_overdue(self, pending: Sequence[Job]) -> None:
+        """Jobs pending longer than their ``pending_timeout``: cancelled, then failed with squeue's reason."""
+        now, overdue, why = time.time(), [], {}
+        for job in pending:
+            limit = job.spec.pending_timeout_s or self.config.pending_timeout_s
+            if limit is not None and job.submitted_at is not None and now - job.submitted_at > limit:
+                overdue.append(job)
+                why[job] = f"pending for more than {limit:g}s (pending_timeout): {job.reason or 'no reason given'}"
+        if not overdue:
+            return
+        for job in overdue:
+            log.warning("job %s (%s) %s; cancelling it", job.job_id, job.spec.name, why[job])
+        self.cancel(overdue, "pending_timeout")
+        for job in overdue:
+            if job.status is JobStatus.CANCELLED:
+                job.status, job.reason = JobStatus.FAILED, why[job]
 
     def _squeue(self, jobs: Sequence[Job]) -> dict[str, QueueEntry]:
         self._last_poll = time.monotonic()
@@ -180,10 +220,7 @@ class SlurmSystem(System):
         ids = [job.job_id for job in jobs]
         if self._accounting is not False:
             found.update(self._from_sacct(ids))
-        for job_id in ids:
-            if job_id not in found:
-                result = self.commands.run(["scontrol", "show", "job", "-o", job_id])
-                found.update({k: v for k, v in parse_scontrol_jobs(result.stdout).items() if v.status.final})
+        found.update(self._from_scontrol([job_id for job_id in ids if job_id not in found]))
         missing = [job_id for job_id in ids if job_id not in found]
         if missing:
             found.update({k: v for k, v in self._from_jobcomp(missing).items() if v.status.final})
@@ -200,6 +237,15 @@ class SlurmSystem(System):
             return {}
         self._accounting = True
         return {k: v for k, v in parse_sacct(result.stdout).items() if v.status.final}
+
+    def _from_scontrol(self, ids: Sequence[str]) -> dict[str, FinalState]:
+        """One ``scontrol show job`` for all ``ids`` (it takes one id, or none for every job it holds)."""
+        if not ids:
+            return {}
+        argv = ["scontrol", "show", "job", "-o", *ids[:1]] if len(ids) == 1 else ["scontrol", "show", "job", "-o"]
+        result = self.commands.run(argv)
+        wanted = set(ids)
+        return {k: v for k, v in parse_scontrol_jobs(result.stdout).items() if k in wanted and v.status.final}
 
     def _from_jobcomp(self, ids: Sequence[str]) -> dict[str, FinalState]:
         if self._jobcomp is False:

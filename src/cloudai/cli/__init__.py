@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from cloudai.cli.logs import LOG, debug_log, log_file_option, log_options
 from cloudai.errors import CloudAIError, ConfigError
 
 if TYPE_CHECKING:
@@ -27,6 +28,10 @@ _VERBOSE = {"on": False}
 
 class _Group(click.Group):
     """Turns our errors into one message on stderr and an exit code; a traceback only with -v."""
+
+    def make_context(self, info_name: str | None, args: list[str], parent: click.Context | None = None, **extra: Any):
+        LOG.update(level=None, file=None)  # one invocation's flags (CliRunner runs many in one process)
+        return super().make_context(info_name, args, parent, **extra)
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
@@ -49,11 +54,14 @@ class _Group(click.Group):
 
 
 def _setup_logging(verbose: bool, log_file: Path | None) -> None:
-    _VERBOSE["on"] = verbose
+    """Console at ``--log-level`` (WARNING by default; ``-v`` is DEBUG with tracebacks), ``--log-file`` at DEBUG."""
+    level = "DEBUG" if verbose else (LOG["level"] or "WARNING")
+    _VERBOSE["on"] = level == "DEBUG"
+    log_file = log_file if log_file is not None else LOG["file"]
     root = logging.getLogger("cloudai")
     root.setLevel(logging.DEBUG)
     console = logging.StreamHandler(sys.stderr)
-    console.setLevel(logging.DEBUG if verbose else logging.WARNING)
+    console.setLevel(level)
     console.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
     root.addHandler(console)
     if log_file is not None:
@@ -73,6 +81,7 @@ def _sigterm_as_interrupt() -> None:
 
 
 def _common(func: Callable[..., Any]) -> Callable[..., Any]:
+    func = log_options(func)
     func = click.option("-v", "--verbose", is_flag=True, help="Log progress and show tracebacks.")(func)
     return click.option("--log-file", type=click.Path(path_type=Path, dir_okay=False), help="Also log to FILE.")(func)
 
@@ -95,6 +104,8 @@ def _scenario_options(func: Callable[..., Any]) -> Callable[..., Any]:
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="cloudai")
+@log_options
+@log_file_option
 def cli() -> None:
     """Design-space exploration for cluster workloads: run, sweep and search real jobs."""
 
@@ -114,11 +125,13 @@ def run(
     resume: Path | None,
 ) -> None:
     """Run a scenario: plain tests as jobs, agent-driven tests through their agent."""
-    from cloudai.run.plain import run_plain
+    from cloudai.plan.load import node_needs
     from cloudai.run.rundir import create_run_dir, output_root, write_run_manifest
 
     plan, system = _prepare(system_config, tests_dir, test_scenario, single_sbatch, verbose, log_file)
     system.check()
+    system.preflight(node_needs(plan))
+    system.notify = click.echo
     if resume is not None:  # plain runs too: never write into another scenario's results
         from cloudai.run.dse import check_resume
 
@@ -128,6 +141,22 @@ def run(
         write_run_manifest(plan, run_dir)
     _sigterm_as_interrupt()
     click.echo(f"Running scenario '{plan.scenario.name}' on {system.name}; results in {run_dir}")
+    with debug_log(run_dir):
+        code = _run_in(plan, system, run_dir, single_sbatch, resume, (system_config, tests_dir, test_scenario))
+    click.echo(f"Results: {run_dir}")
+    sys.exit(code)
+
+
+def _run_in(
+    plan: Plan,
+    system: System,
+    run_dir: Path,
+    single_sbatch: bool,
+    resume: Path | None,
+    files: tuple[Path | None, Path, Path],
+) -> int:
+    """The run itself, once its results dir exists; a report of what finished whatever stopped it."""
+    system_config, tests_dir, test_scenario = files
     try:
         if single_sbatch:
             from cloudai.run.single_sbatch import run_single_sbatch
@@ -139,6 +168,8 @@ def run(
             again = resume_command(system_config, tests_dir, test_scenario, run_dir)
             code = run_agent_entries(plan, run_dir, system, click.echo, resume is not None, resume_command=again)
         else:
+            from cloudai.run.plain import run_plain
+
             code = run_plain(plan, run_dir, system)
     except ConfigError:  # bad input only found once the run began (e.g. a live server's constructor)
         if resume is None and not _has_results(run_dir):
@@ -148,8 +179,7 @@ def run(
         system.cancel_all()  # nothing outlives the run, whatever stopped it
         if run_dir.is_dir():
             _report(run_dir)
-    click.echo(f"Results: {run_dir}")
-    sys.exit(code)
+    return code
 
 
 @cli.command(name="dry-run")
@@ -165,22 +195,25 @@ def dry_run(
     log_file: Path | None,
 ) -> None:
     """Validate everything and write what would run into the results dir, without running it."""
+    from cloudai.plan.load import node_needs
     from cloudai.run.plain import dry_run_plain
     from cloudai.run.rundir import create_run_dir, output_root, write_run_manifest
 
     plan, system = _prepare(system_config, tests_dir, test_scenario, single_sbatch, verbose, log_file)
+    system.preflight(node_needs(plan), live=False)
     run_dir = create_run_dir(output_root(plan, output_dir), plan.scenario.name)
     write_run_manifest(plan, run_dir)
-    if single_sbatch:
-        from cloudai.run.single_sbatch import dry_run_single_sbatch
+    with debug_log(run_dir):
+        if single_sbatch:
+            from cloudai.run.single_sbatch import dry_run_single_sbatch
 
-        dry_run_single_sbatch(plan, run_dir, system, click.echo)
-    elif plan.agent_driven:
-        from cloudai.run.dry_run import dry_run_entries
+            dry_run_single_sbatch(plan, run_dir, system, click.echo)
+        elif plan.agent_driven:
+            from cloudai.run.dry_run import dry_run_entries
 
-        dry_run_entries(plan, run_dir, system, click.echo)
-    else:
-        dry_run_plain(plan, run_dir, system, click.echo)
+            dry_run_entries(plan, run_dir, system, click.echo)
+        else:
+            dry_run_plain(plan, run_dir, system, click.echo)
     click.echo(f"Dry run: nothing was run; scripts in {run_dir}")
 
 
@@ -267,17 +300,37 @@ def serve(
 
 
 @cli.command(name="generate-report")
-@click.argument("results_dirs", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.argument("results_dirs", nargs=-1, type=click.Path(path_type=Path))
+@click.option("--result-dir", "result_dir", type=click.Path(path_type=Path), help="CloudAI's spelling of RESULTS_DIR.")
+@click.option("--system-config", type=click.Path(path_type=Path), help="Accepted (CloudAI); the results dir is read.")
+@click.option("--tests-dir", type=click.Path(path_type=Path), help="Accepted (CloudAI); the results dir is read.")
+@click.option("--test-scenario", type=click.Path(path_type=Path), help="Accepted (CloudAI); the results dir is read.")
 @click.option(
     "--output", type=click.Path(path_type=Path, dir_okay=False), help="Write the report (or comparison) here."
 )
 @_common
-def generate_report(results_dirs: tuple[Path, ...], output: Path | None, verbose: bool, log_file: Path | None) -> None:
-    """Write report.html and summary.csv per results dir; with several dirs, also a comparison page."""
+def generate_report(
+    results_dirs: tuple[Path, ...],
+    result_dir: Path | None,
+    system_config: Path | None,
+    tests_dir: Path | None,
+    test_scenario: Path | None,
+    output: Path | None,
+    verbose: bool,
+    log_file: Path | None,
+) -> None:
+    """Write report.html and summary.csv per results dir; with several dirs, also a comparison page.
+
+    ``cloudai generate-report DIR...`` or CloudAI's ``--system-config S --tests-dir T --test-scenario F
+    --result-dir R`` (the run's own ``run.json`` says what ran, so S, T and F are not re-read).
+    """
     _setup_logging(verbose, log_file)
+    dirs = [*results_dirs, *([result_dir] if result_dir is not None else [])]
+    if not dirs:
+        raise click.UsageError("give the results dir: cloudai generate-report DIR (or --result-dir DIR)")
     from cloudai.reports import generate_report as generate
 
-    click.echo(f"Report: {generate(list(results_dirs), output)}")
+    click.echo(f"Report: {generate(dirs, output)}")
 
 
 def _prepare(

@@ -1,0 +1,66 @@
+"""CloudAI's logging flags and every run's ``debug.log``, for ``cloudai.cli``.
+
+``--log-level`` and ``--log-file`` may come before the command (CloudAI's spelling,
+``cloudai --log-level INFO run ...``) or after it; either way they land in ``LOG``, which
+``cloudai.cli._setup_logging`` reads. ``debug_log`` keeps a run's whole log in its results dir.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import click
+
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+LOG: dict[str, Any] = {"level": None, "file": None}  # this invocation's --log-level/--log-file
+DEBUG_LOG = "debug.log"  # every run's full log, inside its results dir (CloudAI writes one into the cwd)
+
+
+@contextlib.contextmanager
+def debug_log(run_dir: Path) -> Iterator[None]:
+    """Everything cloudai logs during the run, at DEBUG, into ``<run_dir>/debug.log`` (appended on --resume)."""
+    handler = logging.FileHandler(run_dir / DEBUG_LOG)
+    handler.setLevel(logging.DEBUG)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    root = logging.getLogger("cloudai")
+    root.setLevel(logging.DEBUG)
+    root.addHandler(handler)
+    try:
+        yield
+    finally:
+        root.removeHandler(handler)
+        handler.close()
+
+
+def _remember(key: str) -> Callable[[click.Context, click.Parameter, Any], None]:
+    def store(ctx: click.Context, param: click.Parameter, value: Any) -> None:
+        if value is not None:
+            LOG[key] = value.upper() if key == "level" else value
+
+    return store
+
+
+def log_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    """CloudAI's ``--log-level``, on the group and on every command."""
+    return click.option(
+        "--log-level",
+        type=click.Choice(LOG_LEVELS, case_sensitive=False),
+        expose_value=False,
+        callback=_remember("level"),
+        help="Console log level (default WARNING); DEBUG also shows tracebacks, like -v.",
+    )(func)
+
+
+def log_file_option(func: Callable[..., Any]) -> Callable[..., Any]:
+    """CloudAI's ``--log-file`` before the command; a command's own ``--log-file`` wins."""
+    return click.option(
+        "--log-file",
+        type=click.Path(path_type=Path, dir_okay=False),
+        expose_value=False,
+        callback=_remember("file"),
+        help="Also log to FILE (any command; a run also keeps debug.log in its results dir).",
+    )(func)

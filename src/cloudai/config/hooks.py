@@ -1,0 +1,90 @@
+"""CloudAI's hook scenarios (``pre_test = "nccl_test"``, ``post_test = ...``) as ordinary scenario entries.
+
+Where CloudAI finds them: ``conf/hook/*.toml`` are hook scenarios (looked up by their ``name``),
+``conf/hook/test/*.toml`` the tests they use. ``conf/hook`` is taken relative to the working
+directory, as CloudAI does, and also next to the scenario's and the tests' ``conf/`` (so
+``--test-scenario conf/common/test_scenario/x.toml`` finds ``conf/hook`` from any directory).
+
+How they run here: each hook entry becomes an entry of the scenario, id ``pre_test.<id>`` or
+``post_test.<id>``, run by the same runner on any system (one job per hook entry, on Slurm its
+own sbatch job). Every test of the scenario starts after the pre-test entries completed
+(``start_post_comp``); the post-test entries start after every test completed. CloudAI instead
+runs the hooks inside each test's sbatch script and skips the test when a pre-test failed; here
+the tests run whatever the hooks' status, and each hook's status is in its own ``job.json``.
+Agent-driven (DSE) scenarios cannot have hooks: an error names the field.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+from cloudai.config.scenario import Dependency, RunEntry, Scenario, load_scenario
+from cloudai.config.test import load_tests
+from cloudai.config.tomlfile import read_toml
+from cloudai.errors import ConfigError, did_you_mean
+
+HOOK_FIELDS = ("pre_test", "post_test")
+
+
+def hook_dirs(scenario_file: Path, tests_dir: Path | None) -> list[Path]:
+    """``conf/hook`` candidates, first match wins: the cwd's, then next to the scenario's and the tests' conf/."""
+    candidates = [Path("conf/hook")]
+    if len(scenario_file.parents) > 2:
+        candidates.append(scenario_file.parents[2] / "hook")
+    if tests_dir is not None and len(tests_dir.parents) > 1:
+        candidates.append(tests_dir.parents[1] / "hook")
+    unique = {c.resolve(): c for c in candidates if c.is_dir()}
+    return list(unique.values())
+
+
+def hooks_of(scenario: Scenario) -> dict[str, str]:
+    """``{"pre_test": "nccl_test", ...}``: the hook fields the scenario sets."""
+    return {field: name for field in HOOK_FIELDS if (name := getattr(scenario, field)) is not None}
+
+
+def load_hooks(scenario: Scenario, tests_dir: Path | None) -> dict[str, Scenario]:
+    """Every hook scenario ``scenario`` names, loaded and merged; unknown ones are a ``ConfigError``."""
+    dirs = hook_dirs(scenario.file, tests_dir)
+    return {field: load_hook(name, field, scenario.file, dirs) for field, name in hooks_of(scenario).items()}
+
+
+def load_hook(name: str, field: str, scenario_file: Path, dirs: list[Path]) -> Scenario:
+    """The hook scenario called ``name`` (its ``name`` field), with its tests from ``<dir>/test``."""
+    known: dict[str, Path] = {}
+    for directory in dirs:
+        for path in sorted(directory.glob("*.toml")):
+            hook_name = read_toml(path).get("name")
+            if isinstance(hook_name, str):
+                known.setdefault(hook_name, path)
+        if name in known:
+            test_dir = directory / "test"
+            tests = load_tests(test_dir) if test_dir.is_dir() else {}
+            return load_scenario(known[name], tests)
+    searched = ", ".join(str(d) for d in dirs) or "conf/hook (not found from here)"
+    hint = did_you_mean(name, known) if known else "hook scenarios are conf/hook/*.toml, their tests conf/hook/test/"
+    raise ConfigError(f"unknown hook scenario '{name}' (searched {searched})", file=scenario_file, field=field,
+                      hint=hint)  # fmt: skip
+
+
+def with_hooks(scenario: Scenario, hooks: dict[str, Scenario]) -> Scenario:
+    """``scenario`` with the hook entries added and ordered around its own entries (see the module doc)."""
+    pre = _renamed(hooks["pre_test"], "pre_test") if "pre_test" in hooks else []
+    post = _renamed(hooks["post_test"], "post_test") if "post_test" in hooks else []
+    after_pre = tuple(Dependency(type="start_post_comp", id=e.id) for e in pre)
+    main = [dataclasses.replace(e, dependencies=(*e.dependencies, *after_pre)) for e in scenario.entries]
+    after_main = tuple(Dependency(type="start_post_comp", id=e.id) for e in main)
+    post = [dataclasses.replace(e, dependencies=(*e.dependencies, *after_main)) for e in post]
+    return dataclasses.replace(scenario, entries=(*pre, *main, *post))
+
+
+def _renamed(hook: Scenario, field: str) -> list[RunEntry]:
+    prefix = f"{field}."
+    return [
+        dataclasses.replace(
+            e,
+            id=prefix + e.id,
+            dependencies=tuple(Dependency(type=d.type, id=prefix + d.id) for d in e.dependencies),
+        )
+        for e in hook.entries
+    ]

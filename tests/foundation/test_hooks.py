@@ -1,0 +1,60 @@
+"""CloudAI's ``pre_test``/``post_test`` hook scenarios run as jobs around the scenario's tests
+(``conf/hook/*.toml`` with their tests in ``conf/hook/test/``), on standalone here and on Slurm in
+``tests/slurm/test_hooks_slurm.py``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from tests.conftest import CONF, cloudai
+
+from cloudai.config.hooks import hook_dirs, load_hooks, with_hooks
+from cloudai.config.scenario import load_scenario
+from cloudai.config.test import load_tests
+from cloudai.errors import ConfigError
+
+HOOKED = CONF / "common" / "test_scenario" / "sleep_with_hooks.toml"
+TESTS = CONF / "common" / "test"
+
+
+def test_hook_entries_are_ordered_around_the_tests() -> None:
+    scenario = load_scenario(HOOKED, load_tests(TESTS))
+    assert (scenario.pre_test, scenario.post_test) == ("node_check", "node_check")
+    expanded = with_hooks(scenario, load_hooks(scenario, TESTS))
+    order = {e.id: [f"{d.type}:{d.id}" for d in e.dependencies] for e in expanded.entries}
+    assert order == {
+        "pre_test.Tests.1": [],
+        "Tests.1": ["start_post_comp:pre_test.Tests.1"],
+        "Tests.2": ["start_post_comp:pre_test.Tests.1"],
+        "post_test.Tests.1": ["start_post_comp:Tests.1", "start_post_comp:Tests.2"],
+    }
+    hook = expanded.entry("pre_test.Tests.1")
+    assert (hook.workload, hook.scenario_file, hook.time_limit_s) == ("BashCmd", CONF / "hook" / "node_check.toml", 60)
+
+
+def test_hook_dir_is_found_next_to_the_scenarios_conf_from_any_cwd(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert [d.resolve() for d in hook_dirs(HOOKED, None)] == [(CONF / "hook").resolve()]
+    scenario = load_scenario(HOOKED, load_tests(TESTS))
+    assert set(load_hooks(scenario, None)) == {"pre_test", "post_test"}
+    moved = tmp_path / "s.toml"
+    moved.write_text(HOOKED.read_text())
+    with pytest.raises(ConfigError, match="unknown hook scenario 'node_check'"):
+        load_hooks(load_scenario(moved, load_tests(TESTS)), None)
+
+
+def test_hooks_run_before_and_after_on_standalone(tmp_path: Path) -> None:
+    done = cloudai("run", "--tests-dir", TESTS, "--test-scenario", HOOKED, "--output-dir", tmp_path, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    (run,) = [p for p in tmp_path.iterdir() if p.is_dir()]
+    jobs = {p.parent.parent.name: json.loads(p.read_text()) for p in run.glob("*/0/job.json")}
+    assert {k: v["status"] for k, v in jobs.items()} == dict.fromkeys(
+        ["pre_test.Tests.1", "Tests.1", "Tests.2", "post_test.Tests.1"], "ok"
+    )
+    assert jobs["pre_test.Tests.1"]["ended_at"] <= min(jobs[t]["started_at"] for t in ("Tests.1", "Tests.2"))
+    assert jobs["post_test.Tests.1"]["started_at"] >= max(jobs[t]["ended_at"] for t in ("Tests.1", "Tests.2"))
+    assert (run / "pre_test.Tests.1" / "0" / "stdout.txt").read_text().startswith("node_check on ")
