@@ -46,6 +46,19 @@ class _Group(click.Group):
             where = f" ({exc.filename})" if exc.filename else ""
             click.echo(f"error: {exc.strerror or exc}{where}", err=True)
             ctx.exit(1)
+        except (click.exceptions.Exit, click.ClickException, click.Abort):
+            raise
+        except Exception as exc:  # the last line of defence: a bug is one line, never a raw traceback
+            logging.getLogger("cloudai").debug("internal error", exc_info=True)  # shown with -v, kept in --log-file
+            click.echo(internal_error_line(exc, verbose=_VERBOSE["on"]), err=True)
+            ctx.exit(1)
+
+
+def internal_error_line(exc: BaseException, *, verbose: bool) -> str:
+    """One line for an unexpected exception: its type and message, and how to see more."""
+    text = " ".join(str(exc).split())[:300] or "(no message)"
+    more = "the traceback is above; please report" if verbose else "run with -v for the traceback; please report"
+    return f"internal error: {type(exc).__name__}: {text} ({more})"
 
 
 def _setup_logging(verbose: bool, log_file: Path | None) -> None:
@@ -250,7 +263,9 @@ def serve(
     from cloudai.gym.from_toml import load_env
     from cloudai.serve.app import create_app
     from cloudai.serve.run import bind, run
+    from cloudai.systems.hidden_env import hide_env_var
 
+    hide_env_var(token_var)  # the trials this server runs never inherit its token
     token = os.environ.get(token_var) or None
     if token is None and host not in ("127.0.0.1", "localhost", "::1"):
         click.echo(f"warning: serving on {host} without a token; set {token_var} to require one", err=True)

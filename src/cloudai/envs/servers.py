@@ -32,6 +32,7 @@ from typing import Any
 from cloudai.errors import ConfigError, Problem, did_you_mean
 from cloudai.gymserver.protocol import GymServer
 from cloudai.space import is_range
+from cloudai.systems.hidden_env import hide_env_var
 
 # cmd_args keys that configure the connection/factory, never knobs or constructor kwargs.
 RESERVED_ARGS = frozenset(
@@ -267,6 +268,7 @@ def _remote(cmd_args: Mapping[str, Any], metrics: Sequence[str] | None) -> GymSe
     from cloudai.remote.client import RemoteGymServer
 
     fields = {k: v for k, v in cmd_args.items() if k not in RESERVED_ARGS and not k.startswith("env_kwargs.")}
+    hide_env_var(str(cmd_args.get("env_token_var", "CLOUDAI_GYM_TOKEN")))  # jobs never inherit the token
     return RemoteGymServer(
         str(cmd_args["env_url"]),
         transport=str(cmd_args.get("env_transport", "ws")),

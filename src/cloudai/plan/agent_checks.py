@@ -94,6 +94,16 @@ def _check_metrics(entry: RunEntry) -> list[Problem]:
     declared = getattr(WORKLOADS.get(entry.workload), "metrics", None)
     field = f"{entry.field_prefix}.agent_metrics"
     problems = []
+    if declared is not None and not declared:
+        problems.append(
+            Problem(
+                str(entry.scenario_file),
+                f"{entry.field_prefix}.test_template_name",
+                f"{entry.workload!r} reports no metrics, so an agent has nothing to optimise",
+                "make the test plain (no list or range values), or use a workload that writes metrics.json",
+            )
+        )
+        return problems
     if len(set(entry.agent.metrics)) != len(entry.agent.metrics):
         problems.append(Problem(str(entry.scenario_file), field, "a metric is listed twice"))
     if declared:
