@@ -181,9 +181,14 @@ def _cgroup2_mount() -> Path | None:
 
 
 def _kill_cgroup(path: Path) -> None:
-    """``cgroup.kill``, wait (bounded) until it is empty, remove it."""
-    with contextlib.suppress(OSError):
-        (path / "cgroup.kill").write_text("1")
+    """``cgroup.kill``, wait (bounded) until it is empty, reap those re-parented to us, remove it."""
+    try:
+        members = [int(p) for p in (path / "cgroup.procs").read_text().split()]
+    except (OSError, ValueError):
+        members = []
+    if members:
+        with contextlib.suppress(OSError):
+            (path / "cgroup.kill").write_text("1")
     deadline = time.monotonic() + _CGROUP_EMPTY_WAIT_S
     while time.monotonic() < deadline:
         try:
@@ -192,6 +197,8 @@ def _kill_cgroup(path: Path) -> None:
         except OSError:
             break
         time.sleep(0.001)
+    for pid in members:  # orphans of the job are our children now (subreaper): no zombie left behind
+        _reap(pid, block=False)
     with contextlib.suppress(OSError):
         path.rmdir()
 
