@@ -21,6 +21,7 @@ cloudai until cloudai exits (it runs nothing).
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import ctypes
 import itertools
@@ -63,6 +64,7 @@ class Containment:
     def __init__(self, *, cgroups: bool = True) -> None:
         self.subreaper = become_subreaper()
         self.cgroup_root = _make_cgroup_root() if cgroups else None
+        self._free: list[Path] = []  # emptied job cgroups, reused: creating one per job costs milliseconds
 
     def prepare(self, env: dict[str, str]) -> tuple[dict[str, str], Contained]:
         """The job's environment with its mark, and the handle to pass to ``adopt`` and ``end``."""
@@ -73,20 +75,20 @@ class Containment:
         """Move the job's first process into a cgroup of its own (a no-op without cgroups)."""
         if self.cgroup_root is None:
             return
-        path = self.cgroup_root / f"job-{handle.mark}"
+        path = self._free.pop() if self._free else self.cgroup_root / f"job-{handle.mark}"
         try:
-            path.mkdir()
+            path.mkdir(exist_ok=True)
             (path / "cgroup.procs").write_text(str(pid))
-        except OSError:
-            with contextlib.suppress(OSError):
-                path.rmdir()
+        except OSError:  # e.g. the job has already exited: the subreaper sweep still covers it
+            self._free.append(path)
             return
         handle.cgroup = path
 
     def end(self, handle: Contained) -> None:
         """Kill and reap whatever is left of the job (call after its process group was killed)."""
         if handle.cgroup is not None:
-            _kill_cgroup(handle.cgroup)
+            if _kill_cgroup(handle.cgroup):
+                self._free.append(handle.cgroup)
             handle.cgroup = None
         if self.subreaper:
             sweep(handle.mark)
@@ -160,7 +162,9 @@ def _make_cgroup_root() -> Path | None:
         return None
     root = mount / line[3:].lstrip("/") / f"cloudai-{os.getpid()}"
     try:
-        root.mkdir(exist_ok=True)
+        if not root.exists():
+            root.mkdir()
+            atexit.register(_remove_cgroups, root)
         if not (root / "cgroup.kill").exists():  # Linux < 5.14: no one-shot kill
             root.rmdir()
             return None
@@ -180,8 +184,8 @@ def _cgroup2_mount() -> Path | None:
     return None
 
 
-def _kill_cgroup(path: Path) -> None:
-    """``cgroup.kill``, wait (bounded) until it is empty, reap those re-parented to us, remove it."""
+def _kill_cgroup(path: Path) -> bool:
+    """``cgroup.kill``, wait (bounded) until it is empty, reap those re-parented to us; whether it is empty."""
     try:
         members = [int(p) for p in (path / "cgroup.procs").read_text().split()]
     except (OSError, ValueError):
@@ -189,22 +193,27 @@ def _kill_cgroup(path: Path) -> None:
     if members:
         with contextlib.suppress(OSError):
             (path / "cgroup.kill").write_text("1")
+    empty = _empty(path)
     deadline = time.monotonic() + _CGROUP_EMPTY_WAIT_S
-    while time.monotonic() < deadline:
-        try:
-            if "populated 0" in (path / "cgroup.events").read_text():
-                break
-        except OSError:
-            break
+    while not empty and time.monotonic() < deadline:
         time.sleep(0.001)
+        empty = _empty(path)
     for pid in members:  # orphans of the job are our children now (subreaper): no zombie left behind
         _reap(pid, block=False)
-    with contextlib.suppress(OSError):
-        path.rmdir()
+    return empty
 
 
-def remove_cgroup_root(root: Path | None) -> None:
-    """Remove this process's cgroup root once no job is left in it (at exit)."""
-    if root is not None:
+def _empty(path: Path) -> bool:
+    try:
+        return "populated 0" in (path / "cgroup.events").read_text()
+    except OSError:
+        return False
+
+
+def _remove_cgroups(root: Path) -> None:
+    """At exit: this process's job cgroups and their root (those still holding a process stay)."""
+    for child in root.glob("job-*"):
         with contextlib.suppress(OSError):
-            root.rmdir()
+            child.rmdir()
+    with contextlib.suppress(OSError):
+        root.rmdir()
