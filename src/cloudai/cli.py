@@ -242,6 +242,13 @@ def list_() -> None:
 @click.option("--port", type=click.IntRange(0, 65535), default=8000, show_default=True)
 @click.option("--token-var", default="CLOUDAI_SERVE_TOKEN", show_default=True, help="Env var holding the bearer token.")
 @click.option("--max-sessions", type=click.IntRange(1, 64), default=1, show_default=True, help="WebSocket sessions.")
+@click.option(
+    "--session-idle-timeout",
+    type=click.FloatRange(min=0, min_open=True, max=366 * 86400),
+    default=300.0,
+    show_default=True,
+    help="Close a WebSocket session that sends nothing for this many seconds.",
+)
 @_common
 def serve(
     system_config: Path | None,
@@ -253,6 +260,7 @@ def serve(
     port: int,
     token_var: str,
     max_sessions: int,
+    session_idle_timeout: float,
     verbose: bool,
     log_file: Path | None,
 ) -> None:
@@ -271,7 +279,13 @@ def serve(
         click.echo(f"warning: serving on {host} without a token; set {token_var} to require one", err=True)
     sock = bind(host, port)
     loaded = load_env(tests_dir, test_scenario, test_id, system_config=system_config, output_dir=output_dir)
-    app = create_app(loaded.env, name=loaded.checked.entry.id, token=token, max_sessions=max_sessions)
+    app = create_app(
+        loaded.env,
+        name=loaded.checked.entry.id,
+        token=token,
+        max_sessions=max_sessions,
+        session_idle_timeout_s=session_idle_timeout,
+    )
     url = f"http://{host if ':' not in host else f'[{host}]'}:{sock.getsockname()[1]}"
     auth = f"bearer token from ${token_var}" if token else "no auth"
     click.echo(f"Serving '{loaded.checked.entry.id}' at {url} ({auth}); results in {loaded.trial_dir}")
