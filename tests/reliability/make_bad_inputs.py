@@ -556,14 +556,23 @@ dse(  # the toml package reads nan/inf in tables, not inline tables
     top=RS + "agent_steps = 2\n",
     tail="[cmd_args.jitter]\nlow = 0.0\nhigh = nan\n",
 )
-dse("dse_range_inf", ["Tests[0].cmd_args.jitter", "-inf"], "jitter = { low = -inf, high = 1.0 }\n", RS + "agent_steps = 2\n")
+dse(
+    "dse_range_inf",
+    ["Tests[0].cmd_args.jitter", "-inf"],
+    "jitter = { low = -inf, high = 1.0 }\n",
+    RS + "agent_steps = 2\n",
+)
 dse(
     "dse_negative_seed",
     ["dse_negative_seed.toml", "seed", "-1"],
     top=RS + "seed = -1\n",
     verify=["tests/dse_negative_seed.toml"],
 )
-dse("dse_optuna_negative_seed", ["Tests[0].agent_config.seed", "-5"], top='agent = "optuna"\nagent_config = { seed = -5 }\n')
+dse(
+    "dse_optuna_negative_seed",
+    ["Tests[0].agent_config.seed", "-5"],
+    top='agent = "optuna"\nagent_config = { seed = -5 }\n',
+)
 dse("dse_seed_too_big", ["Tests[0].agent_config.seed", "4294967296"], top=RS + "agent_config = { seed = 4294967296 }\n")
 dse(
     "dse_penalty_nan",
@@ -641,7 +650,10 @@ case(
 )
 case("num_nodes_zero", OK + "num_nodes = 0\n", ["Tests[0].num_nodes", "got 0"], verify=["scenario.toml"])
 case(
-    "num_nodes_negative_in_list", OK + "num_nodes = [1, -2]\n", ["Tests[0].num_nodes[1]", "got -2"], verify=["scenario.toml"]
+    "num_nodes_negative_in_list",
+    OK + "num_nodes = [1, -2]\n",
+    ["Tests[0].num_nodes[1]", "got -2"],
+    verify=["scenario.toml"],
 )
 case("iterations_bool", OK + "iterations = true\n", ["Tests[0].iterations", "got True"], verify=["scenario.toml"])
 case(
