@@ -703,6 +703,13 @@ for name, text, msg in [
     ("slurm_env_name_with_space", SLURM + '[global_env_vars]\n"A B" = "1"\n' + PART, ["global_env_vars", "'A B'"]),
 ]:
     case(name, OK, ["system.toml", *msg], files={"system.toml": text.encode()}, args=SYS, verify=["system.toml"])
+dse(
+    "live_token_var_with_newline",
+    ["Tests[0].cmd_args.env_token_var", "'TOK\\n'", "not an environment variable name"],
+    'live_rl_mode = true\nenv_url = "http://127.0.0.1:9"\nenv_token_var = "TOK\\n"\n',
+    LIVE,
+    tmpl="Sleep",
+)
 case(
     "output_dir_with_newline",
     OK,

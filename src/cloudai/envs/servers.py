@@ -51,7 +51,7 @@ REQUIRED_METHODS = ("action_space", "observation_space", "reset", "step")
 EXAMPLE_CLASS = "cloudai.gym.examples.ServingSim"
 TRANSPORTS = ("ws", "http")
 _DOTTED = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)+$")
-_ENV_VAR = re.compile(r"^[A-Za-z_]\w*$")
+_ENV_VAR = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")  # fullmatch: `$` alone accepts a trailing newline
 
 
 def create_gym_server(
@@ -172,7 +172,7 @@ def _check_target(cmd_args: Mapping[str, Any], prefix: str, file: object) -> lis
                 'e.g. env_url = "http://127.0.0.1:8000"',
             )
         )
-    if env_class and (not isinstance(env_class, str) or not _DOTTED.match(env_class)):
+    if env_class and (not isinstance(env_class, str) or not _DOTTED.fullmatch(env_class)):
         problems.append(
             Problem(
                 where,
@@ -182,7 +182,7 @@ def _check_target(cmd_args: Mapping[str, Any], prefix: str, file: object) -> lis
             )
         )
     token_var = cmd_args.get("env_token_var", "CLOUDAI_GYM_TOKEN")
-    if not isinstance(token_var, str) or not _ENV_VAR.match(token_var):
+    if not isinstance(token_var, str) or not _ENV_VAR.fullmatch(token_var):
         problems.append(
             Problem(
                 where,

@@ -55,6 +55,7 @@ class StandaloneSystem(System):
         self._procs: dict[Job, _Proc] = {}
         self._cancelling: dict[Job, str] = {}  # job -> reason, while its group is being stopped
         self._contain = Containment()  # every descendant of a job ends with it (see systems.contain)
+        self._interrupt_pending = False
 
     def submit(self, spec: JobSpec, dependencies: Sequence[str] = ()) -> Job:
         """Start ``spec`` now (``dependencies`` are never given here: ``native_dependencies`` is False)."""
@@ -70,6 +71,10 @@ class StandaloneSystem(System):
                 job = Job(spec, "", JobStatus.FAILED, reason=reason, submitted_at=now, started_at=now, ended_at=now)
         if held:
             raise KeyboardInterrupt  # the caller's clean-up (or cancel_all) stops the job just started
+        if job in self._procs:  # a cgroup move can wait for an RCU grace period: the job is the caller's first
+            with held_interrupts() as held:
+                self._contain.adopt(int(job.job_id), self._procs[job].contained)
+            self._interrupt_pending = bool(held)  # raised by the next wait(), once the caller holds the job
         return job
 
     def _start(self, spec: JobSpec, env: dict[str, str], now: float) -> Job:
@@ -84,7 +89,6 @@ class StandaloneSystem(System):
                 env=env,
                 start_new_session=True,
             )
-        self._contain.adopt(popen.pid, contained)
         job = Job(spec, str(popen.pid), JobStatus.RUNNING, submitted_at=now, started_at=now)
         deadline = now + spec.time_limit_s if spec.time_limit_s else None
         self._procs[job] = _Proc(popen, deadline, _pidfd(popen.pid), contained)
@@ -94,6 +98,9 @@ class StandaloneSystem(System):
         return list(self._procs)
 
     def wait(self, jobs: Sequence[Job], timeout: float | None) -> None:
+        if self._interrupt_pending:
+            self._interrupt_pending = False
+            raise KeyboardInterrupt
         procs = [self._procs[job] for job in jobs if job in self._procs]
         if not procs:
             return
