@@ -717,6 +717,15 @@ case(
     args=RUN + ["--output-dir", "{case}/out\nx"],
 )
 
+case(
+    "system_unknown_job_containment",
+    OK,
+    ["system.toml", "job_containment", "'none'"],
+    files={"system.toml": b'name = "x"\nscheduler = "standalone"\njob_containment = "none"\n'},
+    args=SYS,
+    verify=["system.toml"],
+)
+
 shutil.rmtree(ROOT, ignore_errors=True)
 for i, c in enumerate(CASES, 1):
     d = ROOT / f"{i:02d}_{c['name']}"

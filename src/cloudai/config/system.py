@@ -24,6 +24,9 @@ class StandaloneSystemConfig(BaseModel):
     global_env_vars: dict[str, str] = Field(default_factory=dict)
     monitor_interval: float = Field(default=1.0, gt=0)
     max_concurrent_jobs: int = Field(default=8, ge=1)
+    # How a job's descendants are made to end with it: "cgroup" (a cgroup v2 per job where writable, else
+    # as "subreaper") or "subreaper" (cloudai reaps and kills the job's orphans; no cgroup move per job).
+    job_containment: Literal["cgroup", "subreaper"] = "cgroup"
 
     @field_validator("global_env_vars")
     @classmethod

@@ -54,7 +54,7 @@ class StandaloneSystem(System):
         self.name = config.name
         self._procs: dict[Job, _Proc] = {}
         self._cancelling: dict[Job, str] = {}  # job -> reason, while its group is being stopped
-        self._contain = Containment()  # every descendant of a job ends with it (see systems.contain)
+        self._contain = Containment(cgroups=config.job_containment == "cgroup")  # see systems.contain
         self._interrupt_pending = False
 
     def submit(self, spec: JobSpec, dependencies: Sequence[str] = ()) -> Job:
