@@ -161,6 +161,7 @@ def _make_cgroup_root() -> Path | None:
     except (OSError, StopIteration):
         return None
     root = mount / line[3:].lstrip("/") / f"cloudai-{os.getpid()}"
+    _remove_stale(root.parent)
     try:
         if not root.exists():
             root.mkdir()
@@ -208,6 +209,14 @@ def _empty(path: Path) -> bool:
         return "populated 0" in (path / "cgroup.events").read_text()
     except OSError:
         return False
+
+
+def _remove_stale(parent: Path) -> None:
+    """The empty cgroups of cloudai processes that died without cleaning up (SIGKILL)."""
+    for root in parent.glob("cloudai-*"):
+        pid = root.name.removeprefix("cloudai-")
+        if pid.isdigit() and not Path(f"/proc/{pid}").exists():
+            _remove_cgroups(root)
 
 
 def _remove_cgroups(root: Path) -> None:
