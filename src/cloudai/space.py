@@ -15,10 +15,10 @@ until asked. Ranges join a grid only with ``grid_points``.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any, Literal
+from typing import Any, Literal, overload
 
 from cloudai.errors import ConfigError, Problem
 
@@ -52,22 +52,86 @@ class Range:
         return round(value) if self.dtype == "int" else float(value)
 
     @cached_property
-    def grid_values(self) -> tuple[float | int, ...]:
+    def grid_values(self) -> Sequence[float | int]:
+        """The range's grid: materialised up to ``EAGER_GRID`` points, computed per index beyond (O(1) memory)."""
         if self.grid_points is None:
             raise ConfigError(
                 f"range '{self.name}' has no grid_points, so it has no grid",
                 field=f"cmd_args.{self.name}",
                 hint="add grid_points = N to the range, or use an agent that samples ranges (random_search, optuna)",
             )
-        n = self.grid_points
+        if self.grid_points > EAGER_GRID:
+            return _LazyGrid(self)
+        return tuple(dict.fromkeys(self._raw(i) for i in range(self.grid_points)))  # int rounding may repeat
+
+    def _raw(self, i: int) -> float | int:
+        """The ``i``-th of ``grid_points`` evenly spaced points (log-spaced for a log range), clipped."""
+        n = self.grid_points or 1
         if n == 1:
-            return (self.clip(self.low),)
+            return self.clip(self.low)
         if self.log:
             a, b = math.log(self.low), math.log(self.high)
-            raw = [math.exp(a + (b - a) * i / (n - 1)) for i in range(n)]
+            return self.clip(math.exp(a + (b - a) * i / (n - 1)))
+        return self.clip(self.low + (self.high - self.low) * i / (n - 1))
+
+
+EAGER_GRID = 100_000
+
+
+class _LazyGrid(Sequence[float | int]):
+    """A huge range grid, one value per index: ``grid_points = 10**9`` costs no memory.
+
+    Float ranges: the ``grid_points`` evenly spaced values. Int ranges: every integer in
+    ``[low, high]`` when the points are denser than the integers, else the points rounded
+    (strictly increasing then, so no value repeats).
+    """
+
+    def __init__(self, dim: Range) -> None:
+        self.dim = dim
+        n = dim.grid_points or 1
+        self.all_ints = dim.dtype == "int" and not dim.log and n - 1 > dim.high - dim.low
+        self.first = math.ceil(dim.low)
+        self.size = math.floor(dim.high) - self.first + 1 if self.all_ints else n
+
+    def __len__(self) -> int:
+        return self.size
+
+    @overload
+    def __getitem__(self, index: int) -> float | int: ...
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[float | int]: ...
+    def __getitem__(self, index: int | slice) -> float | int | Sequence[float | int]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(self.size))]
+        if index < 0:
+            index += self.size
+        if not 0 <= index < self.size:
+            raise IndexError(index)
+        if self.all_ints:
+            return self.first + index
+        value = self.dim._raw(index)
+        return math.floor(value + 0.5) if self.dim.dtype == "int" else value
+
+    def index(self, value: Any, start: int = 0, stop: int | None = None) -> int:
+        if self.all_ints:
+            guess = int(value) - self.first
         else:
-            raw = [self.low + (self.high - self.low) * i / (n - 1) for i in range(n)]
-        return tuple(dict.fromkeys(self.clip(v) for v in raw))  # int rounding may repeat values
+            scale = math.log if self.dim.log else float
+            if self.dim.log and value <= 0:
+                raise ValueError(f"{value!r} is not on the grid of '{self.dim.name}'")
+            span = scale(self.dim.high) - scale(self.dim.low)
+            guess = round((scale(value) - scale(self.dim.low)) / span * (self.size - 1))
+        for i in (guess, guess - 1, guess + 1):
+            if 0 <= i < self.size and self[i] == value:
+                return i
+        raise ValueError(f"{value!r} is not on the grid of '{self.dim.name}'")
+
+    def __contains__(self, value: object) -> bool:
+        try:
+            self.index(value)
+        except (ValueError, TypeError):
+            return False
+        return True
 
 
 Dimension = Categorical | Range
@@ -214,12 +278,16 @@ def _parse_range(name: str, spec: Mapping[str, Any]) -> Range:
         raise ValueError("a range needs both low and high")
     low, high = spec["low"], spec["high"]
     if not all(isinstance(v, int | float) and not isinstance(v, bool) for v in (low, high)):
-        raise ValueError("low and high must be numbers")
+        raise ValueError(f"low and high must be numbers, not {low!r} and {high!r}")
+    if not all(math.isfinite(v) for v in (low, high)):
+        raise ValueError(f"low and high must be finite numbers, not {low!r} and {high!r}")
     if low >= high:
         raise ValueError(f"low ({low}) must be less than high ({high})")
     dtype = spec.get("dtype", "float")
     if dtype not in ("float", "int"):
         raise ValueError(f"dtype must be 'float' or 'int', not {dtype!r}")
+    if dtype == "int" and math.ceil(low) > math.floor(high):
+        raise ValueError(f"the int range [{low}, {high}] holds no integer; widen it or use dtype = 'float'")
     log = spec.get("log", False)
     if not isinstance(log, bool):
         raise ValueError("log must be true or false")
@@ -229,5 +297,5 @@ def _parse_range(name: str, spec: Mapping[str, Any]) -> Range:
     if grid_points is not None and (
         not isinstance(grid_points, int) or isinstance(grid_points, bool) or grid_points < 1
     ):
-        raise ValueError("grid_points must be a positive integer")
+        raise ValueError(f"grid_points must be a positive integer, not {grid_points!r}")
     return Range(name, float(low), float(high), log, dtype, grid_points)

@@ -1,4 +1,5 @@
-"""Regenerate tests/bad_inputs/ (the committed corpus): ``uv run python tests/reliability/make_bad_inputs.py``."""
+"""Regenerate the numbered cases of tests/bad_inputs/ (the committed corpus; ``hand_*`` cases are written by hand):
+``uv run python tests/reliability/make_bad_inputs.py``."""
 
 import json
 import os
@@ -576,7 +577,186 @@ case(
     verify=["system.toml"],
 )
 
-shutil.rmtree(ROOT, ignore_errors=True)
+# --- issue 17: values that used to crash, pass silently or inject (each echoes the value it refuses)
+SYS = RUN + ["--system-config", "{case}/system.toml"]
+dse(  # the toml package reads nan/inf in tables, not inline tables
+    "dse_range_nan",
+    ["Tests[0].cmd_args.jitter", "nan"],
+    top=RS + "agent_steps = 2\n",
+    tail="[cmd_args.jitter]\nlow = 0.0\nhigh = nan\n",
+)
+dse(
+    "dse_range_inf",
+    ["Tests[0].cmd_args.jitter", "-inf"],
+    "jitter = { low = -inf, high = 1.0 }\n",
+    RS + "agent_steps = 2\n",
+)
+dse(
+    "dse_negative_seed",
+    ["dse_negative_seed.toml", "seed", "-1"],
+    top=RS + "seed = -1\n",
+    verify=["tests/dse_negative_seed.toml"],
+)
+dse(
+    "dse_optuna_negative_seed",
+    ["Tests[0].agent_config.seed", "-5"],
+    top='agent = "optuna"\nagent_config = { seed = -5 }\n',
+)
+dse("dse_seed_too_big", ["Tests[0].agent_config.seed", "4294967296"], top=RS + "agent_config = { seed = 4294967296 }\n")
+dse(
+    "dse_penalty_nan",
+    ["Tests[0].agent_config.penalty_reward", "nan"],
+    top=RS + "[agent_config]\npenalty_reward = nan\n",
+)
+dse(
+    "dse_agent_steps_bool",
+    ["dse_agent_steps_bool.toml", "agent_steps", "True"],
+    top=RS + "agent_steps = true\n",
+    verify=["tests/dse_agent_steps_bool.toml"],
+)
+dse(
+    "dse_int_range_without_integer",
+    ["Tests[0].cmd_args.num_channels", "holds no integer", "0.2"],
+    'num_channels = { low = 0.2, high = 0.8, dtype = "int" }\n',
+    RS + "agent_steps = 2\n",
+)
+dse(
+    "dse_agent_on_sleep",
+    ["Tests[0].test_template_name", "'Sleep' reports no metrics"],
+    "seconds = [0, 1]\n",
+    RS,
+    tmpl="Sleep",
+)
+case(
+    "env_params_on_plain_test",
+    OK.replace('"sleep"', '"plainenv"'),
+    ["Tests[0].env_params", "plain test", "seconds"],
+    tests={"plainenv.toml": SLEEP.replace('"sleep"', '"plainenv"') + "[env_params.seconds]\n"},
+    verify=["scenario.toml"],
+)
+for name, key, shown in [
+    ("env_name_with_equals", '"A=B"', "'A=B'"),
+    ("env_name_with_semicolon", '"X;touch TMP/p;Y"', "'X;touch TMP/p;Y'"),
+    ("env_name_empty", '""', "''"),
+    ("env_name_with_newline", '"A\\nB"', "'A\\nB'"),
+]:
+    case(
+        name,
+        OK + f'[Tests.extra_env_vars]\n{key} = "v"\n',
+        ["scenario.toml", "Tests[0].extra_env_vars", shown, "not allowed"],
+        verify=["scenario.toml"],
+    )
+case(
+    "env_value_nul",
+    OK + '[Tests.extra_env_vars]\nX = "a\\u0000b"\n',
+    ["Tests[0].extra_env_vars", "NUL", "'a\\x00b'"],
+    verify=["scenario.toml"],
+)
+case(
+    "env_range_on_extra_env_vars",
+    OK + "[Tests.extra_env_vars]\nX = { low = 1, high = 2 }\n",
+    ["Tests[0].extra_env_vars", "is a table", "'low': 1"],
+    verify=["scenario.toml"],
+)
+case(
+    "cmd_arg_nul",
+    'name = "s"\n[[Tests]]\nid = "a"\ntest_name = "b"\n',
+    ["b.toml", "cmd_args", "NUL", "'echo \\x00'"],
+    tests={"b.toml": 'name = "b"\ntest_template_name = "BashCmd"\n[cmd_args]\ncmd = "echo \\u0000"\n'},
+    verify=["tests/b.toml"],
+)
+case(
+    "time_limit_huge",
+    OK + 'time_limit = "99999999999999999999"\n',
+    ["Tests[0].time_limit", "longer than a year", "99999999999999999999"],
+    verify=["scenario.toml"],
+)
+case(
+    "time_limit_minutes_over_59",
+    OK + 'time_limit = "00:99:99"\n',
+    ["Tests[0].time_limit", "'00:99:99'", "minutes must be below 60"],
+    verify=["scenario.toml"],
+)
+case("num_nodes_zero", OK + "num_nodes = 0\n", ["Tests[0].num_nodes", "got 0"], verify=["scenario.toml"])
+case(
+    "num_nodes_negative_in_list",
+    OK + "num_nodes = [1, -2]\n",
+    ["Tests[0].num_nodes[1]", "got -2"],
+    verify=["scenario.toml"],
+)
+case("iterations_bool", OK + "iterations = true\n", ["Tests[0].iterations", "got True"], verify=["scenario.toml"])
+case(
+    "scenario_name_with_newline",
+    'name = "s\\n"\n[[Tests]]\nid = "a"\ntest_name = "sleep"\n',
+    ["scenario.toml", "name", "'s\\n'", "not allowed"],
+    verify=["scenario.toml"],
+)
+case(
+    "id_with_newline",
+    'name = "s"\n[[Tests]]\nid = "a\\n#SBATCH --output=/tmp/x"\ntest_name = "sleep"\n',
+    ["scenario.toml", "Tests[0].id", "'a\\n#SBATCH --output=/tmp/x'", "not allowed"],
+    verify=["scenario.toml"],
+)
+case(
+    "test_toml_is_dev_zero",
+    OK,
+    ["sleep.toml", "not a regular file", "character device"],
+    tests={},
+    files={"tests/sleep.toml": ("SYMLINK", "/dev/zero")},
+)
+case(
+    "scenario_is_dev_urandom",
+    None,
+    ["scenario.toml", "not a regular file", "character device"],
+    files={"scenario.toml": ("SYMLINK", "/dev/urandom")},
+)
+case(
+    "system_env_name_with_semicolon",
+    OK,
+    ["system.toml", "global_env_vars", "'A;B'"],
+    files={"system.toml": b'name = "x"\nscheduler = "standalone"\n[global_env_vars]\n"A;B" = "1"\n'},
+    args=SYS,
+    verify=["system.toml"],
+)
+for name, text, msg in [
+    (
+        "slurm_account_with_newline",
+        SLURM + 'account = "acct\\n#SBATCH --output=/tmp/x"\n' + PART,
+        ["account", "'acct\\n#SBATCH --output=/tmp/x'", "not allowed"],
+    ),
+    (
+        "slurm_sbatch_arg_with_newline",
+        SLURM + 'extra_sbatch_args = ["--mem=1G\\ntouch /tmp/x"]\n' + PART,
+        ["extra_sbatch_args[0]", "'--mem=1G\\ntouch /tmp/x'", "not allowed"],
+    ),
+    ("slurm_env_name_with_space", SLURM + '[global_env_vars]\n"A B" = "1"\n' + PART, ["global_env_vars", "'A B'"]),
+]:
+    case(name, OK, ["system.toml", *msg], files={"system.toml": text.encode()}, args=SYS, verify=["system.toml"])
+dse(
+    "live_token_var_with_newline",
+    ["Tests[0].cmd_args.env_token_var", "'TOK\\n'", "not an environment variable name"],
+    'live_rl_mode = true\nenv_url = "http://127.0.0.1:9"\nenv_token_var = "TOK\\n"\n',
+    LIVE,
+    tmpl="Sleep",
+)
+case(
+    "output_dir_with_newline",
+    OK,
+    ["output directory", "holds a newline"],
+    args=RUN + ["--output-dir", "{case}/out\nx"],
+)
+
+case(
+    "system_unknown_job_containment",
+    OK,
+    ["system.toml", "job_containment", "'none'"],
+    files={"system.toml": b'name = "x"\nscheduler = "standalone"\njob_containment = "none"\n'},
+    args=SYS,
+    verify=["system.toml"],
+)
+
+for old in ROOT.glob("[0-9]*_*"):  # the generated cases; hand-written ones (``hand_*``) stay
+    shutil.rmtree(old)
 for i, c in enumerate(CASES, 1):
     d = ROOT / f"{i:02d}_{c['name']}"
     (d / "tests").mkdir(parents=True)

@@ -23,6 +23,7 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from cloudai.config.fields import Seed
 from cloudai.config.timelimit import parse_time_limit
 from cloudai.envs.base import BaseGym, Feedback, Observation
 
@@ -32,9 +33,9 @@ class AgentConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    seed: int | None = None
+    seed: Seed | None = None  # numpy and Optuna take 0..2**32-1
     max_parallel: int = Field(default=1, ge=1, le=256)
-    penalty_reward: float = -1.0  # reward of failed, timed-out and infeasible trials
+    penalty_reward: float = Field(default=-1.0, allow_inf_nan=False)  # reward of failed/timed-out/infeasible trials
     # A trial's job pending longer (Slurm) is cancelled and the trial failed; overrides the system's.
     pending_timeout: str | int | None = None
 

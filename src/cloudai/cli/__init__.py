@@ -51,6 +51,19 @@ class _Group(click.Group):
             where = f" ({exc.filename})" if exc.filename else ""
             click.echo(f"error: {exc.strerror or exc}{where}", err=True)
             ctx.exit(1)
+        except (click.exceptions.Exit, click.ClickException, click.Abort):
+            raise
+        except Exception as exc:  # the last line of defence: a bug is one line, never a raw traceback
+            logging.getLogger("cloudai").debug("internal error", exc_info=True)  # shown with -v, kept in --log-file
+            click.echo(internal_error_line(exc, verbose=_VERBOSE["on"]), err=True)
+            ctx.exit(1)
+
+
+def internal_error_line(exc: BaseException, *, verbose: bool) -> str:
+    """One line for an unexpected exception: its type and message, and how to see more."""
+    text = " ".join(str(exc).split())[:300] or "(no message)"
+    more = "the traceback is above; please report" if verbose else "run with -v for the traceback; please report"
+    return f"internal error: {type(exc).__name__}: {text} ({more})"
 
 
 def _setup_logging(verbose: bool, log_file: Path | None) -> None:
@@ -262,6 +275,13 @@ def list_() -> None:
 @click.option("--port", type=click.IntRange(0, 65535), default=8000, show_default=True)
 @click.option("--token-var", default="CLOUDAI_SERVE_TOKEN", show_default=True, help="Env var holding the bearer token.")
 @click.option("--max-sessions", type=click.IntRange(1, 64), default=1, show_default=True, help="WebSocket sessions.")
+@click.option(
+    "--session-idle-timeout",
+    type=click.FloatRange(min=0, min_open=True, max=366 * 86400),
+    default=300.0,
+    show_default=True,
+    help="Close a WebSocket session that sends nothing for this many seconds.",
+)
 @_common
 def serve(
     system_config: Path | None,
@@ -273,6 +293,7 @@ def serve(
     port: int,
     token_var: str,
     max_sessions: int,
+    session_idle_timeout: float,
     verbose: bool,
     log_file: Path | None,
 ) -> None:
@@ -283,13 +304,21 @@ def serve(
     from cloudai.gym.from_toml import load_env
     from cloudai.serve.app import create_app
     from cloudai.serve.run import bind, run
+    from cloudai.systems.hidden_env import hide_env_var
 
+    hide_env_var(token_var)  # the trials this server runs never inherit its token
     token = os.environ.get(token_var) or None
     if token is None and host not in ("127.0.0.1", "localhost", "::1"):
         click.echo(f"warning: serving on {host} without a token; set {token_var} to require one", err=True)
     sock = bind(host, port)
     loaded = load_env(tests_dir, test_scenario, test_id, system_config=system_config, output_dir=output_dir)
-    app = create_app(loaded.env, name=loaded.checked.entry.id, token=token, max_sessions=max_sessions)
+    app = create_app(
+        loaded.env,
+        name=loaded.checked.entry.id,
+        token=token,
+        max_sessions=max_sessions,
+        session_idle_timeout_s=session_idle_timeout,
+    )
     url = f"http://{host if ':' not in host else f'[{host}]'}:{sock.getsockname()[1]}"
     auth = f"bearer token from ${token_var}" if token else "no auth"
     click.echo(f"Serving '{loaded.checked.entry.id}' at {url} ({auth}); results in {loaded.trial_dir}")

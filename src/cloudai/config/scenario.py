@@ -12,16 +12,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from cloudai.config.test import AgentFields, EnvParamSpec, WorkloadConfig
+from cloudai.config.fields import NodeCount, StrictPositiveInt, check_one_line
+from cloudai.config.test import AgentFields, EnvParamSpec, WorkloadConfig, checked_cmd_args, checked_env_vars
 from cloudai.config.timelimit import parse_time_limit
 from cloudai.config.tomlfile import read_toml, validate
 from cloudai.errors import ConfigError, Problem, did_you_mean
 from cloudai.space import ENV_PREFIX, NUM_NODES, is_range
 
 DependencyType = Literal["start_post_init", "start_post_comp", "end_post_comp"]
-_SAFE_ID = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.:+-]*$")
+_SAFE_ID = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.:+-]*")
 
 
 class Dependency(BaseModel):
@@ -39,9 +40,9 @@ class ScenarioEntry(AgentFields):
     name: str | None = None
     description: str | None = None
     test_template_name: str | None = None
-    num_nodes: int | list[int] = Field(default=1)
+    num_nodes: NodeCount | list[NodeCount] = Field(default=1)
     time_limit: str | int | None = None
-    iterations: int = Field(default=1, ge=1)
+    iterations: StrictPositiveInt = 1
     cmd_args: dict[str, Any] = Field(default_factory=dict)
     extra_env_vars: dict[str, Any] = Field(default_factory=dict)
     extra_cmd_args: dict[str, Any] | str | None = None
@@ -54,6 +55,14 @@ class ScenarioEntry(AgentFields):
     ideal_perf: float | None = None
     extra_container_mounts: list[str] = Field(default_factory=list)
 
+    @field_validator("id")
+    @classmethod
+    def _one_line_id(cls, value: str) -> str:
+        return check_one_line(value, "id")
+
+    _cmd_args = field_validator("cmd_args")(checked_cmd_args)
+    _env = field_validator("extra_env_vars")(checked_env_vars)
+
 
 class ScenarioConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
@@ -65,6 +74,11 @@ class ScenarioConfig(BaseModel):
     pre_test: str | None = None
     post_test: str | None = None
     sol_path: str | None = None
+
+    @field_validator("name")
+    @classmethod
+    def _one_line_name(cls, value: str) -> str:
+        return check_one_line(value, "scenario name")
 
 
 @dataclass(frozen=True)
@@ -238,18 +252,18 @@ def _check_ids(config: ScenarioConfig, path: Path) -> list[Problem]:
             Problem(
                 str(path),
                 "name",
-                f"scenario name '{config.name}' is not allowed",
+                f"scenario name {config.name!r} is not allowed",
                 "no / or \\ in a scenario name: it names the results directory",
             )
         )
     seen: dict[str, int] = {}
     for index, entry in enumerate(config.Tests):
-        if not _SAFE_ID.match(entry.id) or entry.id in (".", ".."):
+        if not _SAFE_ID.fullmatch(entry.id) or entry.id in (".", ".."):
             problems.append(
                 Problem(
                     str(path),
                     f"Tests[{index}].id",
-                    f"id '{entry.id}' is not allowed",
+                    f"id {entry.id!r} is not allowed",
                     "use letters, digits and . _ : + - (it becomes a directory name)",
                 )
             )

@@ -21,6 +21,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
+from cloudai.config.fields import check_env, check_one_line
 from cloudai.config.timelimit import parse_time_limit
 from cloudai.errors import did_you_mean
 
@@ -86,6 +87,24 @@ class SlurmSystemConfig(BaseModel):
             env = data["global_env_vars"]
             data = {**data, "global_env_vars": {k: _env_text(v) for k, v in env.items()}}
         return data
+
+    @field_validator("global_env_vars")
+    @classmethod
+    def _env_names(cls, env: dict[str, str]) -> dict[str, str]:
+        check_env(env)
+        return env
+
+    @model_validator(mode="after")
+    def _one_line(self) -> SlurmSystemConfig:
+        """Everything that reaches an ``#SBATCH`` header or the ``srun`` line is one line of text."""
+        fields = {"name": self.name, "default_partition": self.default_partition, "account": self.account}
+        fields |= {"distribution": self.distribution, "mpi": self.mpi, "extra_srun_args": self.extra_srun_args}
+        fields |= {f"extra_sbatch_args[{i}]": arg for i, arg in enumerate(self.extra_sbatch_args)}
+        fields |= {f"partitions[{i}].name": p.name for i, p in enumerate(self.partitions)}
+        for field, value in fields.items():
+            if value is not None:
+                check_one_line(value, field)
+        return self
 
     @field_validator("default_partition")
     @classmethod

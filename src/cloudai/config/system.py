@@ -5,8 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from cloudai.config.fields import check_env
 from cloudai.config.tomlfile import read_toml, validate
 from cloudai.errors import ConfigError, did_you_mean
 
@@ -23,6 +24,15 @@ class StandaloneSystemConfig(BaseModel):
     global_env_vars: dict[str, str] = Field(default_factory=dict)
     monitor_interval: float = Field(default=1.0, gt=0)
     max_concurrent_jobs: int = Field(default=8, ge=1)
+    # How a job's descendants are made to end with it: "cgroup" (a cgroup v2 per job where writable, else
+    # as "subreaper") or "subreaper" (cloudai reaps and kills the job's orphans; no cgroup move per job).
+    job_containment: Literal["cgroup", "subreaper"] = "cgroup"
+
+    @field_validator("global_env_vars")
+    @classmethod
+    def _env_names(cls, env: dict[str, str]) -> dict[str, str]:
+        check_env(env)
+        return env
 
 
 SYSTEM_MODELS: dict[str, type[BaseModel]] = {"standalone": StandaloneSystemConfig}

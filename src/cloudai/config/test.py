@@ -12,6 +12,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from cloudai.config.fields import Seed, StrictPositiveInt, check_env, check_no_nul
 from cloudai.config.tomlfile import read_toml, validate
 from cloudai.errors import ConfigError, Problem
 
@@ -60,12 +61,24 @@ class AgentFields(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     agent: str | None = None
-    agent_steps: int | None = Field(default=None, ge=1)
+    agent_steps: StrictPositiveInt | None = None
     agent_metrics: list[str] | None = Field(default=None, min_length=1)
     agent_reward_function: str | None = None
     agent_config: dict[str, Any] | None = None
     env_params: dict[str, EnvParamSpec] | None = None
-    seed: int | None = None
+    seed: Seed | None = None
+
+
+def checked_cmd_args(cmd_args: dict[str, Any]) -> dict[str, Any]:
+    """``cmd_args`` of a test or a scenario entry: no NUL in any string (no process could receive it)."""
+    check_no_nul(cmd_args, "cmd_args")
+    return cmd_args
+
+
+def checked_env_vars(env: dict[str, Any]) -> dict[str, Any]:
+    """``extra_env_vars``: names ``[A-Za-z_][A-Za-z0-9_]*``, values without NUL, a value or a list (no range)."""
+    check_env(env)
+    return env
 
 
 class WorkloadConfig(AgentFields):
@@ -78,6 +91,9 @@ class WorkloadConfig(AgentFields):
     extra_env_vars: dict[str, Any] = Field(default_factory=dict)
     extra_cmd_args: dict[str, Any] | str = Field(default_factory=dict)
     extra_container_mounts: list[str] = Field(default_factory=list)  # more src:dst mounts when in a container
+
+    _cmd_args = field_validator("cmd_args")(checked_cmd_args)
+    _env = field_validator("extra_env_vars")(checked_env_vars)
 
 
 def load_tests(tests_dir: Path) -> dict[str, tuple[WorkloadConfig, Path]]:

@@ -4,15 +4,18 @@ from __future__ import annotations
 
 import re
 
-_FORMATS = (
-    (re.compile(r"^(\d+)$"), ("m",)),
-    (re.compile(r"^(\d+):(\d{1,2})$"), ("m", "s")),
-    (re.compile(r"^(\d+):(\d{1,2}):(\d{1,2})$"), ("h", "m", "s")),
-    (re.compile(r"^(\d+)-(\d+)$"), ("d", "h")),
-    (re.compile(r"^(\d+)-(\d+):(\d{1,2})$"), ("d", "h", "m")),
-    (re.compile(r"^(\d+)-(\d+):(\d{1,2}):(\d{1,2})$"), ("d", "h", "m", "s")),
+_FORMATS = (  # whole matches: ``$`` alone would accept a trailing newline
+    (re.compile(r"(\d+)"), ("m",)),
+    (re.compile(r"(\d+):(\d{1,2})"), ("m", "s")),
+    (re.compile(r"(\d+):(\d{1,2}):(\d{1,2})"), ("h", "m", "s")),
+    (re.compile(r"(\d+)-(\d{1,2})"), ("d", "h")),
+    (re.compile(r"(\d+)-(\d{1,2}):(\d{1,2})"), ("d", "h", "m")),
+    (re.compile(r"(\d+)-(\d{1,2}):(\d{1,2}):(\d{1,2})"), ("d", "h", "m", "s")),
 )
 _SECONDS = {"d": 86400, "h": 3600, "m": 60, "s": 1}
+_BOUNDS = {"h": 24, "m": 60, "s": 60}  # a field after the first is a clock field: hours < 24 after days
+MAX_SECONDS = 366 * 86400  # a year: beyond it a limit is a typo (and overflows timers)
+_NAMES = {"h": "hours", "m": "minutes", "s": "seconds"}
 HELP = 'use "HH:MM:SS", "D-HH:MM:SS", "MM:SS" or whole minutes, e.g. "00:30:00" or 30'
 
 
@@ -20,13 +23,19 @@ def parse_time_limit(value: str | int) -> int:
     """Seconds in a Slurm time limit. Raises ``ValueError`` (with ``HELP``) when malformed or zero."""
     text = str(value).strip()
     for pattern, units in _FORMATS:
-        match = pattern.match(text)
+        match = pattern.fullmatch(text)
         if match:
-            seconds = sum(int(g) * _SECONDS[u] for g, u in zip(match.groups(), units, strict=True))
+            fields = [(int(g), u) for g, u in zip(match.groups(), units, strict=True)]
+            for number, unit in fields[1:]:
+                if number >= _BOUNDS[unit]:
+                    raise ValueError(f"{value!r}: {_NAMES[unit]} must be below {_BOUNDS[unit]}; {HELP}")
+            seconds = sum(number * _SECONDS[unit] for number, unit in fields)
             if seconds <= 0:
                 raise ValueError(f"time limit must be positive; {HELP}")
+            if seconds > MAX_SECONDS:
+                raise ValueError(f"{value!r} is longer than a year; {HELP}")
             return seconds
-    raise ValueError(f"'{value}' is not a time limit; {HELP}")
+    raise ValueError(f"{value!r} is not a time limit; {HELP}")
 
 
 def format_time_limit(seconds: int) -> str:

@@ -8,6 +8,8 @@ from typing import Any, TypeVar
 import toml
 from pydantic import BaseModel, ValidationError
 
+from cloudai.config.fields import shown
+from cloudai.config.files import UnsafeFileError, read_regular
 from cloudai.errors import ConfigError, Problem, did_you_mean
 
 MAX_TOML_BYTES = 4 * 1024 * 1024
@@ -21,9 +23,9 @@ def read_toml(path: Path) -> dict[str, Any]:
     if path.is_dir():
         raise ConfigError("is a directory, expected a TOML file", file=path)
     try:
-        if path.stat().st_size > MAX_TOML_BYTES:
-            raise ConfigError(f"file is larger than {MAX_TOML_BYTES // 1024 // 1024} MiB", file=path)
-        text = path.read_bytes().decode("utf-8")
+        text = read_regular(path, MAX_TOML_BYTES).decode("utf-8")  # never a device, FIFO or huge file
+    except UnsafeFileError as exc:
+        raise ConfigError(f"refused: the file is {exc}", file=path, hint="point to a TOML file") from None
     except UnicodeDecodeError as exc:
         raise ConfigError(f"not UTF-8 text (byte {exc.start})", file=path, hint="save the file as UTF-8") from None
     except OSError as exc:
@@ -56,6 +58,9 @@ def problems_from(exc: ValidationError, model: type[BaseModel], file: Path | Non
             hint = did_you_mean(str(loc[-1]), _fields_at(model, loc[:-1]))
         elif err["type"] == "missing":
             message = "required field is missing"
+        elif "input" in err and not isinstance(err["input"], dict) and "Value error" not in message:
+            message = f"{message} (got {shown(err['input'])})"  # echo what was read (value errors already do)
+        message = message.removeprefix("Value error, ")
         problems.append(Problem(None if file is None else str(file), toml_path(loc), message, hint))
     return problems
 
@@ -72,7 +77,9 @@ def validate(model: type[M], data: dict[str, Any], file: Path | None, prefix: tu
 
 
 def _is_union_tag(part: str | int) -> bool:
-    return isinstance(part, str) and (part.startswith("function-") or part in {"int", "float", "str", "list[int]"})
+    return isinstance(part, str) and (
+        part.startswith(("function-", "constrained-", "list[")) or part in {"int", "float", "str", "list[int]", "bool"}
+    )
 
 
 def _fields_at(model: type[BaseModel], loc: tuple[str | int, ...]) -> list[str]:

@@ -32,6 +32,7 @@ from typing import Any
 from cloudai.errors import ConfigError, Problem, did_you_mean
 from cloudai.gymserver.protocol import GymServer
 from cloudai.space import is_range
+from cloudai.systems.hidden_env import hide_env_var
 
 # cmd_args keys that configure the connection/factory, never knobs or constructor kwargs.
 RESERVED_ARGS = frozenset(
@@ -50,7 +51,7 @@ REQUIRED_METHODS = ("action_space", "observation_space", "reset", "step")
 EXAMPLE_CLASS = "cloudai.gym.examples.ServingSim"
 TRANSPORTS = ("ws", "http")
 _DOTTED = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)+$")
-_ENV_VAR = re.compile(r"^[A-Za-z_]\w*$")
+_ENV_VAR = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")  # fullmatch: `$` alone accepts a trailing newline
 
 
 def create_gym_server(
@@ -171,7 +172,7 @@ def _check_target(cmd_args: Mapping[str, Any], prefix: str, file: object) -> lis
                 'e.g. env_url = "http://127.0.0.1:8000"',
             )
         )
-    if env_class and (not isinstance(env_class, str) or not _DOTTED.match(env_class)):
+    if env_class and (not isinstance(env_class, str) or not _DOTTED.fullmatch(env_class)):
         problems.append(
             Problem(
                 where,
@@ -181,7 +182,7 @@ def _check_target(cmd_args: Mapping[str, Any], prefix: str, file: object) -> lis
             )
         )
     token_var = cmd_args.get("env_token_var", "CLOUDAI_GYM_TOKEN")
-    if not isinstance(token_var, str) or not _ENV_VAR.match(token_var):
+    if not isinstance(token_var, str) or not _ENV_VAR.fullmatch(token_var):
         problems.append(
             Problem(
                 where,
@@ -267,6 +268,7 @@ def _remote(cmd_args: Mapping[str, Any], metrics: Sequence[str] | None) -> GymSe
     from cloudai.remote.client import RemoteGymServer
 
     fields = {k: v for k, v in cmd_args.items() if k not in RESERVED_ARGS and not k.startswith("env_kwargs.")}
+    hide_env_var(str(cmd_args.get("env_token_var", "CLOUDAI_GYM_TOKEN")))  # jobs never inherit the token
     return RemoteGymServer(
         str(cmd_args["env_url"]),
         transport=str(cmd_args.get("env_transport", "ws")),

@@ -91,6 +91,16 @@ def check_agent_entry(entry: RunEntry, space: Space, live: bool) -> list[Problem
 
 
 def _check_metrics(entry: RunEntry) -> list[Problem]:
+    declared = getattr(WORKLOADS.get(entry.workload), "metrics", None)
+    if declared is not None and not declared:
+        return [
+            Problem(
+                str(entry.scenario_file),
+                f"{entry.field_prefix}.test_template_name",
+                f"{entry.workload!r} reports no metrics, so an agent has nothing to optimise",
+                "make the test plain (no list or range values), or use a workload that writes metrics.json",
+            )
+        ]
     return check_metric_names(
         entry.workload, entry.agent.metrics, str(entry.scenario_file), f"{entry.field_prefix}.agent_metrics"
     )

@@ -65,6 +65,16 @@ def _check_entry(entry: RunEntry) -> CheckedEntry:
     agent_driven = is_agent_driven(entry, space)
     if agent_driven:
         problems += _check_agent(entry, space, live)
+    elif entry.agent.env_params:
+        names = ", ".join(sorted(entry.agent.env_params))
+        problems.append(
+            Problem(
+                str(file),
+                f"{entry.field_prefix}.env_params",
+                f"env_params ({names}) on a plain test: nothing samples them",
+                "env_params apply to agent-driven tests: give the knob a list or range of candidates and an agent",
+            )
+        )
     if problems:
         raise ConfigError(problems=problems)
     return CheckedEntry(entry, space, agent_driven, live)

@@ -43,7 +43,7 @@ class Wire:
         self._ws_url = re.sub(r"^http", "ws", self.url) + "/ws"
         self._token_var = token_var
         self._token = os.environ.get(token_var) or None
-        if self._token is not None and not _HEADER_SAFE.match(self._token):
+        if self._token is not None and not _HEADER_SAFE.fullmatch(self._token):
             raise ConfigError(
                 f"${token_var} holds characters an HTTP header cannot carry (spaces, newlines or non-ASCII)",
                 field="cmd_args.env_token_var",

@@ -194,12 +194,21 @@ def run_plain(plan: Plan, run_dir: Path, system: System) -> int:
     return 1 if outcome.failed else 0
 
 
-def dry_run_plain(plan: Plan, run_dir: Path, system: System, echo: Echo) -> None:
-    """Write each job's script into its job dir and print the plan; run nothing."""
+DRY_RUN_ITERATIONS = 5  # scripts written per entry: iterations only differ in their directory
+
+
+def dry_run_plain(plan: Plan, run_dir: Path, system: System, echo: Echo, shown: int = DRY_RUN_ITERATIONS) -> None:
+    """Write the first ``shown`` iterations' scripts of each entry and print the plan; run nothing.
+
+    Bounded whatever ``iterations`` says (a typo of 10**9 must not write 10**9 dirs): the rest
+    are counted, not written.
+    """
 
     workloads = plan.workloads()
     for entry in plan.scenario.entries:
-        for iteration in range(entry.iterations):
+        if entry.iterations > shown:
+            echo(f"{entry.id}: {entry.iterations} iterations; scripts for the first {shown} written")
+        for iteration in range(min(entry.iterations, shown)):
             directory = job_dir(run_dir, entry, iteration)
             spec = build_spec(
                 entry, workloads[entry.workload], plain_values(entry), directory, f"{entry.id}.{iteration}"

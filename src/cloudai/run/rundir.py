@@ -20,6 +20,10 @@ from cloudai.errors import ConfigError
 
 def create_run_dir(root: Path, scenario_name: str) -> Path:
     """``<root>/<scenario>_<YYYY-MM-DD_HH-MM-SS>``, made unique, created; unwritable -> ConfigError."""
+    if any(ord(c) < 32 or c == "\x7f" for c in str(root)):  # it reaches script lines and #SBATCH headers
+        raise ConfigError(
+            f"output directory {str(root)!r} holds a newline or control character", hint="pass another --output-dir"
+        )
     stamp = datetime.now().strftime("%Y-%m-%d_%H-%M-%S")
     base = root / f"{scenario_name}_{stamp}"
     candidate, n = base, 1

@@ -33,6 +33,7 @@ from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from cloudai.config.fields import MAX_SEED, shown
 from cloudai.envs.base import BaseGym
 from cloudai.envs.knobs import observation_leaves, validate_point
 from cloudai.errors import CloudAIError, ConfigError
@@ -45,6 +46,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 _REFUSE_WAIT_S = 2.0
+SESSION_IDLE_TIMEOUT_S = 300.0  # a session that sends nothing this long is closed: it holds a slot
 
 
 class Busy(Exception):
@@ -60,8 +62,17 @@ class Session:
 class Hub:
     """The shared env, the queue its calls run through, and who may step it."""
 
-    def __init__(self, env: BaseGym, name: str, *, max_sessions: int = 1, description: str = "") -> None:
+    def __init__(
+        self,
+        env: BaseGym,
+        name: str,
+        *,
+        max_sessions: int = 1,
+        description: str = "",
+        idle_timeout_s: float = SESSION_IDLE_TIMEOUT_S,
+    ) -> None:
         self.env, self.name, self.max_sessions, self.description = env, name, max_sessions, description
+        self.idle_timeout_s = idle_timeout_s
         self.sessions = 0
         self.closing = False
         self.default = Session()
@@ -81,10 +92,12 @@ class Hub:
         async with self._lock:
             return await asyncio.wrap_future(self.calls.submit(fn))
 
-    async def reset(self, session: Session, data: Mapping[str, Any], *, wait: bool = True) -> dict[str, Any]:
+    async def reset(self, session: Session, data: Any, *, wait: bool = True) -> dict[str, Any]:
+        if not isinstance(data, Mapping):
+            raise ConfigError(f"reset data must be an object, not {shown(data)}", field="data")
         seed = data.get("seed")
-        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
-            raise ConfigError(f"seed must be a non-negative integer, not {seed!r}", field="seed")
+        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= MAX_SEED):
+            raise ConfigError(f"seed must be an integer in 0..{MAX_SEED}, not {shown(seed)}", field="seed")
         options = data.get("options")
         if options is not None and not isinstance(options, dict):
             raise ConfigError("options must be an object", field="options")
@@ -149,12 +162,14 @@ def create_app(
     max_sessions: int = 1,
     max_body: int = MAX_BODY,
     description: str = "",
+    session_idle_timeout_s: float = SESSION_IDLE_TIMEOUT_S,
 ) -> ServeApp:
     """The ASGI app: FastAPI inside the ``Guard``; ``.hub`` holds the env."""
     from fastapi import Body, FastAPI, HTTPException
     from starlette.routing import WebSocketRoute
 
-    hub = Hub(env, name, max_sessions=max_sessions, description=description)
+    wire.quiet_refused_handshakes()
+    hub = Hub(env, name, max_sessions=max_sessions, description=description, idle_timeout_s=session_idle_timeout_s)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -257,11 +272,23 @@ async def _serve_session(hub: Hub, websocket: WebSocket) -> None:
     session = Session()
     with suppress(WebSocketDisconnect, OSError):  # OSError: uvicorn's ClientDisconnected on a late reply
         while True:
-            raw = await websocket.receive_text()
+            try:
+                received = await asyncio.wait_for(websocket.receive(), hub.idle_timeout_s)
+            except TimeoutError:
+                idle = f"no frame for {hub.idle_timeout_s:g}s: the session is closed to free its slot"
+                await _send_error(websocket, "SESSION_IDLE_TIMEOUT", idle)
+                break
+            if received["type"] == "websocket.disconnect":
+                return  # nothing left to close
+            raw = received.get("text")
+            if raw is None:
+                await _send_error(websocket, "INVALID_FRAME", "binary frames are not supported; send JSON text")
+                continue
             try:
                 message = json.loads(raw)
-            except json.JSONDecodeError as exc:
-                await _send_error(websocket, "INVALID_JSON", f"Invalid JSON: {exc}")
+            except (ValueError, RecursionError) as exc:  # also: ints over 4300 digits, nesting too deep
+                text = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
+                await _send_error(websocket, "INVALID_JSON", f"Invalid JSON: {text}")
                 continue
             kind = message.get("type", "") if isinstance(message, dict) else ""
             data = message.get("data") if isinstance(message, dict) else None
@@ -269,7 +296,7 @@ async def _serve_session(hub: Hub, websocket: WebSocket) -> None:
                 break
             try:
                 if kind == "reset":
-                    reply = {"type": "observation", "data": await hub.reset(session, data or {})}
+                    reply = {"type": "observation", "data": await hub.reset(session, {} if data is None else data)}
                 elif kind == "step":
                     if not isinstance(data, dict):
                         raise ConfigError("a step frame needs the action object as data")
@@ -290,5 +317,5 @@ async def _serve_session(hub: Hub, websocket: WebSocket) -> None:
                 await _send_error(websocket, "EXECUTION_ERROR", str(exc))
                 continue
             await websocket.send_text(wire.dumps(reply))
-    with suppress(RuntimeError):
+    with suppress(RuntimeError, WebSocketDisconnect, OSError):
         await websocket.close()

@@ -16,13 +16,17 @@ from __future__ import annotations
 
 import hmac
 import json
+import logging
 import math
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from cloudai.envs.knobs import ObsLeaf
 from cloudai.errors import ConfigError
 from cloudai.space import Categorical, Space
+
+log = logging.getLogger("cloudai.serve")
 
 _JSON_TYPES = ((bool, "boolean"), (int, "integer"), (float, "number"), (str, "string"))
 _TRIAL = {
@@ -172,10 +176,13 @@ class Guard:
     The token is never logged, echoed or written.
     """
 
-    def __init__(self, app: Any, *, token: str | None, max_body: int) -> None:
+    def __init__(
+        self, app: Any, *, token: str | None, max_body: int, clock: Callable[[], float] = time.monotonic
+    ) -> None:
         self.app = app
         self._token = token.encode() if token else None
         self.max_body = max_body
+        self.refusals = RefusalLog(clock)
 
     def _authorized(self, scope: Mapping[str, Any]) -> bool:
         if self._token is None:
@@ -188,6 +195,7 @@ class Guard:
         if scope["type"] not in ("http", "websocket"):
             return await self.app(scope, receive, send)
         if not self._authorized(scope):
+            self.refusals.note(scope)
             return await self._deny(scope, receive, send, 401, "missing or wrong bearer token")
         if scope["type"] == "websocket":
             return await self.app(scope, receive, send)
@@ -210,3 +218,45 @@ class Guard:
                 await send({"type": "websocket.close", "code": 1008})
                 return
         await response(scope, receive, send)
+
+
+class RefusalLog:
+    """One WARNING per client (host) per ``every_s`` for refused requests: unauthenticated clients
+    cannot fill the log. The table of clients is bounded (oldest dropped first)."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic, every_s: float = 60.0, size: int = 4096) -> None:
+        self.clock, self.every_s, self.size = clock, every_s, size
+        self._last: dict[str, float] = {}
+
+    def note(self, scope: Mapping[str, Any]) -> bool:
+        """Log this refusal unless its client was logged within ``every_s``; whether it was logged."""
+        client = scope.get("client") or ("unknown", 0)
+        host, now = str(client[0]), self.clock()
+        last = self._last.get(host)
+        if last is not None and now - last < self.every_s:
+            return False
+        self._last.pop(host, None)
+        self._last[host] = now
+        while len(self._last) > self.size:
+            del self._last[next(iter(self._last))]
+        kind = "WebSocket handshake" if scope.get("type") == "websocket" else "request"
+        log.warning("refused %s from %s: missing or wrong bearer token (next note in %gs)", kind, host, self.every_s)
+        return True
+
+
+class _HandshakeRefusedFilter(logging.Filter):
+    """uvicorn logs an ERROR for every WebSocket handshake our ``Guard`` refuses (the app returns without
+    accepting); ``RefusalLog`` already noted it, once per client per minute."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "returned without completing handshake" not in record.getMessage()
+
+
+_FILTER = _HandshakeRefusedFilter()
+
+
+def quiet_refused_handshakes() -> None:
+    """Install the filter on uvicorn's error logger (idempotent)."""
+    logger = logging.getLogger("uvicorn.error")
+    if _FILTER not in logger.filters:
+        logger.addFilter(_FILTER)

@@ -21,7 +21,6 @@ environment variables and limits.
 from __future__ import annotations
 
 import contextlib
-import shlex
 import signal
 import threading
 from abc import ABC, abstractmethod
@@ -29,6 +28,8 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
+
+from cloudai.systems.shell import export_lines, join, quote  # the one place values become shell text
 
 
 class JobStatus(StrEnum):
@@ -149,9 +150,9 @@ class System(ABC):
     def render(self, spec: JobSpec) -> str:
         """The script that runs ``spec``, for humans and for dry-run."""
         lines = ["#!/usr/bin/env bash", f"# cloudai job {spec.name}", "set -e"]
-        lines += [f"export {key}={shlex.quote(value)}" for key, value in spec.env.items()]
-        lines.append(f"cd {shlex.quote(str(spec.job_dir))}")
-        lines.append(shlex.join(spec.argv))
+        lines += export_lines(spec.env)
+        lines.append(f"cd {quote(str(spec.job_dir))}")
+        lines.append(join(spec.argv))
         return "\n".join(lines) + "\n"
 
     #: The system queues a job behind others itself (``submit(spec, dependencies)`` with

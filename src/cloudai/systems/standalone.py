@@ -2,7 +2,8 @@
 
 Waiting is event-driven: ``wait`` blocks in one ``select`` on the jobs' Linux pidfds (or
 polls every 20 ms where pidfds are missing) until a job exits or the nearest time limit
-passes. A time limit or a cancel kills the whole process group, so no stray children.
+passes. A time limit or a cancel kills the whole process group, and ``systems.contain`` kills
+what left the group (``setsid``), so nothing a job started outlives it.
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ from dataclasses import dataclass
 
 from cloudai.config.system import StandaloneSystemConfig
 from cloudai.systems.base import Job, JobSpec, JobStatus, System, held_interrupts
+from cloudai.systems.contain import Contained, Containment
+from cloudai.systems.hidden_env import job_environ
 
 _CANCEL_GRACE_S = 2.0
 _POLL_FALLBACK_S = 0.02
@@ -28,6 +31,7 @@ class _Proc:
     popen: subprocess.Popen[bytes]
     deadline: float | None
     pidfd: int | None
+    contained: Contained
 
 
 def _pidfd(pid: int) -> int | None:
@@ -50,13 +54,15 @@ class StandaloneSystem(System):
         self.name = config.name
         self._procs: dict[Job, _Proc] = {}
         self._cancelling: dict[Job, str] = {}  # job -> reason, while its group is being stopped
+        self._contain = Containment(cgroups=config.job_containment == "cgroup")  # see systems.contain
+        self._interrupt_pending = False
 
     def submit(self, spec: JobSpec, dependencies: Sequence[str] = ()) -> Job:
         """Start ``spec`` now (``dependencies`` are never given here: ``native_dependencies`` is False)."""
         spec.job_dir.mkdir(parents=True, exist_ok=True)
         (spec.job_dir / "cmd.sh").write_text(self.render(spec))
         now = time.time()
-        env = {**os.environ, **self.config.global_env_vars, **spec.env}
+        env = {**job_environ(), **self.config.global_env_vars, **spec.env}  # never cloudai's tokens
         with held_interrupts() as held:  # a started process is always registered before Ctrl-C acts
             try:
                 job = self._start(spec, env, now)
@@ -65,9 +71,14 @@ class StandaloneSystem(System):
                 job = Job(spec, "", JobStatus.FAILED, reason=reason, submitted_at=now, started_at=now, ended_at=now)
         if held:
             raise KeyboardInterrupt  # the caller's clean-up (or cancel_all) stops the job just started
+        if job in self._procs:  # a cgroup move can wait for an RCU grace period: the job is the caller's first
+            with held_interrupts() as held:
+                self._contain.adopt(int(job.job_id), self._procs[job].contained)
+            self._interrupt_pending = bool(held)  # raised by the next wait(), once the caller holds the job
         return job
 
     def _start(self, spec: JobSpec, env: dict[str, str], now: float) -> Job:
+        env, contained = self._contain.prepare(env)
         with open(spec.job_dir / "stdout.txt", "wb") as out, open(spec.job_dir / "stderr.txt", "wb") as err:
             popen = subprocess.Popen(
                 spec.argv,
@@ -80,13 +91,16 @@ class StandaloneSystem(System):
             )
         job = Job(spec, str(popen.pid), JobStatus.RUNNING, submitted_at=now, started_at=now)
         deadline = now + spec.time_limit_s if spec.time_limit_s else None
-        self._procs[job] = _Proc(popen, deadline, _pidfd(popen.pid))
+        self._procs[job] = _Proc(popen, deadline, _pidfd(popen.pid), contained)
         return job
 
     def live_jobs(self) -> list[Job]:
         return list(self._procs)
 
     def wait(self, jobs: Sequence[Job], timeout: float | None) -> None:
+        if self._interrupt_pending:
+            self._interrupt_pending = False
+            raise KeyboardInterrupt
         procs = [self._procs[job] for job in jobs if job in self._procs]
         if not procs:
             return
@@ -140,8 +154,8 @@ class StandaloneSystem(System):
                     status = JobStatus.OK if code == 0 else JobStatus.FAILED
                     self._finish(job, proc, status, "" if code == 0 else f"exit code {code}")
 
-    @staticmethod
-    def _finish(job: Job, proc: _Proc, status: JobStatus, reason: str) -> None:
+    def _finish(self, job: Job, proc: _Proc, status: JobStatus, reason: str) -> None:
+        self._contain.end(proc.contained)  # what escaped the process group (setsid) dies now too
         if proc.pidfd is not None:
             os.close(proc.pidfd)
         job.returncode = proc.popen.returncode

@@ -31,12 +31,15 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, ValidationError
 
+from cloudai.config.fields import shown
+from cloudai.config.files import UnsafeFileError, read_regular
 from cloudai.config.tomlfile import problems_from
 from cloudai.errors import Problem, WorkloadError
 from cloudai.space import Categorical, Space
 
 METRICS_FILE = "metrics.json"
 STDOUT_FILE = "stdout.txt"
+MAX_METRICS_BYTES = 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -52,6 +55,7 @@ class Workload(ABC):
     name: ClassVar[str]
     args_model: ClassVar[type[BaseModel] | None] = None
     produces_metrics: ClassVar[bool] = False  # True: a job without valid metrics.json has failed
+    metrics: ClassVar[tuple[str, ...] | None] = None  # the metric names it reports; None: not declared, () none
 
     @abstractmethod
     def argv(self, args: Mapping[str, Any], job: JobContext) -> list[str]: ...
@@ -99,18 +103,23 @@ class Workload(ABC):
 def read_metrics_file(path: Path) -> dict[str, float]:
     """``{"name": number}`` from ``path``; a missing, malformed or non-finite file raises ``WorkloadError``."""
     try:
-        data = json.loads(path.read_text())
+        data = json.loads(read_regular(path, MAX_METRICS_BYTES))  # a workload may make it /dev/zero or a FIFO
     except FileNotFoundError:
         raise WorkloadError(f"no {path.name} was written") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+    except UnsafeFileError as exc:
+        raise WorkloadError(f"{path.name} refused: {exc}") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
         raise WorkloadError(f"{path.name} is not valid JSON: {exc}") from None
+    except ValueError as exc:  # e.g. an integer of more digits than Python converts
+        raise WorkloadError(f"{path.name} is not usable JSON: {exc}") from None
     if not isinstance(data, dict):
         raise WorkloadError(f"{path.name} must hold a JSON object of metric names to numbers")
     metrics: dict[str, float] = {}
     for key, value in data.items():
-        if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-            raise WorkloadError(f"{path.name}: metric '{key}' is {value!r}, not a finite number")
-        metrics[str(key)] = float(value)
+        number = _finite(value)
+        if number is None:
+            raise WorkloadError(f"{path.name}: metric '{key}' is {shown(value)}, not a finite number")
+        metrics[str(key)] = number
     return metrics
 
 
@@ -142,6 +151,16 @@ def read_stdout(job_dir: Path, tool: str) -> str:
     if not text.strip():
         raise WorkloadError(f"{tool} printed nothing ({STDOUT_FILE} is empty); see stderr.txt")
     return text
+
+
+def _finite(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    try:
+        number = float(value)
+    except OverflowError:  # an int beyond float range
+        return None
+    return number if math.isfinite(number) else None
 
 
 def _nested(flat: Mapping[str, Any]) -> dict[str, Any]:

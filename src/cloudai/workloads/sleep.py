@@ -19,6 +19,7 @@ class SleepArgs(BaseModel):
 class Sleep(Workload):
     name = "Sleep"
     args_model = SleepArgs
+    metrics = ()  # sleeping measures nothing: an agent would have nothing to optimise
 
     def argv(self, args: Mapping[str, Any], job: JobContext) -> list[str]:
         seconds = SleepArgs.model_validate(args).seconds

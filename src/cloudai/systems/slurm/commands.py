@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from cloudai.errors import SystemError_
+from cloudai.systems.hidden_env import job_environ
 
 
 @dataclass(frozen=True)
@@ -56,6 +57,7 @@ class SlurmCommands:
                 timeout=limit,
                 stdin=subprocess.DEVNULL,
                 start_new_session=True,
+                env=job_environ(),  # sbatch exports this to the job: never cloudai's tokens
             )
         except FileNotFoundError:
             return Result(tuple(argv), 127, "", f"{argv[0]}: command not found")

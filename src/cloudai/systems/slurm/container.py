@@ -16,8 +16,10 @@ runs on the host (the image is then named in a comment, so a dry-run shows what 
 
 from __future__ import annotations
 
+from cloudai.config.fields import shown
 from cloudai.config.slurm import SlurmSystemConfig
 from cloudai.systems.base import JobSpec
+from cloudai.systems.shell import quote
 
 RESULTS_MOUNT = "/cloudai_run_results"
 INSTALL_MOUNT = "/cloudai_install"
@@ -40,8 +42,8 @@ def container_flags(spec: JobSpec, config: SlurmSystemConfig) -> list[str]:
     if spec.container is None or config.container_runtime == "none":
         return []
     flags = [
-        f"--container-image={spec.container.image}",
-        f"--container-mounts={','.join(container_mounts(spec, config))}",
+        quote(f"--container-image={spec.container.image}"),
+        quote(f"--container-mounts={','.join(container_mounts(spec, config))}"),
     ]
     if not config.container_mount_home:
         flags.append("--no-container-mount-home")
@@ -52,4 +54,5 @@ def container_note(spec: JobSpec, config: SlurmSystemConfig) -> list[str]:
     """A comment line for the script when the job's image is dropped (``container_runtime = "none"``)."""
     if spec.container is None or config.container_runtime != "none":
         return []
-    return [f"# container_runtime = none: runs on the host, not in {spec.container.image}"]
+    image = spec.container.image
+    return [f"# container_runtime = none: runs on the host, not in {image if image.isprintable() else shown(image)}"]

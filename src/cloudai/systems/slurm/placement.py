@@ -96,16 +96,16 @@ def excluded_nodes(config: SlurmSystemConfig, entry_exclude: Sequence[str]) -> l
     return list(dict.fromkeys(names))
 
 
-def placement_directives(
+def placement_flags(
     config: SlurmSystemConfig, num_nodes: int, nodes: Sequence[str] = (), exclude: Sequence[str] = ()
 ) -> list[str]:
-    """``#SBATCH`` lines for where the job runs: ``--nodelist`` (or ``-N``) and ``--exclude``."""
+    """``#SBATCH`` flags for where the job runs: ``--nodelist`` (or ``-N``) and ``--exclude``."""
     chosen = resolve_nodes(nodes, config)
-    lines = [f"#SBATCH --nodelist={','.join(chosen)}"] if chosen else [f"#SBATCH -N {num_nodes}"]
+    flags = [f"--nodelist={','.join(chosen)}"] if chosen else [f"-N {num_nodes}"]
     avoided = excluded_nodes(config, exclude)
     if avoided:
-        lines.append(f"#SBATCH --exclude={','.join(avoided)}")
-    return lines
+        flags.append(f"--exclude={','.join(avoided)}")
+    return flags
 
 
 def placed_count(config: SlurmSystemConfig, num_nodes: int, nodes: Sequence[str]) -> int:

@@ -8,16 +8,18 @@ header, exported environment, ``cd`` into the job dir, one ``srun`` of the job's
 from __future__ import annotations
 
 import math
-import shlex
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 from cloudai.config.slurm import SlurmSystemConfig
 from cloudai.config.timelimit import format_time_limit
 from cloudai.systems.base import DEPENDENCY_TYPES, JobSpec
+from cloudai.systems.shell import directive, export_lines, join, quote
 from cloudai.systems.slurm.container import container_flags, container_note
-from cloudai.systems.slurm.placement import placement_directives
+from cloudai.systems.slurm.placement import placement_flags
 from cloudai.systems.slurm.tasks import with_ntasks
+
+__all__ = ["export_lines"]  # renderers import quoting from cloudai.systems.shell; kept here for old imports
 
 SCRIPT_NAME = "sbatch.sh"
 STDOUT = "stdout.txt"
@@ -54,35 +56,26 @@ def sbatch_header(
     nodes: Sequence[str] = (),
     exclude_nodes: Sequence[str] = (),
 ) -> list[str]:
-    """The ``#!`` line and ``#SBATCH`` directives, in a fixed order."""
-    lines = ["#!/bin/bash", f"#SBATCH --job-name={job_name}"]
-    lines += [f"#SBATCH --output={stdout}", f"#SBATCH --error={stderr}"]
-    lines.append(f"#SBATCH --partition={config.default_partition}")
-    lines += placement_directives(config, num_nodes, nodes, exclude_nodes)
+    """The ``#!`` line and ``#SBATCH`` directives, in a fixed order (each through ``shell.directive``)."""
+    flags = [f"--job-name={job_name}", f"--output={stdout}", f"--error={stderr}"]
+    flags.append(f"--partition={config.default_partition}")
+    flags += placement_flags(config, num_nodes, nodes, exclude_nodes)
     if config.account:
-        lines.append(f"#SBATCH --account={config.account}")
+        flags.append(f"--account={config.account}")
     if config.gpus_per_node:
-        lines.append(f"#SBATCH --gpus-per-node={config.gpus_per_node}")
-        lines.append(f"#SBATCH --gres=gpu:{config.gpus_per_node}")  # CloudAI renders both
+        flags.append(f"--gpus-per-node={config.gpus_per_node}")
+        flags.append(f"--gres=gpu:{config.gpus_per_node}")  # CloudAI renders both
     if config.ntasks_per_node:
-        lines.append(f"#SBATCH --ntasks-per-node={config.ntasks_per_node}")
+        flags.append(f"--ntasks-per-node={config.ntasks_per_node}")
     if time_limit_s:
-        lines.append(f"#SBATCH --time={time_directive(time_limit_s)}")
+        flags.append(f"--time={time_directive(time_limit_s)}")
     if config.exclusive:
-        lines.append("#SBATCH --exclusive")
+        flags.append("--exclusive")
     if dependencies:
-        lines.append(f"#SBATCH --dependency={','.join(dependencies)}")
-        lines.append("#SBATCH --kill-on-invalid-dep=yes")
-    lines += [f"#SBATCH {arg}" for arg in config.extra_sbatch_args]
-    return lines
-
-
-def export_lines(*envs: Mapping[str, str]) -> list[str]:
-    """``export KEY='value'`` for each variable, later mappings overriding earlier ones."""
-    merged: dict[str, str] = {}
-    for env in envs:
-        merged.update(env)
-    return [f"export {key}={shlex.quote(value)}" for key, value in merged.items()]
+        flags.append(f"--dependency={','.join(dependencies)}")
+        flags.append("--kill-on-invalid-dep=yes")
+    flags += config.extra_sbatch_args
+    return ["#!/bin/bash", *(directive(flag) for flag in flags)]
 
 
 def srun_prefix(config: SlurmSystemConfig, extra: Sequence[str] = ()) -> list[str]:
@@ -112,9 +105,9 @@ def render_sbatch(spec: JobSpec, config: SlurmSystemConfig, dependencies: Sequen
     )
     lines.append("")
     lines += export_lines(config.global_env_vars, spec.env)
-    lines.append(f"cd {shlex.quote(str(job_dir))}")
+    lines.append(f"cd {quote(str(job_dir))}")
     lines.append("")
     lines += container_note(spec, config)
     srun = with_ntasks(srun_prefix(config, container_flags(spec, config)), spec)
-    lines.append(" ".join([*srun, shlex.join(spec.argv)]))
+    lines.append(" ".join([*srun, join(spec.argv)]))
     return "\n".join(lines) + "\n"

@@ -15,7 +15,6 @@ since foreground steps never overlap.
 
 from __future__ import annotations
 
-import shlex
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -23,9 +22,10 @@ from pathlib import Path
 
 from cloudai.config.slurm import SlurmSystemConfig
 from cloudai.systems.base import Job, JobSpec, JobStatus
+from cloudai.systems.shell import export_lines, join, quote
 from cloudai.systems.slurm.container import container_flags
 from cloudai.systems.slurm.placement import placed_count, resolve_nodes
-from cloudai.systems.slurm.render import STDERR, STDOUT, export_lines, sbatch_header, srun_prefix, time_directive
+from cloudai.systems.slurm.render import STDERR, STDOUT, sbatch_header, srun_prefix, time_directive
 from cloudai.systems.slurm.system import SlurmSystem
 from cloudai.systems.slurm.tasks import with_ntasks
 
@@ -81,7 +81,7 @@ def render_single_sbatch(steps: Sequence[ScriptStep], config: SlurmSystemConfig,
         lines += ["", f"# step {index}/{len(steps)}: {step.spec.name}", *_step_lines(step, config, index)]
         for other in steps:
             if other.stop_after == step.spec.name:
-                dir_ = shlex.quote(str(other.spec.job_dir.absolute()))
+                dir_ = quote(str(other.spec.job_dir.absolute()))
                 lines.append(f"cloudai_stop {dir_} $cloudai_bg_{background[other.spec.name]}")
     if background:
         lines += ["", "wait"]
@@ -100,16 +100,16 @@ def _step_lines(step: ScriptStep, config: SlurmSystemConfig, index: int) -> list
     spec = step.spec
     job_dir = spec.job_dir.absolute()
     named = resolve_nodes(spec.nodes, config)
-    flags = [f"-N {len(named) or spec.num_nodes}", f"--job-name={shlex.quote(spec.name)}"]
+    flags = [f"-N {len(named) or spec.num_nodes}", f"--job-name={quote(spec.name)}"]
     flags += [f"--nodelist={','.join(named)}"] if named else []
-    flags += [f"--output={shlex.quote(str(job_dir / STDOUT))}", f"--error={shlex.quote(str(job_dir / STDERR))}"]
+    flags += [f"--output={quote(str(job_dir / STDOUT))}", f"--error={quote(str(job_dir / STDERR))}"]
     if spec.time_limit_s:
         flags.append(f"--time={time_directive(spec.time_limit_s)}")
     if step.stop_after:
         flags.append("--overlap")  # shares the allocation's CPUs with the foreground steps
     flags += container_flags(spec, config)
-    quoted_dir = shlex.quote(str(job_dir))
-    srun = " ".join([*with_ntasks(srun_prefix(config, flags), spec), shlex.join(spec.argv)])
+    quoted_dir = quote(str(job_dir))
+    srun = " ".join([*with_ntasks(srun_prefix(config, flags), spec), join(spec.argv)])
     body = [*export_lines(spec.env), f"cd {quoted_dir}", f"cloudai_step {quoted_dir} {srun}"]
     block = [f"mkdir -p {quoted_dir}", "(", *[f"    {line}" for line in body], ")"]
     if step.stop_after:

@@ -1,0 +1,88 @@
+"""Field types and checks shared by the config models: the rules every loaded value obeys.
+
+Each rule exists because a value that broke it once reached deep code and became a
+traceback, a silent surprise or a shell injection (issue 17):
+
+* ``StrictPositiveInt``/``Seed``: ``true`` is not a count, ``-1`` is not a seed (numpy and
+  Optuna take seeds in ``0..2**32-1``);
+* ``ENV_NAME``: an environment variable name is ``[A-Za-z_][A-Za-z0-9_]*``, so a name can
+  never carry ``=``, ``;`` or a newline into a script;
+* ``check_text``: no NUL anywhere (the OS cannot pass one to a process), and no newline or
+  other control character in a value that names something (an id, a Slurm header field).
+
+Messages echo the offending value (``repr``, shortened) so the user sees what was read.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping
+from typing import Annotated, Any
+
+from pydantic import BeforeValidator, Field, Strict
+
+MAX_SEED = 2**32 - 1
+StrictPositiveInt = Annotated[int, Strict(), Field(ge=1)]
+
+
+def _digits_to_int(value: Any) -> Any:
+    return int(value) if isinstance(value, str) and value.isascii() and value.isdigit() else value
+
+
+# CloudAI's own scenarios write ``num_nodes = "2"``: a string of digits is a count too (``true`` is not).
+NodeCount = Annotated[int, BeforeValidator(_digits_to_int), Strict(), Field(ge=1)]
+Seed = Annotated[int, Strict(), Field(ge=0, le=MAX_SEED)]
+ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def shown(value: Any, limit: int = 60) -> str:
+    """``repr(value)``, cut to ``limit`` characters: safe to echo in one line of a message."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def check_env_name(name: str) -> str:
+    """``name`` when it is a valid environment variable name; else ``ValueError`` echoing it."""
+    if not ENV_NAME.fullmatch(name):
+        raise ValueError(f"environment variable name {shown(name)} is not allowed; use [A-Za-z_][A-Za-z0-9_]*")
+    return name
+
+
+def check_env(env: Mapping[str, Any]) -> Mapping[str, Any]:
+    """Names checked with ``check_env_name``; values are data but may hold no NUL and be no range."""
+    for name, value in env.items():
+        check_env_name(name)
+        if isinstance(value, Mapping):
+            raise ValueError(
+                f"extra_env_vars.{name} is a table {shown(dict(value))}; give a value or a list of values to sweep"
+            )
+        check_no_nul(value, f"extra_env_vars.{name}")
+    return env
+
+
+def check_no_nul(value: Any, where: str) -> None:
+    """No NUL character in any string inside ``value`` (nested tables and lists included)."""
+    if isinstance(value, str):
+        if "\x00" in value:
+            raise ValueError(f"{where} holds a NUL character ({shown(value)}); no process can receive it")
+    elif isinstance(value, Mapping):
+        for key, item in value.items():
+            check_no_nul(item, f"{where}.{key}")
+    elif isinstance(value, list):
+        for item in value:
+            check_no_nul(item, where)
+
+
+def check_one_line(value: str, what: str) -> str:
+    """``value`` when it holds no newline or other control character (it names a dir or a header line)."""
+    if _CONTROL.search(value):
+        raise ValueError(f"{what} {shown(value)} holds a newline or control character, which is not allowed")
+    return value
+
+
+def check_finite(value: float, what: str) -> float:
+    if not math.isfinite(value):
+        raise ValueError(f"{what} is {value!r}; give a finite number")
+    return value

@@ -1,0 +1,59 @@
+"""Read a small input file without trusting what the path points to.
+
+A path the user (or a workload) controls can name a device (``/dev/zero`` reports size 0 and
+never ends), a FIFO (``open`` blocks until a writer comes, forever) or a huge file. The file
+is opened non-blocking, must be a regular file by ``fstat`` of the open descriptor (not of the
+name, which could change in between), and at most ``limit`` bytes are read: one more byte
+than the limit means "too large", whatever ``st_size`` claimed.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+
+class UnsafeFileError(OSError):
+    """The path is not a regular file, or holds more than the limit. ``str()`` says which."""
+
+
+def read_regular(path: Path, limit: int) -> bytes:
+    """The bytes of ``path`` (a regular file of at most ``limit`` bytes); ``UnsafeFileError`` otherwise.
+
+    Other ``OSError`` (missing, unreadable) propagate unchanged for the caller to word.
+    """
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | getattr(os, "O_NOCTTY", 0))
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise UnsafeFileError(f"not a regular file ({_kind(mode)})")
+        chunks, size = [], 0
+        while size <= limit:
+            chunk = os.read(fd, min(1 << 20, limit + 1 - size))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+        if size > limit:
+            raise UnsafeFileError(f"larger than {_size(limit)}")
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def _kind(mode: int) -> str:
+    for test, name in (
+        (stat.S_ISDIR, "a directory"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISSOCK, "a socket"),
+    ):
+        if test(mode):
+            return name
+    return "not a file"
+
+
+def _size(limit: int) -> str:
+    return f"{limit // (1024 * 1024)} MiB" if limit >= 1024 * 1024 else f"{limit} bytes"

@@ -1,0 +1,228 @@
+"""Containment of standalone jobs: when a job ends, every process it started ends with it.
+
+A job runs in its own session, and killing its process group covers ordinary children. A
+descendant that calls ``setsid`` (``setsid sleep 3600 &``, a daemon's double fork) leaves that
+group, and once its parent exits it would be re-parented to init and outlive the job, the
+trial, Ctrl-C and the run. Two mechanisms close that gap:
+
+1. **cgroup v2, where available and writable**: each job's first process is moved into its own
+   cgroup under ours; at the job's end ``cgroup.kill`` kills everything in it, whatever its
+   session, and the cgroup is removed.
+2. **Always, as the backstop**: the cloudai process is a child subreaper
+   (``PR_SET_CHILD_SUBREAPER``), so a job's orphans are re-parented to cloudai, not to init.
+   Every job's environment carries ``CLOUDAI_JOB_MARK=<mark>``; at the job's end each child of
+   cloudai with that mark (and everything under it) is killed and reaped. This also covers the
+   instant between the job's start and its move into the cgroup.
+
+Limits: a process that drops its environment (``env -i``) *and* escapes before the cgroup move
+is not recognised; an orphan that exits by itself before a sweep saw it stays a zombie child of
+cloudai until cloudai exits (it runs nothing).
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import ctypes
+import itertools
+import os
+import signal
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+MARK_VAR = "CLOUDAI_JOB_MARK"
+_PR_SET_CHILD_SUBREAPER = 36
+_SWEEP_ROUNDS = 50
+_CGROUP_EMPTY_WAIT_S = 2.0
+_counter = itertools.count(1)
+_subreaper: dict[str, bool] = {}
+
+
+def become_subreaper() -> bool:
+    """Make this process the reaper of its descendants' orphans (once). False where Linux says no."""
+    if "on" not in _subreaper:
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+            _subreaper["on"] = libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+        except (OSError, AttributeError):
+            _subreaper["on"] = False
+    return _subreaper["on"]
+
+
+@dataclass
+class Contained:
+    """One job's containment: its mark, and its cgroup when it has one."""
+
+    mark: str
+    cgroup: Path | None = None
+
+
+class Containment:
+    """Per-job containment for one ``StandaloneSystem``. ``cgroups=False`` uses the subreaper alone."""
+
+    def __init__(self, *, cgroups: bool = True) -> None:
+        self.subreaper = become_subreaper()
+        self.cgroup_root = _make_cgroup_root() if cgroups else None
+        self._free: list[Path] = []  # emptied job cgroups, reused: creating one per job costs milliseconds
+
+    def prepare(self, env: dict[str, str]) -> tuple[dict[str, str], Contained]:
+        """The job's environment with its mark, and the handle to pass to ``adopt`` and ``end``."""
+        mark = f"{os.getpid()}.{next(_counter)}"
+        return {**env, MARK_VAR: mark}, Contained(mark)
+
+    def adopt(self, pid: int, handle: Contained) -> None:
+        """Move the job's first process into a cgroup of its own (a no-op without cgroups)."""
+        if self.cgroup_root is None:
+            return
+        path = self._free.pop() if self._free else self.cgroup_root / f"job-{handle.mark}"
+        try:
+            path.mkdir(exist_ok=True)
+            (path / "cgroup.procs").write_text(str(pid))
+        except OSError:  # e.g. the job has already exited: the subreaper sweep still covers it
+            self._free.append(path)
+            return
+        handle.cgroup = path
+
+    def end(self, handle: Contained) -> None:
+        """Kill and reap whatever is left of the job (call after its process group was killed)."""
+        if handle.cgroup is not None:
+            if _kill_cgroup(handle.cgroup):
+                self._free.append(handle.cgroup)
+            handle.cgroup = None
+        if self.subreaper:
+            sweep(handle.mark)
+
+
+def sweep(mark: str) -> int:
+    """Kill and reap every child of this process marked ``mark``, and everything under it. Returns how many."""
+    killed: set[int] = set()
+    for _ in range(_SWEEP_ROUNDS):
+        found = False
+        for pid in _children():
+            if pid in killed:
+                _reap(pid)
+                continue
+            if _has_mark(pid, mark):
+                found = True
+                tree = [pid, *_descendants(pid)]
+                for member in tree:
+                    with contextlib.suppress(ProcessLookupError, PermissionError):
+                        os.kill(member, signal.SIGKILL)
+                killed.update(tree)
+                _reap(pid, block=True)  # its children are re-parented to us once it is gone
+        if not found and not (killed & set(_children())):
+            break
+    return len(killed)
+
+
+def _reap(pid: int, block: bool = False) -> None:
+    with contextlib.suppress(ChildProcessError):
+        os.waitpid(pid, 0 if block else os.WNOHANG)
+
+
+def _children(pid: int | str = "self") -> list[int]:
+    """Direct children of ``pid`` (every thread's), from ``/proc/<pid>/task/*/children``."""
+    found: list[int] = []
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return found
+    for task in tasks:
+        with contextlib.suppress(OSError, ValueError):
+            found += [int(p) for p in Path(f"/proc/{pid}/task/{task}/children").read_text().split()]
+    return found
+
+
+def _descendants(pid: int) -> list[int]:
+    out, todo = [], [pid]
+    while todo and len(out) < 100_000:
+        kids = _children(todo.pop())
+        out += kids
+        todo += kids
+    return out
+
+
+def _has_mark(pid: int, mark: str) -> bool:
+    try:
+        environ = Path(f"/proc/{pid}/environ").read_bytes()
+    except OSError:
+        return False
+    return f"{MARK_VAR}={mark}".encode() in environ.split(b"\0")
+
+
+def _make_cgroup_root() -> Path | None:
+    """``<our cgroup v2>/cloudai-<pid>``, created; None when cgroup v2 is missing or not writable."""
+    mount = _cgroup2_mount()
+    if mount is None:
+        return None
+    try:
+        line = next(x for x in Path("/proc/self/cgroup").read_text().splitlines() if x.startswith("0::"))
+    except (OSError, StopIteration):
+        return None
+    root = mount / line[3:].lstrip("/") / f"cloudai-{os.getpid()}"
+    _remove_stale(root.parent)
+    try:
+        if not root.exists():
+            root.mkdir()
+            atexit.register(_remove_cgroups, root)
+        if not (root / "cgroup.kill").exists():  # Linux < 5.14: no one-shot kill
+            root.rmdir()
+            return None
+    except OSError:
+        return None
+    return root
+
+
+def _cgroup2_mount() -> Path | None:
+    try:
+        for line in Path("/proc/self/mountinfo").read_text().splitlines():
+            fields = line.split(" - ", 1)
+            if len(fields) == 2 and fields[1].split()[0] == "cgroup2":
+                return Path(fields[0].split()[4])
+    except OSError:
+        pass
+    return None
+
+
+def _kill_cgroup(path: Path) -> bool:
+    """``cgroup.kill``, wait (bounded) until it is empty, reap those re-parented to us; whether it is empty."""
+    try:
+        members = [int(p) for p in (path / "cgroup.procs").read_text().split()]
+    except (OSError, ValueError):
+        members = []
+    if members:
+        with contextlib.suppress(OSError):
+            (path / "cgroup.kill").write_text("1")
+    empty = _empty(path)
+    deadline = time.monotonic() + _CGROUP_EMPTY_WAIT_S
+    while not empty and time.monotonic() < deadline:
+        time.sleep(0.001)
+        empty = _empty(path)
+    for pid in members:  # orphans of the job are our children now (subreaper): no zombie left behind
+        _reap(pid, block=False)
+    return empty
+
+
+def _empty(path: Path) -> bool:
+    try:
+        return "populated 0" in (path / "cgroup.events").read_text()
+    except OSError:
+        return False
+
+
+def _remove_stale(parent: Path) -> None:
+    """The empty cgroups of cloudai processes that died without cleaning up (SIGKILL)."""
+    for root in parent.glob("cloudai-*"):
+        pid = root.name.removeprefix("cloudai-")
+        if pid.isdigit() and not Path(f"/proc/{pid}").exists():
+            _remove_cgroups(root)
+
+
+def _remove_cgroups(root: Path) -> None:
+    """At exit: this process's job cgroups and their root (those still holding a process stay)."""
+    for child in root.glob("job-*"):
+        with contextlib.suppress(OSError):
+            child.rmdir()
+    with contextlib.suppress(OSError):
+        root.rmdir()

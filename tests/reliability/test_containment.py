@@ -1,0 +1,156 @@
+"""Processes that escape: a job's ``setsid`` descendants die with the job (issue 17, item 7).
+
+The workload is exactly the one that used to leak: ``setsid sleep 3600 &`` (the sleep leaves
+the job's session and process group), and one that hangs past its time limit inside a new
+session. After the trial, after a cancel, after Ctrl-C of the real CLI and after a whole run,
+``/proc`` holds no such process. Both mechanisms are tested: cgroup v2 where this machine has
+it writable, and the subreaper backstop alone.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from tests.conftest import cloudai
+from tests.reliability.procs import alive, start_cli, wait_until
+
+from cloudai.config.system import StandaloneSystemConfig
+from cloudai.systems.base import Job, JobSpec, JobStatus
+from cloudai.systems.contain import Containment
+from cloudai.systems.standalone import StandaloneSystem
+
+ESCAPE = "setsid sleep 3600 &"
+# ... then, so that the test does not race setsid: wait until the sleep leads its own session, record its pid
+RECORD = "until [ \"$(cut -d' ' -f6 /proc/$!/stat)\" = $! ]; do :; done; echo $! > escaped.pid"
+ESCAPE = f"{ESCAPE} {RECORD}"
+
+
+def tagged(tag: str) -> list[int]:
+    """Live processes (zombies excluded) whose environment holds ``CLOUDAI_TEST_TAG=<tag>``."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError):
+                environ = (entry / "environ").read_bytes().split(b"\0")
+                if f"CLOUDAI_TEST_TAG={tag}".encode() in environ and alive(int(entry.name)):
+                    found.append(int(entry.name))
+    return found
+
+
+def _system(cgroups: bool) -> StandaloneSystem:
+    system = StandaloneSystem(StandaloneSystemConfig())
+    system._contain = Containment(cgroups=cgroups)  # pyright: ignore[reportPrivateUsage]
+    return system
+
+
+def _spec(tmp_path: Path, script: str, tag: str, time_limit_s: float | None = None) -> JobSpec:
+    return JobSpec("j", ("bash", "-c", script), tmp_path / "job", {"CLOUDAI_TEST_TAG": tag}, time_limit_s)
+
+
+def _finish(system: StandaloneSystem, job: Job) -> None:
+    while not job.done:
+        system.wait([job], timeout=None)
+
+
+def _escaped_pid(job_dir: Path) -> int:
+    wait_until(lambda: (job_dir / "escaped.pid").exists() and (job_dir / "escaped.pid").read_text().strip(), None,
+               "the escaped pid")  # fmt: skip
+    pid = int((job_dir / "escaped.pid").read_text())
+    wait_until(lambda: _own_session(pid), None, "setsid to run")  # it has left the job's session
+    return pid
+
+
+def _own_session(pid: int) -> bool:
+    try:
+        return os.getsid(pid) == pid
+    except ProcessLookupError:
+        return True  # already gone: the assertions that follow say whether that was right
+
+
+@pytest.fixture
+def tag() -> Iterator[str]:
+    """A unique tag in the job's environment; whatever still carries it afterwards is killed (a failed test)."""
+    value = uuid.uuid4().hex
+    yield value
+    for pid in tagged(value):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+
+
+@pytest.fixture(params=[True, False], ids=["cgroup", "subreaper"])
+def cgroups(request: pytest.FixtureRequest) -> bool:
+    return bool(request.param)
+
+
+def test_setsid_child_dies_with_its_trial(tmp_path: Path, tag: str, cgroups: bool) -> None:
+    system = _system(cgroups)
+    job = system.submit(_spec(tmp_path, f"{ESCAPE}; exit 0", tag))
+    _finish(system, job)
+    assert job.status is JobStatus.OK
+    pid = _escaped_pid(tmp_path / "job")
+    assert not alive(pid)
+    assert tagged(tag) == []
+
+
+def test_new_session_past_its_time_limit_is_killed(tmp_path: Path, tag: str, cgroups: bool) -> None:
+    system = _system(cgroups)
+    job = system.submit(_spec(tmp_path, f"{ESCAPE}; wait", tag, time_limit_s=0.5))
+    pid = _escaped_pid(tmp_path / "job")
+    assert alive(pid)  # it really escaped the job's process group and session
+    assert os.getpgid(pid) != int(job.job_id) and os.getsid(pid) != int(job.job_id)
+    _finish(system, job)
+    assert job.status is JobStatus.TIMEOUT
+    assert not alive(pid) and tagged(tag) == []
+
+
+def test_cancel_kills_the_escaped_child(tmp_path: Path, tag: str, cgroups: bool) -> None:
+    system = _system(cgroups)
+    job = system.submit(_spec(tmp_path, f"{ESCAPE}; sleep 3600", tag))
+    pid = _escaped_pid(tmp_path / "job")
+    assert alive(pid)
+    system.cancel_all()
+    assert job.status is JobStatus.CANCELLED
+    assert not alive(pid) and tagged(tag) == []
+
+
+def _scenario(tmp_path: Path, cmd: str, tag: str) -> list[str | Path]:
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "e.toml").write_text(
+        f'name = "e"\ntest_template_name = "BashCmd"\n[cmd_args]\ncmd = {json.dumps(cmd)}\n'
+        f'[extra_env_vars]\nCLOUDAI_TEST_TAG = "{tag}"\n'
+    )
+    (tmp_path / "s.toml").write_text('name = "s"\n[[Tests]]\nid = "e"\ntest_name = "e"\n')
+    return ["run", "--tests-dir", tmp_path / "tests", "--test-scenario", tmp_path / "s.toml",
+            "--output-dir", tmp_path / "out"]  # fmt: skip
+
+
+def test_nothing_escapes_a_cli_run(tmp_path: Path, tag: str) -> None:
+    result = cloudai(*_scenario(tmp_path, ESCAPE, tag))
+    assert result.returncode == 0, result.stderr
+    (pid_file,) = (tmp_path / "out").glob("*/e/0/escaped.pid")
+    assert not alive(int(pid_file.read_text()))
+    assert tagged(tag) == []
+
+
+def test_nothing_escapes_ctrl_c(tmp_path: Path, tag: str) -> None:
+    proc = start_cli(*_scenario(tmp_path, f"{ESCAPE}; sleep 3600", tag))
+    try:
+        wait_until(lambda: any((tmp_path / "out").glob("*/e/0/escaped.pid")), proc, "the job to start")
+        (pid_file,) = (tmp_path / "out").glob("*/e/0/escaped.pid")
+        pid = _escaped_pid(pid_file.parent)
+        assert alive(pid)
+        os.kill(proc.pid, signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+        assert proc.returncode == 130, err
+        assert not alive(pid)
+        assert tagged(tag) == []
+    finally:
+        if proc.poll() is None:
+            proc.kill()
