@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from tests.workloads.conftest import CONF
+from tests.workloads.conftest import CONF, HERE
 
 from cloudai.cli import cli
 
@@ -121,3 +121,23 @@ def test_a_failed_pre_test_keeps_the_sweep_from_starting(tmp_path: Path, monkeyp
     (run,) = tmp_path.iterdir()
     assert [str(p.parent.relative_to(run)) for p in run.glob("**/job.json")] == ["pre_test.Tests.1/0"]
     assert not (run / "Tests.1").exists() and not (run / "post_test.Tests.1").exists()
+
+
+@pytest.mark.slurm
+@pytest.mark.usefixtures("standins")
+def test_dse_with_cloudais_hooks_on_the_local_slurm(tmp_path: Path) -> None:
+    """CloudAI's DSE scenario without its ``num_nodes = "2"`` (this Slurm has one node): each hook an sbatch job."""
+    scenario = tmp_path / "dse_hooks.toml"
+    scenario.write_text('name = "dse-hooks"\npre_test = "nccl_test"\npost_test = "nccl_test"\n'
+                        '[[Tests]]\nid = "Tests.1"\ntest_name = "dse_nccl_all_gather"\n')  # fmt: skip
+    code, output = invoke("run", "--system-config", HERE / "slurm_system.toml", "--tests-dir", TESTS,
+                          "--test-scenario", scenario, "--output-dir", tmp_path / "results")  # fmt: skip
+    assert code == 0, output
+    (run,) = (tmp_path / "results").iterdir()
+    jobs = {str(p.parent.relative_to(run)): json.loads(p.read_text()) for p in run.glob("**/job.json")}
+    assert {k: v["status"] for k, v in jobs.items()} == dict.fromkeys(
+        ["pre_test.Tests.1/0", "Tests.1/0/1", "Tests.1/0/2", "post_test.Tests.1/0"], "ok"
+    )
+    assert jobs["pre_test.Tests.1/0"]["ended_at"] <= min(jobs[f"Tests.1/0/{n}"]["started_at"] for n in (1, 2))
+    assert jobs["post_test.Tests.1/0"]["started_at"] >= max(jobs[f"Tests.1/0/{n}"]["ended_at"] for n in (1, 2))
+    assert (run / "pre_test.Tests.1" / "0" / "sbatch.sh").is_file()
