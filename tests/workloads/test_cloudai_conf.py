@@ -117,7 +117,7 @@ def test_a_failed_pre_test_keeps_the_sweep_from_starting(tmp_path: Path, monkeyp
                           "--output-dir", tmp_path)  # fmt: skip
     assert code == 1, output
     assert "pre_test 'nccl_test' failed, so the agent-driven tests were not started" in output
-    assert "pre_test.Tests.1.0: failed" in output
+    assert "pre_test.Tests.1.0: failed: exit code 1 (see " in output
     (run,) = tmp_path.iterdir()
     assert [str(p.parent.relative_to(run)) for p in run.glob("**/job.json")] == ["pre_test.Tests.1/0"]
     assert not (run / "Tests.1").exists() and not (run / "post_test.Tests.1").exists()

@@ -31,7 +31,8 @@ def run_around_hooks(plan: Plan, run_dir: Path, system: System, echo: Echo, swee
     if failed:
         echo(f"error: pre_test '{plan.scenario.pre_test}' failed, so the agent-driven tests were not started:")
         for job in failed:
-            echo(f"  {job.spec.name}: {job.status} {job.reason}".rstrip() + f" (see {job.spec.job_dir})")
+            reason = f": {job.reason}" if job.reason else ""
+            echo(f"  {job.spec.name}: {job.status}{reason} (see {job.spec.job_dir})")
         return 1
     code = sweep()
     return max(code, 1 if _run_hooks(plan, "post_test", run_dir, system, echo) else 0)
