@@ -177,9 +177,11 @@ def _run_in(
             code = run_single_sbatch(plan, run_dir, system, click.echo)
         elif plan.agent_driven:
             from cloudai.run.dse import resume_command, run_agent_entries
+            from cloudai.run.hooks import run_around_hooks
 
             again = resume_command(system_config, tests_dir, test_scenario, run_dir)
-            code = run_agent_entries(plan, run_dir, system, click.echo, resume is not None, resume_command=again)
+            code = run_around_hooks(plan, run_dir, system, click.echo, lambda: run_agent_entries(
+                plan, run_dir, system, click.echo, resume is not None, resume_command=again))  # fmt: skip
         else:
             from cloudai.run.plain import run_plain
 
@@ -223,8 +225,11 @@ def dry_run(
             dry_run_single_sbatch(plan, run_dir, system, click.echo)
         elif plan.agent_driven:
             from cloudai.run.dry_run import dry_run_entries
+            from cloudai.run.hooks import dry_run_hooks
 
+            dry_run_hooks(plan, "pre_test", run_dir, system, click.echo)
             dry_run_entries(plan, run_dir, system, click.echo)
+            dry_run_hooks(plan, "post_test", run_dir, system, click.echo)
         else:
             dry_run_plain(plan, run_dir, system, click.echo)
     click.echo(f"Dry run: nothing was run; scripts in {run_dir}")

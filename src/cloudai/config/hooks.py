@@ -2,16 +2,18 @@
 
 Where CloudAI finds them: ``conf/hook/*.toml`` are hook scenarios (looked up by their ``name``),
 ``conf/hook/test/*.toml`` the tests they use. ``conf/hook`` is taken relative to the working
-directory, as CloudAI does, and also next to the scenario's and the tests' ``conf/`` (so
-``--test-scenario conf/common/test_scenario/x.toml`` finds ``conf/hook`` from any directory).
+directory, as CloudAI does, and also as a ``hook`` dir near the scenario's and the tests' dirs
+(see ``hook_dirs``), so ``--test-scenario conf/common/test_scenario/x.toml`` finds ``conf/hook``
+from any directory.
 
 How they run here: each hook entry becomes an entry of the scenario, id ``pre_test.<id>`` or
-``post_test.<id>``, run by the same runner on any system (one job per hook entry, on Slurm its
-own sbatch job). Every test of the scenario starts after the pre-test entries completed
-(``start_post_comp``); the post-test entries start after every test completed. CloudAI instead
-runs the hooks inside each test's sbatch script and skips the test when a pre-test failed; here
-the tests run whatever the hooks' status, and each hook's status is in its own ``job.json``.
-Agent-driven (DSE) scenarios cannot have hooks: an error names the field.
+``post_test.<id>`` (``RunEntry.hook`` says which), run as a plain job on any system (one job per
+hook entry, on Slurm its own sbatch job). Every test of the scenario starts after the pre-test
+entries completed (``start_post_comp``); the post-test entries start after every test completed.
+CloudAI instead runs the hooks inside each test's sbatch script and skips the test when a
+pre-test failed. Here plain tests run whatever the hooks' status (each hook's status is in its
+own ``job.json``); an agent-driven (DSE) test is not started when a pre-test job failed
+(``cloudai.run.hooks``): the sweep is the test, the pre-test guards it once.
 """
 
 from __future__ import annotations
@@ -28,12 +30,14 @@ HOOK_FIELDS = ("pre_test", "post_test")
 
 
 def hook_dirs(scenario_file: Path, tests_dir: Path | None) -> list[Path]:
-    """``conf/hook`` candidates, first match wins: the cwd's, then next to the scenario's and the tests' conf/."""
+    """``hook`` dirs to search, in order: the cwd's ``conf/hook``, then a ``hook`` dir beside (or one
+    level above) the scenario's dir and the tests dir: ``conf/common/test_scenario/x.toml`` and
+    ``conf/common/test`` find ``conf/hook`` (CloudAI's tree), ``conf/test_scenario/x.toml`` and
+    ``conf/test`` find ``conf/hook`` too."""
     candidates = [Path("conf/hook")]
-    if len(scenario_file.parents) > 2:
-        candidates.append(scenario_file.parents[2] / "hook")
-    if tests_dir is not None and len(tests_dir.parents) > 1:
-        candidates.append(tests_dir.parents[1] / "hook")
+    for directory in (scenario_file.parent, tests_dir):
+        if directory is not None:
+            candidates += [parent / "hook" for parent in directory.parents[:2]]
     unique = {c.resolve(): c for c in candidates if c.is_dir()}
     return list(unique.values())
 
@@ -78,12 +82,18 @@ def with_hooks(scenario: Scenario, hooks: dict[str, Scenario]) -> Scenario:
     return dataclasses.replace(scenario, entries=(*pre, *main, *post))
 
 
+def hook_entries(scenario: Scenario, field: str) -> tuple[RunEntry, ...]:
+    """The entries ``with_hooks`` added for ``field`` (``pre_test`` or ``post_test``), in order."""
+    return tuple(e for e in scenario.entries if e.hook == field)
+
+
 def _renamed(hook: Scenario, field: str) -> list[RunEntry]:
     prefix = f"{field}."
     return [
         dataclasses.replace(
             e,
             id=prefix + e.id,
+            hook=field,
             dependencies=tuple(Dependency(type=d.type, id=prefix + d.id) for d in e.dependencies),
         )
         for e in hook.entries

@@ -117,6 +117,7 @@ class RunEntry:
     extra_container_mounts: tuple[str, ...] = ()  # CloudAI's: more src:dst mounts for a containerized job
     nodes: tuple[str, ...] = ()
     exclude_nodes: tuple[str, ...] = ()
+    hook: str = ""  # "pre_test"/"post_test": an entry of a hook scenario (``cloudai.config.hooks``)
 
     @property
     def field_prefix(self) -> str:

@@ -15,7 +15,6 @@ from cloudai.config.hooks import hooks_of, load_hooks, with_hooks
 from cloudai.config.scenario import Scenario, load_scenario
 from cloudai.config.system import load_system
 from cloudai.config.test import load_tests
-from cloudai.errors import ConfigError
 from cloudai.plan.route import CheckedEntry, check_scenario
 from cloudai.systems import SYSTEMS, System
 from cloudai.systems.base import NodeNeed
@@ -45,22 +44,9 @@ def load_plan(system_config: Path | None, tests_dir: Path, scenario_file: Path) 
     scenario = load_scenario(scenario_file, tests)
     checked = check_scenario(scenario)
     if hooks_of(scenario):  # CloudAI's pre_test/post_test: entries ordered around the scenario's own
-        scenario = with_hooks(scenario, _hooks_for(scenario, checked, tests_dir))
+        scenario = with_hooks(scenario, load_hooks(scenario, tests_dir))
         checked = check_scenario(scenario)
     return Plan(system, scenario, checked)
-
-
-def _hooks_for(scenario: Scenario, checked: dict[str, CheckedEntry], tests_dir: Path) -> dict[str, Scenario]:
-    agent = [c.entry.id for c in checked.values() if c.agent_driven]
-    if agent:
-        field = next(iter(hooks_of(scenario)))
-        raise ConfigError(
-            f"{field} hooks run around plain tests; {', '.join(agent)} is agent-driven",
-            file=scenario.file,
-            field=field,
-            hint=f"remove {field}, or run the hook as a scenario of its own before the DSE",
-        )
-    return load_hooks(scenario, tests_dir)
 
 
 def node_needs(plan: Plan) -> list[NodeNeed]:

@@ -87,18 +87,39 @@ def _check_agent(entry: RunEntry, space: Space, live: bool) -> list[Problem]:
 
 
 def _check_routes(scenario: Scenario, checked: dict[str, CheckedEntry]) -> list[Problem]:
-    agent = [c.entry.id for c in checked.values() if c.agent_driven]
-    plain = [c.entry.id for c in checked.values() if not c.agent_driven]
+    """Agent-driven and plain tests do not mix; hook entries (pre_test/post_test) are plain jobs around either."""
+    hooks = [c.entry for c in checked.values() if c.entry.hook]
+    problems = [
+        Problem(
+            str(e.test_file or e.scenario_file),
+            _hook_knob_field(checked[e.id]),
+            f"{e.hook} test '{e.test_name}' ({e.id}) has a list or range knob (or live_rl_mode); "
+            "hook tests run as plain jobs",
+            "give the hook test single values",
+        )
+        for e in hooks
+        if checked[e.id].agent_driven
+    ]
+    agent = [c.entry.id for c in checked.values() if c.agent_driven and not c.entry.hook]
+    plain = [c.entry.id for c in checked.values() if not c.agent_driven and not c.entry.hook]
     if agent and plain:
-        return [
+        problems.append(
             Problem(
                 str(scenario.file),
                 "Tests",
                 f"scenario mixes agent-driven tests ({', '.join(agent)}) with plain tests ({', '.join(plain)})",
                 "put agent-driven tests (a list/range cmd_arg, or live_rl_mode) in a scenario of their own",
             )
-        ]
-    return []
+        )
+    return problems
+
+
+def _hook_knob_field(checked: CheckedEntry) -> str:
+    """The test-file field that makes a hook entry agent-driven: its first knob, else ``live_rl_mode``."""
+    entry, dims = checked.entry, checked.space.dims
+    if not dims:
+        return "cmd_args.live_rl_mode"
+    return entry.knob_field(dims[0].name).removeprefix(f"{entry.field_prefix}.")
 
 
 def _test_file(entry: RunEntry) -> Path:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from cloudai.config.hooks import load_hooks
+from cloudai.config.hooks import hooks_of, load_hooks, with_hooks
 from cloudai.config.scenario import load_scenario
 from cloudai.config.system import system_from_dict
 from cloudai.config.test import WorkloadConfig, load_test
@@ -72,7 +72,8 @@ def _check_file(
 
             scenario = load_scenario(file, tests)
             check_scenario(scenario)
-            load_hooks(scenario, None)  # a pre_test/post_test names a hook scenario that exists and loads
+            if hooks_of(scenario):  # a pre_test/post_test names a hook scenario that exists, loads and is plain
+                check_scenario(with_hooks(scenario, load_hooks(scenario, None)))
         elif "scheduler" in content:
             system_from_dict(content, file)
         else:
