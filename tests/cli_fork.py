@@ -20,7 +20,7 @@ _CTX = multiprocessing.get_context("forkserver")
 _CTX.set_forkserver_preload(["cloudai.cli", "cloudai.config.scenario", "cloudai.plan.load", __name__])
 
 
-def _child(argv: list[str], cwd: str, env: dict[str, str], out: str, err: str) -> None:
+def _child(argv: list[str], cwd: str, env: dict[str, str], out: str, err: str, status: str) -> None:
     """Runs in the forked child: the CLI exactly as ``python -m cloudai ARGV`` would, then exits."""
     os.chdir(cwd)
     os.environ.clear()
@@ -37,6 +37,7 @@ def _child(argv: list[str], cwd: str, env: dict[str, str], out: str, err: str) -
         code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
     sys.stdout.flush()
     sys.stderr.flush()
+    Path(status).write_text(str(code))  # the exit code, also when the fork server cannot report it (it says 255)
     os._exit(code)
 
 
@@ -46,13 +47,14 @@ def run_cli(
     """``cloudai ARGV`` in a forked child, like ``subprocess.run``: ``cwd`` and ``env`` default to the
     caller's current ones (not the fork server's), and the exit code and output come back."""
     with tempfile.TemporaryDirectory(prefix="cloudai-cli-") as tmp:
-        out, err = Path(tmp, "stdout"), Path(tmp, "stderr")
+        out, err, status = Path(tmp, "stdout"), Path(tmp, "stderr"), Path(tmp, "status")
         env = dict(os.environ if env is None else env)
-        child = _CTX.Process(target=_child, args=(argv, str(cwd or os.getcwd()), env, str(out), str(err)))
+        child = _CTX.Process(target=_child, args=(argv, str(cwd or os.getcwd()), env, str(out), str(err), str(status)))
         child.start()
         child.join(timeout)
         if child.exitcode is None:
             child.kill()
             child.join()
             raise subprocess.TimeoutExpired(["cloudai", *argv], timeout)
-        return subprocess.CompletedProcess(["cloudai", *argv], child.exitcode, out.read_text(), err.read_text())
+        code = int(status.read_text()) if status.exists() else child.exitcode
+        return subprocess.CompletedProcess(["cloudai", *argv], code, out.read_text(), err.read_text())
