@@ -131,7 +131,7 @@ def test_dry_run_writes_scripts_and_submits_nothing(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert slurm_states(tmp_path) == []
     scripts = [p for p in tmp_path.glob("*/*/0/*.sh") if "#SBATCH --job-name=" in p.read_text()]
-    assert len(scripts) == 4
+    assert len(scripts) == 4 and {p.name for p in scripts} == {"sbatch.sh"}  # the name a real run writes
     assert not list(tmp_path.glob("*/*/0/job.json"))
 
 

@@ -205,6 +205,6 @@ def dry_run_plain(plan: Plan, run_dir: Path, system: System, echo: Echo) -> None
                 entry, workloads[entry.workload], plain_values(entry), directory, f"{entry.id}.{iteration}"
             )
             directory.mkdir(parents=True, exist_ok=True)
-            (directory / "cmd.sh").write_text(system.render(spec))
+            (directory / system.script_name).write_text(system.render(spec))
             deps = ", ".join(f"{d.type}:{d.id}" for d in entry.dependencies) or "-"
             echo(f"{spec.name}: {' '.join(spec.argv)}  [after: {deps}]")

@@ -116,6 +116,9 @@ class System(ABC):
         lines.append(shlex.join(spec.argv))
         return "\n".join(lines) + "\n"
 
+    #: The file name of the script ``render`` writes into a job dir, in a real run and in dry-run alike.
+    script_name = "cmd.sh"
+
     #: The system queues a job behind others itself (``submit(spec, dependencies)`` with
     #: ``"after:ID"``/``"afterany:ID"`` expressions); else the runner holds dependent jobs back.
     native_dependencies = False

@@ -54,7 +54,7 @@ class StandaloneSystem(System):
     def submit(self, spec: JobSpec, dependencies: Sequence[str] = ()) -> Job:
         """Start ``spec`` now (``dependencies`` are never given here: ``native_dependencies`` is False)."""
         spec.job_dir.mkdir(parents=True, exist_ok=True)
-        (spec.job_dir / "cmd.sh").write_text(self.render(spec))
+        (spec.job_dir / self.script_name).write_text(self.render(spec))
         now = time.time()
         env = {**os.environ, **self.config.global_env_vars, **spec.env}
         with held_interrupts() as held:  # a started process is always registered before Ctrl-C acts

@@ -46,6 +46,7 @@ class SlurmSystem(System):
     """A Slurm cluster reached from this machine. Built as ``SlurmSystem(config)``."""
 
     native_dependencies = True
+    script_name = SCRIPT_NAME
 
     def __init__(self, config: SlurmSystemConfig) -> None:
         self.config = config
