@@ -70,7 +70,16 @@ def test_grid_search_sweeps_the_grid_in_step_order(case: Callable[..., Case]) ->
     result = invoke(c.args())
     assert result.exit_code == 0, result.output
     frame = c.trajectory()
-    assert list(frame.columns) == ["step", "episode", "action", "reward", "observation", "status", "elapsed_s"]
+    assert list(frame.columns) == [
+        "step",
+        "episode",
+        "action",
+        "reward",
+        "observation",
+        "status",
+        "elapsed_s",
+        "reason",
+    ]
     assert list(frame.step) == list(range(1, 13))
     assert set(frame.status) == {"ok"} and set(frame.episode) == {1}
     actions = [json.loads(a) for a in frame.action]
