@@ -13,6 +13,8 @@ SYN = (
 )
 OK = 'name = "s"\n[[Tests]]\nid = "a"\ntest_name = "sleep"\n'
 SYN_OK = 'name = "s"\n[[Tests]]\nid = "a"\ntest_name = "syn"\n'
+# a value the entry took from its test file is reported there, naming the entry that used it (issue 15 #8)
+IN_TEST = "used by Tests[0] (id 'a')"
 RUN = ["run", "--tests-dir", "{case}/tests", "--test-scenario", "{case}/scenario.toml"]
 CASES = []
 
@@ -205,7 +207,7 @@ case(
 case(
     "bash_cmd_empty",
     'name = "s"\n[[Tests]]\nid = "a"\ntest_name = "b"\n',
-    ["Tests[0].cmd_args.cmd"],
+    [IN_TEST, "toml: cmd_args.cmd"],
     tests={"b.toml": 'name = "b"\ntest_template_name = "BashCmd"\n[cmd_args]\ncmd = ""\n'},
     verify=["scenario.toml"],
 )
@@ -271,21 +273,21 @@ dse(
 )
 dse(
     "env_params_on_scalar",
-    ["scenario.toml", "Tests[0].cmd_args.jitter", "scalar"],
+    ["scenario.toml", IN_TEST, "toml: cmd_args.jitter", "scalar"],
     "jitter = 0.1\n",
     RS,
     "[env_params.jitter]\n",
 )
 dse(
     "env_params_unknown_cmd_arg",
-    ["Tests[0].env_params.jiter", "did you mean 'jitter'"],
+    [IN_TEST, "toml: env_params.jiter", "did you mean 'jitter'"],
     "jitter = [0.0, 0.1]\n",
     RS,
     "[env_params.jiter]\n",
 )
 dse(
     "env_params_weights_length",
-    ["Tests[0].env_params.jitter.weights", "2 weight(s) for 3 candidate(s)"],
+    [IN_TEST, "toml: env_params.jitter.weights", "2 weight(s) for 3 candidate(s)"],
     "jitter = [0.0, 0.1, 0.3]\n",
     RS,
     "[env_params.jitter]\nweights = [0.5, 0.5]\n",
@@ -308,14 +310,14 @@ dse(
 )
 dse(
     "env_params_distribution_on_list",
-    ["Tests[0].env_params.jitter.distribution", "applies to a range"],
+    [IN_TEST, "toml: env_params.jitter.distribution", "applies to a range"],
     "jitter = [0.0, 0.1]\n",
     RS,
     '[env_params.jitter]\ndistribution = "uniform"\n',
 )
 dse(
     "env_params_weights_on_range",
-    ["Tests[0].env_params.jitter.weights", "is a range"],
+    [IN_TEST, "toml: env_params.jitter.weights", "is a range"],
     "jitter = { low = 0.0, high = 0.3 }\n",
     RS + "agent_steps = 4\n",
     "[env_params.jitter]\nweights = [1, 2]\n",
@@ -330,21 +332,21 @@ dse(
 )
 dse(
     "env_params_normal_mean_outside",
-    ["Tests[0].env_params.jitter.mean", "outside"],
+    [IN_TEST, "toml: env_params.jitter.mean", "outside"],
     "jitter = { low = 0.0, high = 0.3 }\n",
     RS + "agent_steps = 4\n",
     '[env_params.jitter]\ndistribution = "normal"\nmean = 2.0\nstd = 0.1\n',
 )
 dse(
     "env_params_with_grid_search",
-    ["Tests[0].env_params", "does not sample env_params"],
+    [IN_TEST, "toml: env_params", "does not sample env_params"],
     "jitter = [0.0, 0.1]\n",
     'agent = "grid_search"\n',
     "[env_params.jitter]\n",
 )
 dse(
     "env_params_table_also_swept",
-    ["Tests[0].env_params.nccl", "swept by the agent: nccl.algo"],
+    [IN_TEST, "toml: env_params.nccl", "swept by the agent: nccl.algo"],
     'cmd = "true"\n',
     RS,
     '[cmd_args.nccl]\nalgo = ["ring", "tree"]\n[env_params.nccl]\n',
@@ -352,39 +354,47 @@ dse(
 )
 dse(
     "env_params_on_num_nodes",
-    ["Tests[0].env_params.num_nodes", "cmd_args only"],
+    [IN_TEST, "toml: env_params.num_nodes", "cmd_args only"],
     "",
     RS,
     "[env_params.num_nodes]\n",
     scenario="num_nodes = [1, 2]\n",
 )
-dse("dse_unknown_agent", ["Tests[0].agent", "did you mean 'optuna'"], top='agent = "optuan"\n')
+dse("dse_unknown_agent", [IN_TEST, "toml: agent", "did you mean 'optuna'"], top='agent = "optuan"\n')
 dse(
     "dse_unknown_reward",
-    ["Tests[0].agent_reward_function", "did you mean 'inverse'"],
+    [IN_TEST, "toml: agent_reward_function", "did you mean 'inverse'"],
     top='agent_reward_function = "invers"\n',
 )
 dse(
     "dse_unknown_metric",
-    ["Tests[0].agent_metrics", "unknown metric 'bus_bandwidth'"],
+    [IN_TEST, "toml: agent_metrics", "unknown metric 'bus_bandwidth'"],
     top='agent_metrics = ["bus_bandwidth"]\n',
 )
-dse("dse_duplicate_metric", ["Tests[0].agent_metrics", "twice"], top='agent_metrics = ["bus_bw", "bus_bw"]\n')
+dse("dse_duplicate_metric", [IN_TEST, "toml: agent_metrics", "twice"], top='agent_metrics = ["bus_bw", "bus_bw"]\n')
 dse(
     "dse_range_without_grid_points",
-    ["Tests[0].cmd_args.num_channels", "without grid_points"],
+    [IN_TEST, "toml: cmd_args.num_channels", "without grid_points"],
     'num_channels = { low = 1, high = 8, dtype = "int" }\n',
     'agent = "grid_search"\n',
 )
 dse(
     "dse_range_without_steps",
-    ["Tests[0].agent_steps", "needs agent_steps"],
+    [IN_TEST, "toml: agent_steps", "needs agent_steps"],
     'num_channels = { low = 1, high = 8, dtype = "int" }\n',
     RS,
 )
-dse("dse_agent_config_unknown_key", ["Tests[0].agent_config.max_paralel"], top="agent_config = { max_paralel = 2 }\n")
-dse("dse_agent_config_wrong_type", ["Tests[0].agent_config.seed"], top='agent_config = { seed = "seven" }\n')
-dse("dse_agent_config_bad_value", ["Tests[0].agent_config.max_parallel"], top="agent_config = { max_parallel = 0 }\n")
+dse(
+    "dse_agent_config_unknown_key",
+    [IN_TEST, "toml: agent_config.max_paralel"],
+    top="agent_config = { max_paralel = 2 }\n",
+)
+dse("dse_agent_config_wrong_type", [IN_TEST, "toml: agent_config.seed"], top='agent_config = { seed = "seven" }\n')
+dse(
+    "dse_agent_config_bad_value",
+    [IN_TEST, "toml: agent_config.max_parallel"],
+    top="agent_config = { max_parallel = 0 }\n",
+)
 dse(
     "dse_zero_agent_steps",
     ["dse_zero_agent_steps.toml", "agent_steps"],
@@ -395,39 +405,43 @@ dse(
 LIVE = 'agent = "random_search"\nagent_steps = 3\nagent_metrics = ["throughput"]\nagent_reward_function = "identity"\n'
 live = lambda cls: f"live_rl_mode = true\nenv_class = {cls!r}\n".replace("'", '"')
 dse(
-    "live_bare_class_name", ["Tests[0].cmd_args.env_class", "not a dotted path"], live("ServingSim"), LIVE, tmpl="Sleep"
+    "live_bare_class_name",
+    [IN_TEST, "toml: cmd_args.env_class", "not a dotted path"],
+    live("ServingSim"),
+    LIVE,
+    tmpl="Sleep",
 )
 dse(
     "live_missing_module",
-    ["Tests[0].cmd_args.env_class", "no module 'no_such_pkg"],
+    [IN_TEST, "toml: cmd_args.env_class", "no module 'no_such_pkg"],
     live("no_such_pkg.sim.Env"),
     LIVE,
     tmpl="Sleep",
 )
 dse(
     "live_missing_class",
-    ["Tests[0].cmd_args.env_class", "no class 'ServingSimm'", "did you mean 'ServingSim'"],
+    [IN_TEST, "toml: cmd_args.env_class", "no class 'ServingSimm'", "did you mean 'ServingSim'"],
     live("cloudai.gym.examples.ServingSimm"),
     LIVE,
     tmpl="Sleep",
 )
 dse(
     "live_not_a_gym_server",
-    ["Tests[0].cmd_args.env_class", "does not implement GymServer"],
+    [IN_TEST, "toml: cmd_args.env_class", "does not implement GymServer"],
     live("collections.OrderedDict"),
     LIVE,
     tmpl="Sleep",
 )
 dse(
     "live_class_and_url",
-    ["Tests[0].cmd_args.env_url", "not both"],
+    [IN_TEST, "toml: cmd_args.env_url", "not both"],
     live("cloudai.gym.examples.ServingSim") + 'env_url = "http://127.0.0.1:9"\n',
     LIVE,
     tmpl="Sleep",
 )
 dse(
     "live_without_agent_steps",
-    ["Tests[0].agent_steps", "live RL needs agent_steps"],
+    [IN_TEST, "toml: agent_steps", "live RL needs agent_steps"],
     live("cloudai.gym.examples.ServingSim"),
     LIVE.replace("agent_steps = 3\n", ""),
     tmpl="Sleep",
@@ -546,6 +560,26 @@ case(
     ["cannot create the results directory"],
     files={"taken": b"a file"},
     args=RUN + ["--output-dir", "{case}/taken"],
+)
+
+# --- issue 15 (i15b): the file that is wrong is named; env_params on a plain scalar, empty table or not
+case(
+    "test_file_cmd_arg_typo",
+    OK,
+    ["sleep.toml: cmd_args.secnds", "did you mean 'seconds'", IN_TEST],
+    tests={"sleep.toml": SLEEP.replace("seconds", "secnds")},
+)
+case(
+    "env_params_empty_table_on_plain_scalar",
+    OK,
+    ["sleep.toml: cmd_args.seconds", "is the scalar 0", IN_TEST],
+    tests={"sleep.toml": SLEEP + "[env_params.seconds]\n"},
+)
+case(
+    "env_params_table_on_plain_scalar",
+    OK,
+    ["sleep.toml: cmd_args.seconds", "is the scalar 0", IN_TEST],
+    tests={"sleep.toml": SLEEP + "[env_params.seconds]\nweights = [1.0]\n"},
 )
 
 shutil.rmtree(ROOT, ignore_errors=True)
