@@ -582,6 +582,36 @@ case(
     tests={"sleep.toml": SLEEP + "[env_params.seconds]\nweights = [1.0]\n"},
 )
 
+# --- issue 15 (i15b): pydantic's messages in a user's words: the value, the accepted forms, a did-you-mean
+case(
+    "cmd_arg_min_max_table",
+    OK,
+    [
+        "sleep.toml: cmd_args.seconds",
+        "{{min = 1, max = 4}} is not a number",  # braces doubled: fragments go through str.format
+        "did you mean the range {{low = 1, high = 4}}",
+    ],
+    tests={"sleep.toml": SLEEP.replace("seconds = 0", "seconds = { min = 1, max = 4 }")},
+)
+case(
+    "dependency_type_echoed",
+    OK + '[[Tests]]\nid = "b"\ntest_name = "sleep"\n' + dep("after_lunch", "a"),
+    ["Tests[1].dependencies[0].type", '"after_lunch" is not one of "start_post_init", "start_post_comp"'],
+    verify=["scenario.toml"],
+)
+case(
+    "union_field_one_message",
+    OK + "time_limit = [1]\n",
+    ["Tests[0].time_limit: [1] is not a string or an integer"],
+    verify=["scenario.toml"],
+)
+case(
+    "swapped_tests_dir_and_scenario",
+    OK,
+    ["--tests-dir: is a file", "did you swap them?", "--test-scenario {case}/scenario.toml"],
+    args=["run", "--tests-dir", "{case}/scenario.toml", "--test-scenario", "{case}/tests"],
+)
+
 shutil.rmtree(ROOT, ignore_errors=True)
 for i, c in enumerate(CASES, 1):
     d = ROOT / f"{i:02d}_{c['name']}"
