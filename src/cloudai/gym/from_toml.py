@@ -117,10 +117,9 @@ def make(
     **overrides: Any,
 ) -> GymnasiumAdapter:
     """A ``GymnasiumAdapter`` over the test's env; episodes truncate at ``max_steps`` (default ``agent_steps``)."""
-    from cloudai.gym.adapter import GymnasiumAdapter
-
     from gymnasium.envs.registration import EnvSpec
 
+    from cloudai.gym.adapter import GymnasiumAdapter
     from cloudai.gym.registration import ENV_ID
 
     loaded = load_env(tests_dir, scenario, test_id, **overrides)
