@@ -39,3 +39,11 @@ def write(tmp_path: Path) -> Callable[[str, str], Path]:
         return path
 
     return _write
+
+
+@pytest.fixture(autouse=True)
+def _not_started_through_uv(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tests see a plain ``cloudai`` launch whether pytest ran under ``uv run`` or not (``UV`` and
+    ``UV_RUN_RECURSION_DEPTH`` make the resume command ``uv run cloudai ...``); a test sets them to check that."""
+    monkeypatch.delenv("UV", raising=False)
+    monkeypatch.delenv("UV_RUN_RECURSION_DEPTH", raising=False)

@@ -7,6 +7,7 @@ Heavy modules are imported inside the commands, so ``cloudai --help`` stays fast
 from __future__ import annotations
 
 import logging
+import os
 import shutil
 import signal
 import sys
@@ -66,9 +67,22 @@ def _setup_logging(verbose: bool, log_file: Path | None) -> None:
 
 
 def _sigterm_as_interrupt() -> None:
-    def handler(signum: int, frame: object) -> None:
-        raise KeyboardInterrupt
+    """SIGINT and SIGTERM raise ``KeyboardInterrupt`` once; later ones only say the stop is under way.
 
+    A second Ctrl-C (or ``uv run`` forwarding the terminal's SIGINT a second time) must not cut the
+    clean-up short: the running jobs are cancelled, trajectory.csv/env.csv closed whole, the report
+    and summary written and the resume command printed, whatever the number of interrupts.
+    """
+    seen = {"n": 0}
+
+    def handler(signum: int, frame: object) -> None:
+        seen["n"] += 1
+        if seen["n"] == 1:
+            os.write(2, b"interrupted: stopping the running jobs, then the summary and how to resume\n")
+            raise KeyboardInterrupt
+        os.write(2, b"interrupted again: still stopping (the records stay whole); please wait\n")
+
+    signal.signal(signal.SIGINT, handler)
     signal.signal(signal.SIGTERM, handler)
 
 
