@@ -153,7 +153,7 @@ def run(
             again = resume_command(system_config, tests_dir, test_scenario, run_dir)
             code = run_agent_entries(plan, run_dir, system, click.echo, resume is not None, resume_command=again)
         else:
-            code = run_plain(plan, run_dir, system)
+            code = run_plain(plan, run_dir, system, click.echo)
     except ConfigError:  # bad input only found once the run began (e.g. a live server's constructor)
         if resume is None and not _has_results(run_dir):
             shutil.rmtree(run_dir, ignore_errors=True)  # bad input leaves no output dir behind

@@ -70,13 +70,19 @@ def test_sleep_scenario_with_every_dependency_type(tmp_path: Path) -> None:
 
 
 def test_failing_job_exits_1(tmp_path: Path, write: Callable[[str, str], Path]) -> None:
-    write("tests/fail.toml", 'name = "fail"\ntest_template_name = "BashCmd"\n[cmd_args]\ncmd = "exit 3"\n')
+    write(
+        "tests/fail.toml", 'name = "fail"\ntest_template_name = "BashCmd"\n[cmd_args]\ncmd = "echo boom >&2; exit 3"\n'
+    )
     scenario = write("s.toml", 'name = "s"\n[[Tests]]\nid = "f"\ntest_name = "fail"\n')
     done = cloudai("run", "--system-config", SYSTEM_TOML, "--tests-dir", tmp_path / "tests", "--test-scenario",
                    scenario, "--output-dir", tmp_path / "out")  # fmt: skip
     assert done.returncode == 1, done.stderr
     record = records(tmp_path / "out")["f"]
-    assert (record["status"], record["returncode"], record["reason"]) == ("failed", 3, "exit code 3")
+    assert (record["status"], record["returncode"], record["reason"]) == (
+        "failed",
+        3,
+        "exit code 3: boom",
+    )  # not srun's echo
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])

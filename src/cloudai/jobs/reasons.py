@@ -14,6 +14,7 @@ from pathlib import Path
 
 MAX_REASON = 240  # characters: a reason is one line in a table cell
 _TAIL_BYTES = 8192
+_LAUNCHER = ("srun: ", "slurmstepd: ")  # the launcher's echo of the exit code or limit: the reason says it already
 
 
 def returncode_text(code: int | None) -> str:
@@ -30,7 +31,7 @@ def returncode_text(code: int | None) -> str:
 
 
 def last_output_line(job_dir: Path) -> str:
-    """The last non-empty line of the job's stderr.txt, else stdout.txt; ``""`` when neither has one."""
+    """The last non-empty line of the job's stderr.txt, else stdout.txt (launcher lines skipped); ``""`` if none."""
     for name in ("stderr.txt", "stdout.txt"):
         path = job_dir / name
         try:
@@ -41,7 +42,7 @@ def last_output_line(job_dir: Path) -> str:
                 tail = fh.read().decode("utf-8", errors="replace")
         except OSError:
             continue
-        lines = [line.strip() for line in tail.splitlines() if line.strip()]
+        lines = [line.strip() for line in tail.splitlines() if line.strip() and not line.startswith(_LAUNCHER)]
         if lines:
             return lines[-1]
     return ""
