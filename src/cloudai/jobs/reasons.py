@@ -68,6 +68,7 @@ def failure_reason(reason: str, returncode: int | None, job_dir: Path) -> str:
     """``reason`` (or the return code when it says nothing) followed by the job's last output line."""
     base = reason or returncode_text(returncode) or "failed"
     if returncode is not None and returncode < 0 and "signal" not in base:
-        base = f"{base} ({returncode_text(returncode)})"
+        signalled = returncode_text(returncode)
+        base = signalled if base == f"exit code {returncode}" else f"{base} ({signalled})"
     line = last_output_line(job_dir)
     return one_line(f"{base}: {line}" if line and line not in base else base)
