@@ -148,3 +148,11 @@ def timeout_job(slurm_ready: None, tmp_path_factory: pytest.TempPathFactory) -> 
     job = system.submit(JobSpec("timeout", ("sleep", "600"), tmp_path_factory.mktemp("timeout") / "job", {}, 60))
     yield job
     system.cancel([job], "test teardown")
+
+
+@pytest.fixture(autouse=True)
+def _not_started_through_uv(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tests see a plain ``cloudai`` launch whether pytest ran under ``uv run`` or not (``UV`` and
+    ``UV_RUN_RECURSION_DEPTH`` make the resume command ``uv run cloudai ...``); a test sets them to check that."""
+    monkeypatch.delenv("UV", raising=False)
+    monkeypatch.delenv("UV_RUN_RECURSION_DEPTH", raising=False)

@@ -58,7 +58,7 @@ class WorkloadContract:
         assert isinstance(workload.name, str) and workload.name
         assert workload.args_model is None or issubclass(workload.args_model, BaseModel)
         declared = getattr(workload, "metrics", None)
-        if declared is not None:
+        if declared:  # () declares that the workload reports no metrics (Sleep)
             assert "default" in declared and all(isinstance(m, str) for m in declared)
 
     def test_argv_is_strings_deterministic_and_leaves_args_alone(

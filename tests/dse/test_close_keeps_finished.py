@@ -8,6 +8,7 @@ import os
 import signal
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from tests.gym_adapter.tomls import write_synthetic
@@ -52,8 +53,8 @@ def test_an_interrupt_while_a_trial_is_recorded_loses_no_measurement(
     grid under load)."""
     from cloudai.envs import offline
 
-    def finish_then_interrupt(job: Job, workload: Workload) -> dict[str, float]:
-        metrics = finish_job(job, workload)
+    def finish_then_interrupt(job: Job, workload: Workload, *rest: Any) -> dict[str, float]:
+        metrics = finish_job(job, workload, *rest)
         os.kill(os.getpid(), signal.SIGINT)  # delivered at the next bytecode: inside the env's bookkeeping
         return metrics
 

@@ -19,22 +19,23 @@ cmd = "{model}"
 @pytest.mark.parametrize(
     ("fields", "knobs", "field", "message"),
     [
-        ("agent_config = { max_paralel = 2 }", "x = [1, 2]", "Tests[0].agent_config.max_paralel", "unknown field"),
-        ("agent_config = { max_parallel = 0 }", "x = [1, 2]", "Tests[0].agent_config.max_parallel", "greater than"),
+        ("agent_config = { max_paralel = 2 }", "x = [1, 2]", "x.toml: agent_config.max_paralel", "unknown field"),
+        ("agent_config = { max_parallel = 0 }", "x = [1, 2]", "x.toml: agent_config.max_parallel", "greater than"),
         ('agent = "optuna"\nagent_config = { n_startup_trials = "x" }', "x = [1, 2]",
-         "Tests[0].agent_config.n_startup_trials", "integer"),
-        ("", "x = { low = 0, high = 1 }", "Tests[0].cmd_args.x", "without grid_points"),
-        ('agent = "random_search"', "x = { low = 0, high = 1 }", "Tests[0].agent_steps", "needs agent_steps"),
-        ('agent_reward_function = "inverted"', "x = [1, 2]", "Tests[0].agent_reward_function", "unknown reward"),
-        ('agent = "grid"', "x = [1, 2]", "Tests[0].agent", "unknown agent"),
-        ('agent_metrics = ["a", "a"]', "x = [1, 2]", "Tests[0].agent_metrics", "twice"),
+         "x.toml: agent_config.n_startup_trials", "integer"),
+        ("", "x = { low = 0, high = 1 }", "x.toml: cmd_args.x", "without grid_points"),
+        ('agent = "random_search"', "x = { low = 0, high = 1 }", "x.toml: agent_steps", "needs agent_steps"),
+        ('agent_reward_function = "inverted"', "x = [1, 2]", "x.toml: agent_reward_function", "unknown reward"),
+        ('agent = "grid"', "x = [1, 2]", "x.toml: agent", "unknown agent"),
+        ('agent_metrics = ["a", "a"]', "x = [1, 2]", "x.toml: agent_metrics", "twice"),
     ],
 )  # fmt: skip
 def test_bad_agent_entry(case: Callable[..., Case], fields: str, knobs: str, field: str, message: str) -> None:
     c = case(BASE.replace("{fields}", fields).replace("{knobs}", knobs))
     result = invoke(c.args())
     assert result.exit_code == 2, result.output
-    assert field in result.output and message in result.output
+    assert field in result.output and message in result.output  # the test file is the one that is wrong
+    assert "used by Tests[0] (id 't')" in result.output  # ... and the scenario entry that pulled it in
     assert not c.out.exists()
 
 

@@ -70,7 +70,16 @@ def test_grid_search_sweeps_the_grid_in_step_order(case: Callable[..., Case]) ->
     result = invoke(c.args())
     assert result.exit_code == 0, result.output
     frame = c.trajectory()
-    assert list(frame.columns) == ["step", "episode", "action", "reward", "observation", "status", "elapsed_s"]
+    assert list(frame.columns) == [
+        "step",
+        "episode",
+        "action",
+        "reward",
+        "observation",
+        "status",
+        "elapsed_s",
+        "reason",
+    ]
     assert list(frame.step) == list(range(1, 13))
     assert set(frame.status) == {"ok"} and set(frame.episode) == {1}
     actions = [json.loads(a) for a in frame.action]
@@ -152,8 +161,8 @@ class _OddX(BashCmd):
         return "x must be even" if int(args["x"]) % 2 else None
 
 
-def test_constraint_steps_run_no_job(case: Callable[..., Case]) -> None:
-    WORKLOADS.register("OddX", _OddX)
+def test_constraint_steps_run_no_job(case: Callable[..., Case], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(WORKLOADS._loaded, "OddX", _OddX)  # registered for this test only
     c = case(GRID.replace('"BashCmd"', '"OddX"').replace("y = [0, 1, 2]", "y = 0"))
     assert invoke(c.args()).exit_code == 0
     frame = c.trajectory()

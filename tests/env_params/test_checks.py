@@ -158,5 +158,5 @@ def test_the_cli_exits_2_and_writes_nothing(tmp_path: Path) -> None:
     args = ["--tests-dir", tmp_path / "tests", "--test-scenario", tmp_path / "s.toml", "--output-dir", out]
     result = CliRunner().invoke(cli, ["run", *map(str, args)])
     assert result.exit_code == 2, result.output
-    assert "Tests[0].env_params.background_load.weights" in result.output and "2 weight(s)" in result.output
+    assert "x.toml: env_params.background_load.weights" in result.output and "2 weight(s)" in result.output
     assert not out.exists() or not any(out.iterdir())

@@ -157,9 +157,11 @@ def test_every_factory_error_fails_validation_at_once(tmp_path: Path) -> None:
     result = cloudai("run", "--tests-dir", tests, "--test-scenario", tmp_path / "scenario.toml",
                      "--output-dir", tmp_path / "out", cwd=REPO)  # fmt: skip
     assert result.returncode == 2, result.stdout + result.stderr
-    for index, (_, expected) in enumerate(FACTORY_ERRORS.values()):
-        pattern = rf"scenario.toml: Tests\[{index}\]\.[^\n]*{expected}"
+    for index, (name, (_, expected)) in enumerate(FACTORY_ERRORS.items()):  # each in its test file, with its entry
+        expected = expected.replace("\\n  hint", "[^\\n]*\\n  hint")  # the entry is named before the hint
+        pattern = rf"{name}.toml: [^\n]*{expected}"
         assert re.search(pattern, result.stderr), (pattern, result.stderr)
+        assert f"used by Tests[{index}] (id '{name}')" in result.stderr
     assert not (tmp_path / "out").exists()  # nothing written
 
 

@@ -53,6 +53,26 @@ def test_gymnasium_make_passes_the_checker(tmp_path: Path, mixed: bool) -> None:
     env.close()
 
 
+@pytest.mark.parametrize("entry", ["cloudai.gym.make", "gymnasium.make"])
+def test_both_entry_points_pass_the_unmodified_checker(tmp_path: Path, entry: str) -> None:
+    """``check_env(env)`` with no skip flag: spec (step determinism is not claimed), close twice, spec.make()."""
+    tests, scenario = write_synthetic(tmp_path)
+    if entry == "gymnasium.make":
+        register_envs()
+        env = gymnasium.make(ENV_ID, tests_dir=tests, scenario=scenario, output_dir=tmp_path / "out").unwrapped
+    else:
+        env = make(tests, scenario, output_dir=tmp_path / "out")
+    assert env.spec is not None and env.spec.id == ENV_ID and env.spec.nondeterministic
+    check_env(env)
+    env.close()
+    again = env.spec.make()  # the spec rebuilds an equal env: same spaces, same reset for the same seed
+    first, second = env.spec.make().unwrapped, again.unwrapped
+    assert first.action_space == second.action_space == env.action_space
+    assert first.reset(seed=5)[1] == second.reset(seed=5)[1]
+    first.close()
+    second.close()
+
+
 @pytest.mark.parametrize(
     "code",
     [

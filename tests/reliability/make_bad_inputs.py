@@ -14,6 +14,8 @@ SYN = (
 )
 OK = 'name = "s"\n[[Tests]]\nid = "a"\ntest_name = "sleep"\n'
 SYN_OK = 'name = "s"\n[[Tests]]\nid = "a"\ntest_name = "syn"\n'
+# a value the entry took from its test file is reported there, naming the entry that used it (issue 15 #8)
+IN_TEST = "used by Tests[0] (id 'a')"
 RUN = ["run", "--tests-dir", "{case}/tests", "--test-scenario", "{case}/scenario.toml"]
 CASES = []
 
@@ -206,7 +208,7 @@ case(
 case(
     "bash_cmd_empty",
     'name = "s"\n[[Tests]]\nid = "a"\ntest_name = "b"\n',
-    ["Tests[0].cmd_args.cmd"],
+    [IN_TEST, "toml: cmd_args.cmd"],
     tests={"b.toml": 'name = "b"\ntest_template_name = "BashCmd"\n[cmd_args]\ncmd = ""\n'},
     verify=["scenario.toml"],
 )
@@ -272,21 +274,21 @@ dse(
 )
 dse(
     "env_params_on_scalar",
-    ["scenario.toml", "Tests[0].cmd_args.jitter", "scalar"],
+    ["scenario.toml", IN_TEST, "toml: cmd_args.jitter", "scalar"],
     "jitter = 0.1\n",
     RS,
     "[env_params.jitter]\n",
 )
 dse(
     "env_params_unknown_cmd_arg",
-    ["Tests[0].env_params.jiter", "did you mean 'jitter'"],
+    [IN_TEST, "toml: env_params.jiter", "did you mean 'jitter'"],
     "jitter = [0.0, 0.1]\n",
     RS,
     "[env_params.jiter]\n",
 )
 dse(
     "env_params_weights_length",
-    ["Tests[0].env_params.jitter.weights", "2 weight(s) for 3 candidate(s)"],
+    [IN_TEST, "toml: env_params.jitter.weights", "2 weight(s) for 3 candidate(s)"],
     "jitter = [0.0, 0.1, 0.3]\n",
     RS,
     "[env_params.jitter]\nweights = [0.5, 0.5]\n",
@@ -309,14 +311,14 @@ dse(
 )
 dse(
     "env_params_distribution_on_list",
-    ["Tests[0].env_params.jitter.distribution", "applies to a range"],
+    [IN_TEST, "toml: env_params.jitter.distribution", "applies to a range"],
     "jitter = [0.0, 0.1]\n",
     RS,
     '[env_params.jitter]\ndistribution = "uniform"\n',
 )
 dse(
     "env_params_weights_on_range",
-    ["Tests[0].env_params.jitter.weights", "is a range"],
+    [IN_TEST, "toml: env_params.jitter.weights", "is a range"],
     "jitter = { low = 0.0, high = 0.3 }\n",
     RS + "agent_steps = 4\n",
     "[env_params.jitter]\nweights = [1, 2]\n",
@@ -331,21 +333,21 @@ dse(
 )
 dse(
     "env_params_normal_mean_outside",
-    ["Tests[0].env_params.jitter.mean", "outside"],
+    [IN_TEST, "toml: env_params.jitter.mean", "outside"],
     "jitter = { low = 0.0, high = 0.3 }\n",
     RS + "agent_steps = 4\n",
     '[env_params.jitter]\ndistribution = "normal"\nmean = 2.0\nstd = 0.1\n',
 )
 dse(
     "env_params_with_grid_search",
-    ["Tests[0].env_params", "does not sample env_params"],
+    [IN_TEST, "toml: env_params", "does not sample env_params"],
     "jitter = [0.0, 0.1]\n",
     'agent = "grid_search"\n',
     "[env_params.jitter]\n",
 )
 dse(
     "env_params_table_also_swept",
-    ["Tests[0].env_params.nccl", "swept by the agent: nccl.algo"],
+    [IN_TEST, "toml: env_params.nccl", "swept by the agent: nccl.algo"],
     'cmd = "true"\n',
     RS,
     '[cmd_args.nccl]\nalgo = ["ring", "tree"]\n[env_params.nccl]\n',
@@ -353,39 +355,47 @@ dse(
 )
 dse(
     "env_params_on_num_nodes",
-    ["Tests[0].env_params.num_nodes", "cmd_args only"],
+    [IN_TEST, "toml: env_params.num_nodes", "cmd_args only"],
     "",
     RS,
     "[env_params.num_nodes]\n",
     scenario="num_nodes = [1, 2]\n",
 )
-dse("dse_unknown_agent", ["Tests[0].agent", "did you mean 'optuna'"], top='agent = "optuan"\n')
+dse("dse_unknown_agent", [IN_TEST, "toml: agent", "did you mean 'optuna'"], top='agent = "optuan"\n')
 dse(
     "dse_unknown_reward",
-    ["Tests[0].agent_reward_function", "did you mean 'inverse'"],
+    [IN_TEST, "toml: agent_reward_function", "did you mean 'inverse'"],
     top='agent_reward_function = "invers"\n',
 )
 dse(
     "dse_unknown_metric",
-    ["Tests[0].agent_metrics", "unknown metric 'bus_bandwidth'"],
+    [IN_TEST, "toml: agent_metrics", "unknown metric 'bus_bandwidth'"],
     top='agent_metrics = ["bus_bandwidth"]\n',
 )
-dse("dse_duplicate_metric", ["Tests[0].agent_metrics", "twice"], top='agent_metrics = ["bus_bw", "bus_bw"]\n')
+dse("dse_duplicate_metric", [IN_TEST, "toml: agent_metrics", "twice"], top='agent_metrics = ["bus_bw", "bus_bw"]\n')
 dse(
     "dse_range_without_grid_points",
-    ["Tests[0].cmd_args.num_channels", "without grid_points"],
+    [IN_TEST, "toml: cmd_args.num_channels", "without grid_points"],
     'num_channels = { low = 1, high = 8, dtype = "int" }\n',
     'agent = "grid_search"\n',
 )
 dse(
     "dse_range_without_steps",
-    ["Tests[0].agent_steps", "needs agent_steps"],
+    [IN_TEST, "toml: agent_steps", "needs agent_steps"],
     'num_channels = { low = 1, high = 8, dtype = "int" }\n',
     RS,
 )
-dse("dse_agent_config_unknown_key", ["Tests[0].agent_config.max_paralel"], top="agent_config = { max_paralel = 2 }\n")
-dse("dse_agent_config_wrong_type", ["Tests[0].agent_config.seed"], top='agent_config = { seed = "seven" }\n')
-dse("dse_agent_config_bad_value", ["Tests[0].agent_config.max_parallel"], top="agent_config = { max_parallel = 0 }\n")
+dse(
+    "dse_agent_config_unknown_key",
+    [IN_TEST, "toml: agent_config.max_paralel"],
+    top="agent_config = { max_paralel = 2 }\n",
+)
+dse("dse_agent_config_wrong_type", [IN_TEST, "toml: agent_config.seed"], top='agent_config = { seed = "seven" }\n')
+dse(
+    "dse_agent_config_bad_value",
+    [IN_TEST, "toml: agent_config.max_parallel"],
+    top="agent_config = { max_parallel = 0 }\n",
+)
 dse(
     "dse_zero_agent_steps",
     ["dse_zero_agent_steps.toml", "agent_steps"],
@@ -396,39 +406,43 @@ dse(
 LIVE = 'agent = "random_search"\nagent_steps = 3\nagent_metrics = ["throughput"]\nagent_reward_function = "identity"\n'
 live = lambda cls: f"live_rl_mode = true\nenv_class = {cls!r}\n".replace("'", '"')
 dse(
-    "live_bare_class_name", ["Tests[0].cmd_args.env_class", "not a dotted path"], live("ServingSim"), LIVE, tmpl="Sleep"
+    "live_bare_class_name",
+    [IN_TEST, "toml: cmd_args.env_class", "not a dotted path"],
+    live("ServingSim"),
+    LIVE,
+    tmpl="Sleep",
 )
 dse(
     "live_missing_module",
-    ["Tests[0].cmd_args.env_class", "no module 'no_such_pkg"],
+    [IN_TEST, "toml: cmd_args.env_class", "no module 'no_such_pkg"],
     live("no_such_pkg.sim.Env"),
     LIVE,
     tmpl="Sleep",
 )
 dse(
     "live_missing_class",
-    ["Tests[0].cmd_args.env_class", "no class 'ServingSimm'", "did you mean 'ServingSim'"],
+    [IN_TEST, "toml: cmd_args.env_class", "no class 'ServingSimm'", "did you mean 'ServingSim'"],
     live("cloudai.gym.examples.ServingSimm"),
     LIVE,
     tmpl="Sleep",
 )
 dse(
     "live_not_a_gym_server",
-    ["Tests[0].cmd_args.env_class", "does not implement GymServer"],
+    [IN_TEST, "toml: cmd_args.env_class", "does not implement GymServer"],
     live("collections.OrderedDict"),
     LIVE,
     tmpl="Sleep",
 )
 dse(
     "live_class_and_url",
-    ["Tests[0].cmd_args.env_url", "not both"],
+    [IN_TEST, "toml: cmd_args.env_url", "not both"],
     live("cloudai.gym.examples.ServingSim") + 'env_url = "http://127.0.0.1:9"\n',
     LIVE,
     tmpl="Sleep",
 )
 dse(
     "live_without_agent_steps",
-    ["Tests[0].agent_steps", "live RL needs agent_steps"],
+    [IN_TEST, "toml: agent_steps", "live RL needs agent_steps"],
     live("cloudai.gym.examples.ServingSim"),
     LIVE.replace("agent_steps = 3\n", ""),
     tmpl="Sleep",
@@ -554,14 +568,14 @@ NCCL_OK = 'name = "s"\n[[Tests]]\nid = "a"\ntest_name = "nccl"\n'
 case(
     "nccl_unknown_subtest_name",
     NCCL_OK,
-    ["Tests[0].cmd_args.subtest_name", "'all_reduce_perf_mpi'"],
+    [IN_TEST, "toml: cmd_args.subtest_name", '"all_reduce_perf_mpi"'],
     tests={"nccl.toml": NCCL + 'subtest_name = "all_reduce_perf_mpii"\n'},
     verify=["scenario.toml"],
 )
 case(
     "osu_missing_benchmark",
     NCCL_OK.replace('"nccl"', '"osu"'),
-    ["Tests[0].cmd_args.benchmark", "required field is missing"],
+    [IN_TEST, "toml: cmd_args.benchmark", "required field is missing"],
     tests={
         "osu.toml": 'name = "osu"\ntest_template_name = "OSUBench"\n[cmd_args]\ndocker_image_url = ""\n'
         'benchmarks_dir = "/opt/osu"\n'
@@ -581,13 +595,13 @@ case(
 SYS = RUN + ["--system-config", "{case}/system.toml"]
 dse(  # the toml package reads nan/inf in tables, not inline tables
     "dse_range_nan",
-    ["Tests[0].cmd_args.jitter", "nan"],
+    [IN_TEST, "toml: cmd_args.jitter", "nan"],
     top=RS + "agent_steps = 2\n",
     tail="[cmd_args.jitter]\nlow = 0.0\nhigh = nan\n",
 )
 dse(
     "dse_range_inf",
-    ["Tests[0].cmd_args.jitter", "-inf"],
+    [IN_TEST, "toml: cmd_args.jitter", "-inf"],
     "jitter = { low = -inf, high = 1.0 }\n",
     RS + "agent_steps = 2\n",
 )
@@ -599,30 +613,34 @@ dse(
 )
 dse(
     "dse_optuna_negative_seed",
-    ["Tests[0].agent_config.seed", "-5"],
+    [IN_TEST, "toml: agent_config.seed", "-5"],
     top='agent = "optuna"\nagent_config = { seed = -5 }\n',
 )
-dse("dse_seed_too_big", ["Tests[0].agent_config.seed", "4294967296"], top=RS + "agent_config = { seed = 4294967296 }\n")
+dse(
+    "dse_seed_too_big",
+    [IN_TEST, "toml: agent_config.seed", "4294967296"],
+    top=RS + "agent_config = { seed = 4294967296 }\n",
+)
 dse(
     "dse_penalty_nan",
-    ["Tests[0].agent_config.penalty_reward", "nan"],
+    [IN_TEST, "toml: agent_config.penalty_reward", "nan"],
     top=RS + "[agent_config]\npenalty_reward = nan\n",
 )
 dse(
     "dse_agent_steps_bool",
-    ["dse_agent_steps_bool.toml", "agent_steps", "True"],
+    ["dse_agent_steps_bool.toml", "agent_steps", "true is not an integer"],
     top=RS + "agent_steps = true\n",
     verify=["tests/dse_agent_steps_bool.toml"],
 )
 dse(
     "dse_int_range_without_integer",
-    ["Tests[0].cmd_args.num_channels", "holds no integer", "0.2"],
+    [IN_TEST, "toml: cmd_args.num_channels", "holds no integer", "0.2"],
     'num_channels = { low = 0.2, high = 0.8, dtype = "int" }\n',
     RS + "agent_steps = 2\n",
 )
 dse(
     "dse_agent_on_sleep",
-    ["Tests[0].test_template_name", "'Sleep' reports no metrics"],
+    [IN_TEST, "toml: test_template_name", "'Sleep' reports no metrics"],
     "seconds = [0, 1]\n",
     RS,
     tmpl="Sleep",
@@ -630,7 +648,7 @@ dse(
 case(
     "env_params_on_plain_test",
     OK.replace('"sleep"', '"plainenv"'),
-    ["Tests[0].env_params", "plain test", "seconds"],
+    ["plainenv.toml", "env_params.seconds needs candidates", "scalar 0"],
     tests={"plainenv.toml": SLEEP.replace('"sleep"', '"plainenv"') + "[env_params.seconds]\n"},
     verify=["scenario.toml"],
 )
@@ -677,14 +695,19 @@ case(
     ["Tests[0].time_limit", "'00:99:99'", "minutes must be below 60"],
     verify=["scenario.toml"],
 )
-case("num_nodes_zero", OK + "num_nodes = 0\n", ["Tests[0].num_nodes", "got 0"], verify=["scenario.toml"])
+case("num_nodes_zero", OK + "num_nodes = 0\n", ["Tests[0].num_nodes", "given 0"], verify=["scenario.toml"])
 case(
     "num_nodes_negative_in_list",
     OK + "num_nodes = [1, -2]\n",
-    ["Tests[0].num_nodes[1]", "got -2"],
+    ["Tests[0].num_nodes[1]", "given -2"],
     verify=["scenario.toml"],
 )
-case("iterations_bool", OK + "iterations = true\n", ["Tests[0].iterations", "got True"], verify=["scenario.toml"])
+case(
+    "iterations_bool",
+    OK + "iterations = true\n",
+    ["Tests[0].iterations", "true is not an integer"],
+    verify=["scenario.toml"],
+)
 case(
     "scenario_name_with_newline",
     'name = "s\\n"\n[[Tests]]\nid = "a"\ntest_name = "sleep"\n',
@@ -734,7 +757,7 @@ for name, text, msg in [
     case(name, OK, ["system.toml", *msg], files={"system.toml": text.encode()}, args=SYS, verify=["system.toml"])
 dse(
     "live_token_var_with_newline",
-    ["Tests[0].cmd_args.env_token_var", "'TOK\\n'", "not an environment variable name"],
+    [IN_TEST, "toml: cmd_args.env_token_var", "'TOK\\n'", "not an environment variable name"],
     'live_rl_mode = true\nenv_url = "http://127.0.0.1:9"\nenv_token_var = "TOK\\n"\n',
     LIVE,
     tmpl="Sleep",
@@ -749,10 +772,60 @@ case(
 case(
     "system_unknown_job_containment",
     OK,
-    ["system.toml", "job_containment", "'none'"],
+    ["system.toml", "job_containment", '"none"'],
     files={"system.toml": b'name = "x"\nscheduler = "standalone"\njob_containment = "none"\n'},
     args=SYS,
     verify=["system.toml"],
+)
+
+# --- issue 15 (i15b): the file that is wrong is named; env_params on a plain scalar, empty table or not
+case(
+    "test_file_cmd_arg_typo",
+    OK,
+    ["sleep.toml: cmd_args.secnds", "did you mean 'seconds'", IN_TEST],
+    tests={"sleep.toml": SLEEP.replace("seconds", "secnds")},
+)
+case(
+    "env_params_empty_table_on_plain_scalar",
+    OK,
+    ["sleep.toml: cmd_args.seconds", "is the scalar 0", IN_TEST],
+    tests={"sleep.toml": SLEEP + "[env_params.seconds]\n"},
+)
+case(
+    "env_params_table_on_plain_scalar",
+    OK,
+    ["sleep.toml: cmd_args.seconds", "is the scalar 0", IN_TEST],
+    tests={"sleep.toml": SLEEP + "[env_params.seconds]\nweights = [1.0]\n"},
+)
+
+# --- issue 15 (i15b): pydantic's messages in a user's words: the value, the accepted forms, a did-you-mean
+case(
+    "cmd_arg_min_max_table",
+    OK,
+    [
+        "sleep.toml: cmd_args.seconds",
+        "{{min = 1, max = 4}} is not a number",  # braces doubled: fragments go through str.format
+        "did you mean the range {{low = 1, high = 4}}",
+    ],
+    tests={"sleep.toml": SLEEP.replace("seconds = 0", "seconds = { min = 1, max = 4 }")},
+)
+case(
+    "dependency_type_echoed",
+    OK + '[[Tests]]\nid = "b"\ntest_name = "sleep"\n' + dep("after_lunch", "a"),
+    ["Tests[1].dependencies[0].type", '"after_lunch" is not one of "start_post_init", "start_post_comp"'],
+    verify=["scenario.toml"],
+)
+case(
+    "union_field_one_message",
+    OK + "time_limit = [1]\n",
+    ["Tests[0].time_limit: [1] is not a string or an integer"],
+    verify=["scenario.toml"],
+)
+case(
+    "swapped_tests_dir_and_scenario",
+    OK,
+    ["--tests-dir: is a file", "did you swap them?", "--test-scenario {case}/scenario.toml"],
+    args=["run", "--tests-dir", "{case}/scenario.toml", "--test-scenario", "{case}/tests"],
 )
 
 for old in ROOT.glob("[0-9]*_*"):  # the generated cases; hand-written ones (``hand_*``) stay

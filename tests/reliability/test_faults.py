@@ -68,7 +68,8 @@ def test_each_fault_costs_one_trial_not_the_run(tmp_path: Path) -> None:
     assert all(float(rows[m]["reward"]) == -1.0 for m in modes[1:])  # the penalty, not a made-up score
     reasons = {m: json.loads((iteration / rows[m]["step"] / "job.json").read_text())["reason"] for m in modes}
     assert "time limit" in reasons["hang"]
-    assert reasons["crash"] == "exit code -11" and reasons["exit3"] == "exit code 3"
+    assert reasons["crash"] == "killed by signal 11 (SIGSEGV): boom"  # the signal, then its last stderr line
+    assert reasons["exit3"].startswith("exit code 3")
     assert "not valid JSON" in reasons["garbage"]
     assert "not a finite number" in reasons["nan"] and "not a finite number" in reasons["text"]
     assert (iteration / rows["crash"]["step"] / "stderr.txt").read_text() == "boom\n"

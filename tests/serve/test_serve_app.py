@@ -56,7 +56,13 @@ def test_websocket_episode(client: TestClient, gym: KnobGym) -> None:
         replies = [frame(ws, {"type": "step", "data": {**POINT, "metadata": {"note": "ignored"}}}) for _ in range(3)]
         assert {r["type"] for r in replies} == {"observation"}
         rewards, reply = [r["data"]["reward"] for r in replies], replies[-1]
-        assert reply["data"]["observation"]["trial"] == {"step": 3, "episode": 1, "status": "ok", "env_params": {}}
+        assert reply["data"]["observation"]["trial"] == {
+            "step": 3,
+            "episode": 1,
+            "status": "ok",
+            "reason": "",
+            "env_params": {},
+        }
         assert reply["data"]["observation"]["value"] == pytest.approx(reply["data"]["reward"])
         state = frame(ws, {"type": "state"})
         assert state == {"type": "state", "data": {"episode_id": "e1", "step_count": 3, "next_step": 4}}

@@ -70,13 +70,19 @@ def test_sleep_scenario_with_every_dependency_type(tmp_path: Path) -> None:
 
 
 def test_failing_job_exits_1(tmp_path: Path, write: Callable[[str, str], Path]) -> None:
-    write("tests/fail.toml", 'name = "fail"\ntest_template_name = "BashCmd"\n[cmd_args]\ncmd = "exit 3"\n')
+    write(
+        "tests/fail.toml", 'name = "fail"\ntest_template_name = "BashCmd"\n[cmd_args]\ncmd = "echo boom >&2; exit 3"\n'
+    )
     scenario = write("s.toml", 'name = "s"\n[[Tests]]\nid = "f"\ntest_name = "fail"\n')
     done = cloudai("run", "--system-config", SYSTEM_TOML, "--tests-dir", tmp_path / "tests", "--test-scenario",
                    scenario, "--output-dir", tmp_path / "out")  # fmt: skip
     assert done.returncode == 1, done.stderr
     record = records(tmp_path / "out")["f"]
-    assert (record["status"], record["returncode"], record["reason"]) == ("failed", 3, "exit code 3")
+    assert (record["status"], record["returncode"], record["reason"]) == (
+        "failed",
+        3,
+        "exit code 3: boom",
+    )  # not srun's echo
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
@@ -131,7 +137,7 @@ def test_dry_run_writes_scripts_and_submits_nothing(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert slurm_states(tmp_path) == []
     scripts = [p for p in tmp_path.glob("*/*/0/*.sh") if "#SBATCH --job-name=" in p.read_text()]
-    assert len(scripts) == 4
+    assert len(scripts) == 4 and {p.name for p in scripts} == {"sbatch.sh"}  # the name a real run writes
     assert not list(tmp_path.glob("*/*/0/job.json"))
 
 

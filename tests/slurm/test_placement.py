@@ -99,7 +99,7 @@ def test_dry_run_renders_the_scenario_entry_placement(tmp_path: Path) -> None:
          "--test-scenario", str(scenario), "--output-dir", str(tmp_path / "out")],
     )  # fmt: skip
     assert result.exit_code == 0, result.output
-    script = next((tmp_path / "out").rglob("cmd.sh")).read_text().splitlines()
+    script = next((tmp_path / "out").rglob("sbatch.sh")).read_text().splitlines()
     assert "#SBATCH --nodelist=vm" in script and "#SBATCH --exclude=spare1" in script
 
 

@@ -56,10 +56,10 @@ def test_scenario_verifies_and_dry_runs_on_the_example_cluster(tmp_path: Path, n
     code, output = invoke("dry-run", "--system-config", SYSTEM, "--tests-dir", TESTS, "--test-scenario", scenario,
                           "--output-dir", out)  # fmt: skip
     assert code == 0, output
-    hooks = sorted(out.glob("*/*_test.Tests.1/0/cmd.sh"))
+    hooks = sorted(out.glob("*/*_test.Tests.1/0/sbatch.sh"))
     assert [p.parent.parent.name for p in hooks] == (["post_test.Tests.1", "pre_test.Tests.1"] if name in WITH_HOOKS
                                                      else [])  # fmt: skip
-    written = sorted(set(out.glob("*/*/0/cmd.sh")) - set(hooks))
+    written = sorted(set(out.glob("*/*/0/sbatch.sh")) - set(hooks))
     assert len(written) == scripts
     assert all("#SBATCH -N 2\n" in p.read_text() for p in written)  # num_nodes = "2"
 
@@ -70,11 +70,11 @@ def test_dse_scenario_dry_runs_its_grid_between_its_hooks(tmp_path: Path) -> Non
                           SCENARIOS / "dse_nccl_all_gather.toml", "--output-dir", out)  # fmt: skip
     assert code == 0, output
     assert "extra_env_vars.NCCL_TESTS_SPLIT_MASK: 2 choices ['0x7', '0x0']" in output
-    masks = [p.read_text().count("export NCCL_TESTS_SPLIT_MASK=") for p in sorted(out.glob("*/Tests.1/0/*/cmd.sh"))]
+    masks = [p.read_text().count("export NCCL_TESTS_SPLIT_MASK=") for p in sorted(out.glob("*/Tests.1/0/*/sbatch.sh"))]
     assert masks == [1, 1]
     pre, grid, post = (output.index(s) for s in ("pre_test 'nccl_test'", "Tests.1: agent", "post_test 'nccl_test'"))
     assert pre < grid < post
-    (hook,) = out.glob("*/pre_test.Tests.1/0/cmd.sh")
+    (hook,) = out.glob("*/pre_test.Tests.1/0/sbatch.sh")
     assert "all_gather_perf_mpi" in hook.read_text() and "--stepfactor 2" in hook.read_text()  # CloudAI's hook test
 
 
@@ -117,7 +117,7 @@ def test_a_failed_pre_test_keeps_the_sweep_from_starting(tmp_path: Path, monkeyp
                           "--output-dir", tmp_path)  # fmt: skip
     assert code == 1, output
     assert "pre_test 'nccl_test' failed, so the agent-driven tests were not started" in output
-    assert "pre_test.Tests.1.0: failed: exit code 1 (see " in output
+    assert "pre_test.Tests.1.0: failed: exit code 1: cat: " in output and "No such file or directory (see " in output
     (run,) = tmp_path.iterdir()
     assert [str(p.parent.relative_to(run)) for p in run.glob("**/job.json")] == ["pre_test.Tests.1/0"]
     assert not (run / "Tests.1").exists() and not (run / "post_test.Tests.1").exists()

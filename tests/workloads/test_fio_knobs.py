@@ -66,4 +66,4 @@ def test_bad_nested_knobs_are_exit_2_naming_the_dotted_field(tmp_path: Path) -> 
     (tests / "b.toml").write_text((tests / "b.toml").read_text().replace("bs = []", 'bs = "4k"').replace("8", "1"))
     result = invoke(["verify-configs", "--tests-dir", str(tests), str(tmp_path / "s.toml")])
     assert result.exit_code == 2
-    assert "cmd_args.metric_name: Input should be 'bw'" in result.output
+    assert 'cmd_args.metric_name: "speed" is not one of "bw"' in result.output

@@ -55,7 +55,7 @@ def dry_run(tmp_path: Path, system: Path, tests_dir: Path, scenario_text: str) -
     args = ["dry-run", "--system-config", str(system), "--tests-dir", str(tests_dir), "--test-scenario", str(scenario)]
     result = CliRunner().invoke(cli, [*args, "--output-dir", str(out)], catch_exceptions=False)
     assert result.exit_code == 0, result.output
-    return sorted(out.glob("*/*/*/cmd.sh"))
+    return sorted(out.glob("*/*/*/sbatch.sh"))
 
 
 def placeholders(script: Path, install: Path) -> str:

@@ -7,6 +7,7 @@ Heavy modules are imported inside the commands, so ``cloudai --help`` stays fast
 from __future__ import annotations
 
 import logging
+import os
 import shutil
 import signal
 import sys
@@ -87,9 +88,22 @@ def _setup_logging(verbose: bool, log_file: Path | None) -> None:
 
 
 def _sigterm_as_interrupt() -> None:
-    def handler(signum: int, frame: object) -> None:
-        raise KeyboardInterrupt
+    """SIGINT and SIGTERM raise ``KeyboardInterrupt`` once; later ones only say the stop is under way.
 
+    A second Ctrl-C (or ``uv run`` forwarding the terminal's SIGINT a second time) must not cut the
+    clean-up short: the running jobs are cancelled, trajectory.csv/env.csv closed whole, the report
+    and summary written and the resume command printed, whatever the number of interrupts.
+    """
+    seen = {"n": 0}
+
+    def handler(signum: int, frame: object) -> None:
+        seen["n"] += 1
+        if seen["n"] == 1:
+            os.write(2, b"interrupted: stopping the running jobs, then the summary and how to resume\n")
+            raise KeyboardInterrupt
+        os.write(2, b"interrupted again: still stopping (the records stay whole); please wait\n")
+
+    signal.signal(signal.SIGINT, handler)
     signal.signal(signal.SIGTERM, handler)
 
 
@@ -185,7 +199,7 @@ def _run_in(
         else:
             from cloudai.run.plain import run_plain
 
-            code = run_plain(plan, run_dir, system)
+            code = run_plain(plan, run_dir, system, click.echo)
     except ConfigError:  # bad input only found once the run began (e.g. a live server's constructor)
         if resume is None and not _has_results(run_dir):
             shutil.rmtree(run_dir, ignore_errors=True)  # bad input leaves no output dir behind

@@ -8,6 +8,7 @@ rewards) live in ``cloudai.plan.route``.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -21,6 +22,8 @@ from cloudai.config.tomlfile import read_toml, validate
 from cloudai.errors import ConfigError, Problem, did_you_mean
 from cloudai.space import ENV_PREFIX, NUM_NODES, is_range
 
+TEST_FIELDS = frozenset(WorkloadConfig.model_fields)  # what a test file may set (and an entry override)
+_TABLE_FIELDS = frozenset({"cmd_args", "extra_env_vars"})  # merged key by key (env_params: replaced whole)
 DependencyType = Literal["start_post_init", "start_post_comp", "end_post_comp"]
 _SAFE_ID = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.:+-]*")
 
@@ -118,10 +121,43 @@ class RunEntry:
     nodes: tuple[str, ...] = ()
     exclude_nodes: tuple[str, ...] = ()
     hook: str = ""  # "pre_test"/"post_test": an entry of a hook scenario (``cloudai.config.hooks``)
+    scenario_fields: frozenset[str] = frozenset()  # dotted paths the scenario entry set (it wins over the test)
 
     @property
     def field_prefix(self) -> str:
         return f"Tests[{self.index}]"
+
+    def attribute(self, problems: Iterable[Problem]) -> list[Problem]:
+        """Problems found in the merged entry, each moved to the file that holds the wrong value.
+
+        Checks report against ``Tests[i].<field>`` of the scenario; a value the entry took from its
+        test file is reported against that file and its own field, naming the scenario entry that
+        pulled the test in (a typo in a test's cmd_args is the test's, not the scenario's).
+        """
+        return [self._attributed(p) for p in problems]
+
+    def _attributed(self, problem: Problem) -> Problem:
+        prefix = f"{self.field_prefix}."
+        if (
+            self.test_file is None
+            or problem.file != str(self.scenario_file)
+            or not (problem.field or "").startswith(prefix)
+        ):
+            return problem
+        relative = (problem.field or "")[len(prefix) :]
+        top = re.split(r"[.\[]", relative, maxsplit=1)[0]
+        if top not in TEST_FIELDS or self._from_scenario(relative, top):
+            return problem
+        used_by = f"test '{self.test_name}', used by {self.field_prefix} (id '{self.id}') of {self.scenario_file}"
+        return Problem(str(self.test_file), relative, f"{problem.message} [{used_by}]", problem.hint)
+
+    def _from_scenario(self, relative: str, top: str) -> bool:
+        if top not in _TABLE_FIELDS:
+            return top in self.scenario_fields
+        return any(
+            relative == path or relative.startswith(path + ".") or path.startswith(relative + ".")
+            for path in self.scenario_fields
+        )
 
     def knob_field(self, name: str) -> str:
         """The TOML path of a knob, for messages: ``Tests[0].cmd_args.algo``."""
@@ -175,6 +211,27 @@ def deep_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]
     return merged
 
 
+def _set_paths(raw: ScenarioEntry) -> frozenset[str]:
+    """The dotted paths ``raw`` sets: table fields down to their leaves (a range table is one leaf)."""
+    paths: set[str] = set()
+
+    def walk(prefix: str, value: Any) -> None:
+        if isinstance(value, dict) and value and not is_range(value):
+            for key, inner in value.items():
+                walk(f"{prefix}.{key}", inner)
+        else:
+            paths.add(prefix)
+
+    for name in raw.model_fields_set:
+        value = getattr(raw, name)
+        if name in _TABLE_FIELDS and isinstance(value, dict):
+            for key, inner in value.items():
+                walk(f"{name}.{key}", inner)
+        else:
+            paths.add(name)
+    return frozenset(paths)
+
+
 def _merge(index: int, raw: ScenarioEntry, tests: dict[str, tuple[WorkloadConfig, Path]], path: Path) -> RunEntry:
     field = f"Tests[{index}]"
     test_file: Path | None = None
@@ -223,6 +280,7 @@ def _merge(index: int, raw: ScenarioEntry, tests: dict[str, tuple[WorkloadConfig
         extra_container_mounts=(*test.extra_container_mounts, *raw.extra_container_mounts),
         nodes=tuple(raw.nodes),
         exclude_nodes=tuple(raw.exclude_nodes),
+        scenario_fields=_set_paths(raw),
     )
 
 

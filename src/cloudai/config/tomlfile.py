@@ -8,8 +8,8 @@ from typing import Any, TypeVar
 import toml
 from pydantic import BaseModel, ValidationError
 
-from cloudai.config.fields import shown
 from cloudai.config.files import UnsafeFileError, read_regular
+from cloudai.config.messages import explain, toml_value
 from cloudai.errors import ConfigError, Problem, did_you_mean
 
 MAX_TOML_BYTES = 4 * 1024 * 1024
@@ -46,21 +46,28 @@ def toml_path(loc: tuple[str | int, ...]) -> str:
     return out
 
 
-def problems_from(exc: ValidationError, model: type[BaseModel], file: Path | None) -> list[Problem]:
-    """One problem per pydantic error, with a did-you-mean hint for unknown fields."""
-    problems = []
+def problems_from(
+    exc: ValidationError, model: type[BaseModel], file: Path | None, *, knobs: bool = False
+) -> list[Problem]:
+    """One problem per wrong field: the value given, what is accepted, a did-you-mean (``messages``).
+
+    A union field (``str | int``) fails once per member: those errors become one problem.
+    ``knobs``: the model's fields are cmd_args, which may also be lists and ranges (said in hints).
+    """
+    grouped: dict[tuple[str | int, ...], list[Any]] = {}
     for err in exc.errors():
-        loc = tuple(part for part in err["loc"] if not _is_union_tag(part))
-        hint = None
-        message = err["msg"]
-        if err["type"] == "extra_forbidden":
-            message = "unknown field"
+        grouped.setdefault(tuple(part for part in err["loc"] if not _is_union_tag(part)), []).append(err)
+    problems = []
+    for loc, errors in grouped.items():
+        kind = errors[0]["type"]
+        if kind == "extra_forbidden":
+            message = f"unknown field (= {toml_value(errors[0].get('input'))})"
             hint = did_you_mean(str(loc[-1]), _fields_at(model, loc[:-1]))
-        elif err["type"] == "missing":
-            message = "required field is missing"
-        elif "input" in err and not isinstance(err["input"], dict) and "Value error" not in message:
-            message = f"{message} (got {shown(err['input'])})"  # echo what was read (value errors already do)
-        message = message.removeprefix("Value error, ")
+        elif kind == "missing":
+            message, hint = "required field is missing", None
+        else:
+            path = toml_path(loc)
+            message, hint = explain(errors, f"cmd_args.{path}" if knobs else path)
         problems.append(Problem(None if file is None else str(file), toml_path(loc), message, hint))
     return problems
 

@@ -9,8 +9,10 @@ The sibling of ``CloudAIGymEnv``, built by ``cloudai.run.dse.build_env`` from th
   is a ``ConfigError``. The observation is the server's, in ``agent_metrics`` order (not set:
   the server's ``observation_space()`` order).
 * The reward is the server's (``agent_reward_function`` is not applied). A non-finite reward
-  (a remote ``null``) is recorded as ``failed`` with the penalty reward; every other step is
-  ``ok``. Nothing is cached: a live environment moves on between two equal actions.
+  (a remote ``null``) is recorded as ``failed`` with the penalty reward; a step whose
+  ``info["status"]`` the server set to ``failed``, ``constraint`` or ``timeout`` (``cloudai
+  serve`` does, over the wire) is recorded with that status, its ``info["reason"]`` and the
+  penalty reward; every other step is ``ok``. Nothing is cached: a live environment moves on between two equal actions.
 * Episodes honour ``done``. ``reset()`` starts an episode (the first one, after ``done``, and
   after ``--resume``, whose server state is gone): the ``episode`` column increments, step
   numbers do not restart. A ``step`` after ``done`` without a ``reset`` resets first.
@@ -44,6 +46,19 @@ from cloudai.trajectory.records import TrajectoryWriter
 DEFAULT_METRICS = ("default",)
 SYNC_S = 0.2  # rows are flushed each step, fsync'ed at most this often: a step takes microseconds
 T = TypeVar("T")
+
+
+_SERVER_STATUSES = ("failed", "constraint", "timeout")  # what a server may report for a step it did not score
+
+
+def step_status(reward: Any, info: Mapping[str, Any]) -> tuple[str, str]:
+    """(status, reason) of a server step: the server's own non-ok status wins, then the reward decides."""
+    reported = info.get("status")
+    if reported in _SERVER_STATUSES:
+        return str(reported), str(info.get("reason") or f"the server reported {reported}")
+    if isinstance(reward, int | float) and math.isfinite(reward):
+        return "ok", ""
+    return "failed", f"the server's reward is {reward!r}, not a finite number"
 
 
 class LiveGymEnv(BaseGym):
@@ -131,13 +146,14 @@ class LiveGymEnv(BaseGym):
         self._fresh = False
         self._open = not done
         observation = self._observe(raw)
-        status = "ok" if isinstance(reward, int | float) and math.isfinite(reward) else "failed"
+        status, reason = step_status(reward, server_info)
         reward = float(reward) if status == "ok" else self.setup.penalty_reward
         metrics = dict(zip(self.metrics, observation, strict=True))
-        info = {**server_info, "status": status, "step": step, "episode": self._episode,
+        info = {**server_info, "status": status, "reason": reason, "step": step, "episode": self._episode,
                 "env_params": dict(self._env), "metrics": metrics, "done": done}  # fmt: skip
         self.writer.append(step=step, episode=self._episode, action=action, reward=reward, observation=observation,
-                           status=status, elapsed_s=time.monotonic() - started, env=self._env)  # fmt: skip
+                           status=status, elapsed_s=time.monotonic() - started, env=self._env,
+                           reason=reason)  # fmt: skip
         if self.setup.on_step is not None:
             self.setup.on_step(Feedback(step, self._episode, dict(action), reward, observation, status, done, info))
         return observation, reward, done, info

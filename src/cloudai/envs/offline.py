@@ -41,7 +41,7 @@ from cloudai.envs.rewards import REWARDS
 from cloudai.errors import AgentError, ConfigError
 from cloudai.jobs.spec import build_spec, finish_job
 from cloudai.space import Categorical, Space, split_knobs
-from cloudai.systems.base import Job, JobStatus, System, held_interrupts
+from cloudai.systems.base import Job, JobStatus, System, held_interrupts, redeliver
 from cloudai.trajectory.records import Row, TrajectoryWriter, env_cell
 
 if TYPE_CHECKING:
@@ -221,21 +221,17 @@ class CloudAIGymEnv(BaseGym):
         "the row is buffered" would lose a measurement that ``--resume`` then runs again."""
         with held_interrupts() as held:
             self._record_finished(trial)
-        if held:
-            raise KeyboardInterrupt
+        redeliver(held)
 
     def _record_finished(self, trial: _Trial) -> None:
         del self._pending[trial.step]
         del self._running[trial.key]
         job = trial.job
         assert job is not None
-        metrics = finish_job(job, self.workload)
+        metrics = finish_job(job, self.workload, self.metrics)  # a missing metric fails the job, job.json too
         observation = [metrics.get(name, math.nan) for name in self.metrics]
         status = {JobStatus.OK: "ok", JobStatus.TIMEOUT: "timeout"}.get(job.status, "failed")
         reason = job.reason
-        missing = [name for name in self.metrics if name not in metrics]
-        if status == "ok" and missing:
-            status, reason = "failed", f"metric(s) {', '.join(missing)} not reported"
         reward = self.reward_fn(observation[0]) if status == "ok" else self.setup.penalty_reward
         info = {"metrics": metrics, "reason": reason, "job_dir": str(job.spec.job_dir)}
         feedback = self._complete(trial, observation, reward, status, info)
@@ -273,6 +269,7 @@ class CloudAIGymEnv(BaseGym):
                 status=feedback.status,
                 elapsed_s=elapsed,
                 env=feedback.env_params,
+                reason=str(feedback.info.get("reason", "")),
             )
 
     def _check(self, action: Mapping[str, Any]) -> None:
@@ -296,7 +293,7 @@ def check_action(space: Space, action: Mapping[str, Any]) -> None:
 def replayed(row: Row, space: Space, metrics: tuple[str, ...]) -> Feedback:
     """A recorded row as the agent saw it, env_params typed back through the space (shared with the live env)."""
     env = {name: _typed(space, name, text) for name, text in row.env.items()}
-    info = {"status": row.status, "step": row.step, "episode": row.episode, "env_params": env,
+    info = {"status": row.status, "step": row.step, "episode": row.episode, "env_params": env, "reason": row.reason,
             "metrics": dict(zip(metrics, row.observation, strict=False)), "replayed": True}  # fmt: skip
     return Feedback(row.step, row.episode, row.action, row.reward, row.observation, row.status, False, info)
 

@@ -117,8 +117,16 @@ def make(
     **overrides: Any,
 ) -> GymnasiumAdapter:
     """A ``GymnasiumAdapter`` over the test's env; episodes truncate at ``max_steps`` (default ``agent_steps``)."""
+    from gymnasium.envs.registration import EnvSpec
+
     from cloudai.gym.adapter import GymnasiumAdapter
+    from cloudai.gym.registration import ENV_ID
 
     loaded = load_env(tests_dir, scenario, test_id, **overrides)
     steps = max_steps if max_steps is not None else loaded.checked.entry.agent.steps
-    return GymnasiumAdapter(loaded.env, max_steps=steps)
+    adapter = GymnasiumAdapter(loaded.env, max_steps=steps)
+    # The spec ``gymnasium.make("cloudai/Test-v0", ...)`` would give (it replaces this one when it is
+    # the caller): a trial is a real job, so nondeterministic; ``spec.make()`` builds an equal env.
+    kwargs = {"tests_dir": tests_dir, "scenario": scenario, "test_id": test_id, "max_steps": max_steps, **overrides}
+    adapter.spec = EnvSpec(ENV_ID, entry_point=f"{__name__}:make", nondeterministic=True, kwargs=kwargs)
+    return adapter

@@ -15,13 +15,14 @@ The same job plumbing (``build_spec``, ``finish_job``) serves the DSE env's tria
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from cloudai.config.scenario import RunEntry
 from cloudai.config.timelimit import parse_time_limit
 from cloudai.errors import WorkloadError
+from cloudai.jobs.reasons import failure_reason, missing_metrics
 from cloudai.space import entry_knobs, split_knobs
 from cloudai.systems.base import Container, Job, JobSpec, JobStatus
 from cloudai.workloads.base import METRICS_FILE, JobContext, Workload
@@ -64,17 +65,29 @@ def plain_values(entry: RunEntry) -> dict[str, Any]:
     return entry_knobs(entry.cmd_args, entry.extra_env_vars, entry.num_nodes)
 
 
-def finish_job(job: Job, workload: Workload) -> dict[str, float]:
-    """Read a finished job's metrics (failing it when its workload promised some), write ``job.json``."""
+def finish_job(job: Job, workload: Workload, required: Sequence[str] = ()) -> dict[str, float]:
+    """Read a finished job's metrics, fail it when they are missing, write ``job.json``.
+
+    A job that exited 0 fails here when its workload promised metrics or the caller ``required``
+    some (an agent's ``agent_metrics``) and they are not there: job.json, trajectory.csv and the
+    report then agree on the status, and every failure carries a one-line reason (``reasons``).
+    """
     metrics: dict[str, float] = {}
-    wants = workload.produces_metrics or (job.spec.job_dir / METRICS_FILE).exists()
+    wants = workload.produces_metrics or bool(required) or (job.spec.job_dir / METRICS_FILE).exists()
     if job.status is JobStatus.OK and wants:
         try:
             metrics = workload.read_metrics(job.spec.job_dir)
         except WorkloadError as exc:
             job.status, job.reason = JobStatus.FAILED, str(exc)
-    if job.status is JobStatus.FAILED and (detail := workload.failure_reason(job.spec.job_dir)):
-        job.reason = f"{job.reason}: {detail}" if job.reason and detail not in job.reason else detail
+        else:
+            if missing := missing_metrics(required, metrics):
+                job.status, job.reason = JobStatus.FAILED, missing
+    if job.status in (JobStatus.FAILED, JobStatus.TIMEOUT):
+        detail = workload.failure_reason(job.spec.job_dir) if job.status is JobStatus.FAILED else None
+        if detail:  # the tool's own error line (fio's "fio: ..."), after the exit code
+            job.reason = f"{job.reason}: {detail}" if job.reason and detail not in job.reason else detail
+        else:
+            job.reason = failure_reason(job.reason, job.returncode, job.spec.job_dir)
     record = {**job.record(), "metrics": metrics}
     job.spec.job_dir.mkdir(parents=True, exist_ok=True)
     (job.spec.job_dir / "job.json").write_text(json.dumps(record, indent=1))

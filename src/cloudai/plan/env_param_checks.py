@@ -59,6 +59,13 @@ def check_env_params(entry: RunEntry, space: Space, agent_cls: type[BaseAgent]) 
     return problems
 
 
+def check_env_param_targets(entry: RunEntry, space: Space) -> list[Problem]:
+    """The rules that hold for any entry, plain ones too: each env_param names a list- or range-valued
+    cmd_arg. (A plain entry has only scalars, so an ``[env_params.x]`` table there, empty or not, is
+    an error rather than silently ignored.)"""
+    return [p for name, spec in (entry.agent.env_params or {}).items() for p in _check_one(entry, space, name, spec)]
+
+
 def sampling_agents() -> list[str]:
     """Names of the installed agents whose ``samples_env_params`` is True (a plugin that fails to load is skipped)."""
     from cloudai.agents import AGENTS

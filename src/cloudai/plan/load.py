@@ -15,6 +15,7 @@ from cloudai.config.hooks import hooks_of, load_hooks, with_hooks
 from cloudai.config.scenario import Scenario, load_scenario
 from cloudai.config.system import load_system
 from cloudai.config.test import load_tests
+from cloudai.errors import ConfigError
 from cloudai.plan.route import CheckedEntry, check_scenario
 from cloudai.systems import SYSTEMS, System
 from cloudai.systems.base import NodeNeed
@@ -39,6 +40,7 @@ class Plan:
 
 
 def load_plan(system_config: Path | None, tests_dir: Path, scenario_file: Path) -> Plan:
+    check_not_swapped(tests_dir, scenario_file)
     system = load_system(system_config)
     tests = load_tests(tests_dir)
     scenario = load_scenario(scenario_file, tests)
@@ -58,6 +60,17 @@ def node_needs(plan: Plan) -> list[NodeNeed]:
         where = f"{entry.scenario_file}: {entry.field_prefix} ({entry.id})"
         needs.append(NodeNeed(where, max(counts), entry.nodes, entry.exclude_nodes))
     return needs
+
+
+def check_not_swapped(tests_dir: Path, scenario_file: Path) -> None:
+    """A file given as --tests-dir and a directory as --test-scenario: the two flags were swapped."""
+    if tests_dir.is_file() and scenario_file.is_dir():
+        raise ConfigError(
+            f"is a file, and --test-scenario {scenario_file} is a directory: did you swap them?",
+            file=tests_dir,
+            field="--tests-dir",
+            hint=f"--tests-dir {scenario_file} --test-scenario {tests_dir}",
+        )
 
 
 def build_system(config: BaseModel) -> System:

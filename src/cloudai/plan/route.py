@@ -14,6 +14,7 @@ from pathlib import Path
 from cloudai.config.scenario import RunEntry, Scenario
 from cloudai.errors import ConfigError, Problem
 from cloudai.plan.agent_checks import agent_space, check_agent_entry
+from cloudai.plan.env_param_checks import check_env_param_targets
 from cloudai.space import Range, Space, entry_knobs, parse_space
 from cloudai.workloads import WORKLOADS
 
@@ -45,7 +46,7 @@ def check_scenario(scenario: Scenario) -> dict[str, CheckedEntry]:
         try:
             checked[entry.id] = _check_entry(entry)
         except ConfigError as exc:
-            problems += exc.problems
+            problems += entry.attribute(exc.problems)
     if not problems:
         problems += _check_routes(scenario, checked)
     if problems:
@@ -66,15 +67,14 @@ def _check_entry(entry: RunEntry) -> CheckedEntry:
     if agent_driven:
         problems += _check_agent(entry, space, live)
     elif entry.agent.env_params:
-        names = ", ".join(sorted(entry.agent.env_params))
-        problems.append(
+        problems += check_env_param_targets(entry, space) or [
             Problem(
                 str(file),
                 f"{entry.field_prefix}.env_params",
-                f"env_params ({names}) on a plain test: nothing samples them",
+                f"env_params ({', '.join(sorted(entry.agent.env_params))}) on a plain test: nothing samples them",
                 "env_params apply to agent-driven tests: give the knob a list or range of candidates and an agent",
             )
-        )
+        ]
     if problems:
         raise ConfigError(problems=problems)
     return CheckedEntry(entry, space, agent_driven, live)

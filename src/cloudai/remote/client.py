@@ -29,6 +29,9 @@ Wire facts, as ``openenv-core`` 0.3.0 implements them (``openenv/core/env_server
   named). A missing or non-numeric value is NaN. ``reward`` arrives as a number, a bool or
   ``null`` (no reward, or NaN/inf, which pydantic serialises as ``null``): ``null`` becomes
   ``math.nan`` with ``info["reward_null"] = True``; the env scores a NaN reward as a failure.
+  A trial status the server sends (``metadata.status``, else ``trial.status``: ``cloudai serve``
+  sends both) lands in ``info["status"]`` with ``info["reason"]``, so a ``constraint`` or
+  ``failed`` step on the server is recorded as such by the client.
 
 Behaviour: the first call waits for ``/health`` (bounded by ``health_timeout_s``, exponential
 backoff); idempotent GETs retry with backoff; a step is never retried. Every call has a
@@ -48,7 +51,7 @@ from typing import Any
 
 from cloudai.errors import ConfigError, Problem, did_you_mean
 from cloudai.gymserver.spaces import ActionSpec, ContinuousSpace, narrow_space
-from cloudai.remote.schema import action_fields, observation_plan, observe
+from cloudai.remote.schema import action_fields, observation_plan, observe, trial_status
 from cloudai.remote.wire import Wire
 
 
@@ -178,7 +181,7 @@ class RemoteGymServer:
         if not isinstance(observation, dict):
             raise self._wire.error("the reply's data has no 'observation' object", call)
         raw_reward = data.get("reward")
-        info: dict[str, Any] = {"server_observation": observation}
+        info: dict[str, Any] = {"server_observation": observation, **trial_status(observation)}
         if raw_reward is None:
             reward = math.nan
             info["reward_null"] = True

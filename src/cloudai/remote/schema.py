@@ -125,3 +125,13 @@ def _resolve(prop: Any, defs: Mapping[str, Any]) -> dict[str, Any]:
         if len(real) == 1:
             return {**_resolve(real[0], defs), **{k: v for k, v in prop.items() if k not in ("anyOf", "oneOf")}}
     return prop
+
+
+def trial_status(observation: Mapping[str, Any]) -> dict[str, str]:
+    """``{"status", "reason"}`` a server reported for a step (OpenEnv ``metadata``, else ``trial``); ``{}`` if none."""
+    for key in ("metadata", "trial"):
+        slot = observation.get(key)
+        if isinstance(slot, Mapping) and isinstance(slot.get("status"), str) and slot["status"]:
+            reason = slot.get("reason")
+            return {"status": slot["status"], "reason": reason if isinstance(reason, str) else ""}
+    return {}

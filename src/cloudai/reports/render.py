@@ -68,6 +68,8 @@ def agent_section(run: RunData, ar: AgentRun) -> str:
         parts.append(h.section(f"{base}--knobs", "Knob effects", [h.img(plots.knob_effects(traj), "knobs")], 3))
     parts.append(_importance(traj, base))
     parts.append(_top(traj, base))
+    if any(not s.scored for s in traj.steps):
+        parts.append(_unscored(traj, base))
     if traj.env_params:
         parts.append(_regimes(traj, base))
     if entry.live_rl or traj.episodes > 1:
@@ -108,6 +110,21 @@ def _top(traj: Trajectory, base: str) -> str:
         for t in top
     ]  # fmt: skip
     return h.section(f"{base}--top", f"Top {len(top)} trials", [h.table(header, rows, status_col=3)], 3)
+
+
+MAX_UNSCORED_ROWS = 50
+
+
+def _unscored(traj: Trajectory, base: str) -> str:
+    """Every step that did not score, with the one-line reason recorded for it (the first 50)."""
+    steps = [s for s in traj.steps if not s.scored]
+    header = ["step", "status", "reason", *traj.knobs]
+    rows = [[s.step, s.status, s.reason or "(not recorded)", *(_cell(s.action.get(k)) for k in traj.knobs)]
+            for s in steps[:MAX_UNSCORED_ROWS]]  # fmt: skip
+    parts = [h.table(header, rows, status_col=1)]
+    if len(steps) > MAX_UNSCORED_ROWS:
+        parts.append(h.note(f"{len(steps) - MAX_UNSCORED_ROWS} more in trajectory.csv (column reason)."))
+    return h.section(f"{base}--unscored", f"Trials that did not score ({len(steps)})", parts, 3)
 
 
 def _regimes(traj: Trajectory, base: str) -> str:

@@ -17,7 +17,8 @@ import math
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-COLUMNS = ("step", "episode", "action", "reward", "observation", "status", "elapsed_s")
+COLUMNS = ("step", "episode", "action", "reward", "observation", "status", "elapsed_s", "reason")
+LEGACY_COLUMNS = COLUMNS[:-1]  # trajectories written before the reason column still report
 STATUSES = frozenset({"ok", "cached", "failed", "constraint", "timeout"})
 SCORED = frozenset({"ok", "cached"})  # statuses whose reward measures the action
 Value = bool | int | float | str | None
@@ -34,6 +35,7 @@ class Step:
     elapsed_s: float
     key: str  # the action as canonical JSON: equal configurations, equal keys
     env: dict[str, Value] = field(default_factory=dict)
+    reason: str = ""  # why a failed/timeout/constraint step did not score
 
     @property
     def scored(self) -> bool:
@@ -75,7 +77,7 @@ def read_trajectory(path: Path) -> Trajectory:
     if len(rows) > 1 and not text.endswith("\n"):
         # no newline: the writer never committed this row, parseable or not (as cloudai.trajectory.records)
         rows[-1] = []
-    if not rows or tuple(rows[0]) != COLUMNS:
+    if not rows or tuple(rows[0]) not in (COLUMNS, LEGACY_COLUMNS):
         found = rows[0] if rows else "(empty file)"
         traj.notes.append(f"{path.name}: unexpected header {found}; expected {','.join(COLUMNS)}")
         return traj
@@ -93,9 +95,11 @@ def read_trajectory(path: Path) -> Trajectory:
 
 
 def _parse_row(row: list[str]) -> Step | None:
+    if len(row) == len(LEGACY_COLUMNS):
+        row = [*row, ""]
     if len(row) != len(COLUMNS):
         return None
-    step, episode, action_text, reward, observation_text, status, elapsed = row
+    step, episode, action_text, reward, observation_text, status, elapsed, reason = row
     try:
         action = json.loads(action_text)
         observation = json.loads(observation_text) if observation_text else []
@@ -108,6 +112,7 @@ def _parse_row(row: list[str]) -> Step | None:
             status=status,
             elapsed_s=float(elapsed) if elapsed else math.nan,
             key=json.dumps(action, sort_keys=True),
+            reason=reason,
         )
     except (ValueError, TypeError):
         return None

@@ -63,7 +63,7 @@ def dry_run_entries(plan: Plan, run_dir: Path, system: System, echo: Echo, n: in
             directory = run_dir / entry.id / "0" / str(step)
             spec = build_spec(entry, workload, values, directory, f"{entry.id}.0.{step}")
             directory.mkdir(parents=True, exist_ok=True)
-            (directory / "cmd.sh").write_text(system.render(spec))
+            (directory / system.script_name).write_text(system.render(spec))
             note = f"  [infeasible: {why}]" if why else ""
             echo(f"  step {step}: {json.dumps(point)}{' env ' + json.dumps(env) if env else ''}{note}")
 

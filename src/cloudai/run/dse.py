@@ -18,6 +18,7 @@ agent is told every recorded step, and runs on to ``agent_steps``; no step is re
 from __future__ import annotations
 
 import json
+import os
 import shlex
 import traceback
 from collections.abc import Callable
@@ -184,8 +185,12 @@ def check_resume(plan: Plan, run_dir: Path) -> None:
 
 
 def resume_command(system_config: Path | None, tests_dir: Path, test_scenario: Path, run_dir: Path) -> str:
-    """The exact command that continues this run, with absolute paths (works from any directory)."""
-    args = ["cloudai", "run"]
+    """The exact command that continues this run, with absolute paths (works from any directory).
+
+    Started through ``uv run`` (which sets ``UV`` and ``UV_RUN_RECURSION_DEPTH``), it is ``uv run cloudai ...``.
+    """
+    through_uv = bool(os.environ.get("UV")) and "UV_RUN_RECURSION_DEPTH" in os.environ
+    args = [*(["uv", "run"] if through_uv else []), "cloudai", "run"]
     if system_config is not None:
         args += ["--system-config", str(system_config.resolve())]
     args += ["--tests-dir", str(tests_dir.resolve()), "--test-scenario", str(test_scenario.resolve())]

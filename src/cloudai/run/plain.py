@@ -28,6 +28,7 @@ from cloudai.config.scenario import RunEntry, Scenario
 from cloudai.errors import CloudAIError, Interrupted
 from cloudai.jobs.spec import build_spec, finish_job, job_dir, plain_values
 from cloudai.run import Echo
+from cloudai.run.plain_progress import PlainProgress
 from cloudai.systems.base import DEPENDENCY_TYPES, Job, JobStatus, System
 from cloudai.workloads.base import Workload
 
@@ -69,12 +70,14 @@ class PlainRunner:
         *,
         max_concurrent: int = 8,
         on_finish: Callable[[Job], None] | None = None,
+        progress: PlainProgress | None = None,
     ) -> None:
         self.system = system
         self.workloads = workloads
         self.run_dir = run_dir
         self.max_concurrent = max_concurrent
         self.on_finish = on_finish or (lambda job: None)
+        self.progress = progress
 
     def run(self, scenario: Scenario) -> PlainOutcome:
         units = [_Unit(e, i) for e in scenario.entries for i in range(e.iterations)]
@@ -90,8 +93,10 @@ class PlainRunner:
                     if not all(u.final for u in units):
                         raise CloudAIError("no job can start: the dependencies cannot be satisfied")
                     continue
-                self.system.wait(running, timeout=None)
+                self.system.wait(running, timeout=self.progress.poll_s if self.progress else None)
                 self._collect(units)
+                if self.progress is not None:
+                    self.progress.refresh([u.job for u in units if u.job is not None])
         except KeyboardInterrupt:
             self._interrupt(units)
         except BaseException:  # e.g. the disk filled up: stop what we started, then report
@@ -161,6 +166,8 @@ class PlainRunner:
         spec = build_spec(entry, workload, plain_values(entry), directory, f"{entry.id}.{unit.iteration}")
         unit.job = self.system.submit(spec, dependencies)
         log.info("started %s (%s)", spec.name, unit.job.job_id)
+        if self.progress is not None:
+            self.progress.started(unit.job)
         if unit.job.done:
             self._finish(unit)
 
@@ -175,6 +182,8 @@ class PlainRunner:
         unit.recorded = True
         finish_job(unit.job, self.workloads[unit.entry.workload])
         log.info("%s: %s %s", unit.job.spec.name, unit.job.status, unit.job.reason)
+        if self.progress is not None:
+            self.progress.finished(unit.job)
         self.on_finish(unit.job)
 
     def _interrupt(self, units: list[_Unit]) -> None:
@@ -186,11 +195,17 @@ class PlainRunner:
         raise Interrupted(f"interrupted: cancelled {len(running)} running job(s); results so far in {self.run_dir}")
 
 
-def run_plain(plan: Plan, run_dir: Path, system: System) -> int:
-    """Run every plain entry; exit code 1 when any job did not end ok."""
+def run_plain(plan: Plan, run_dir: Path, system: System, echo: Echo | None = None) -> int:
+    """Run every plain entry; exit code 1 when any job did not end ok. ``echo``: show progress through it."""
 
     max_jobs = int(getattr(plan.system_config, "max_concurrent_jobs", 8))
-    outcome = PlainRunner(system, plan.workloads(), run_dir, max_concurrent=max_jobs).run(plan.scenario)
+    if echo is None:
+        outcome = PlainRunner(system, plan.workloads(), run_dir, max_concurrent=max_jobs).run(plan.scenario)
+        return 1 if outcome.failed else 0
+    total = sum(e.iterations for e in plan.scenario.entries)
+    with PlainProgress(total, echo) as progress:
+        runner = PlainRunner(system, plan.workloads(), run_dir, max_concurrent=max_jobs, progress=progress)
+        outcome = runner.run(plan.scenario)
     return 1 if outcome.failed else 0
 
 
@@ -214,6 +229,6 @@ def dry_run_plain(plan: Plan, run_dir: Path, system: System, echo: Echo, shown: 
                 entry, workloads[entry.workload], plain_values(entry), directory, f"{entry.id}.{iteration}"
             )
             directory.mkdir(parents=True, exist_ok=True)
-            (directory / "cmd.sh").write_text(system.render(spec))
+            (directory / system.script_name).write_text(system.render(spec))
             deps = ", ".join(f"{d.type}:{d.id}" for d in entry.dependencies) or "-"
             echo(f"{spec.name}: {' '.join(spec.argv)}  [after: {deps}]")

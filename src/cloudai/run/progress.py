@@ -51,21 +51,26 @@ class StepProgress:
                 MofNCompleteColumn(),
                 TextColumn("best {task.fields[best]}"),
                 TimeRemainingColumn(),
+                TextColumn("{task.fields[note]}"),
             )
             self._bar.start()
-            self._task = self._bar.add_task(self.label, total=self.total, completed=self.done, best=self._best_text())
+            self._task = self._bar.add_task(
+                self.label, total=self.total, completed=self.done, best=self._best_text(), note=""
+            )
         return self
 
     def update(self, feedback: Feedback) -> None:
         self.done += 1
         if feedback.status in SCORED and math.isfinite(feedback.reward):
             self.best = feedback.reward if self.best is None else max(self.best, feedback.reward)
+        reason = str(feedback.info.get("reason") or "") if feedback.status not in SCORED else ""
         if self._bar is not None and self._task is not None:
-            self._bar.update(self._task, completed=self.done, best=self._best_text())
+            note = f"last: step {feedback.step} {feedback.status}" + (f" ({reason})" if reason else "")
+            self._bar.update(self._task, completed=self.done, best=self._best_text(), note=note)
             return
         self.echo(
             f"[{self.label}] step {feedback.step} ({self.done}/{self.total}) {feedback.status} "
-            f"reward={feedback.reward:.6g} best={self._best_text()}"
+            f"reward={feedback.reward:.6g} best={self._best_text()}" + (f" ({reason})" if reason else "")
         )
 
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:

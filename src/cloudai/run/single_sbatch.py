@@ -214,7 +214,8 @@ def _record(plan: Plan, layout: Layout, jobs: list[Job], workloads: dict[str, Wo
     code = 0
     for job in jobs:
         entry = _entry_of(plan, job)
-        by_name[job.spec.name] = (job, finish_job(job, workloads[entry.workload]))
+        required = entry.agent.metrics if plan.checked[entry.id].agent_driven else ()
+        by_name[job.spec.name] = (job, finish_job(job, workloads[entry.workload], required))
         if not plan.checked[entry.id].agent_driven and job.status not in (JobStatus.OK, JobStatus.STOPPED):
             code = 1
     for iteration in layout.iterations:
@@ -249,10 +250,10 @@ def _record_iteration(it: _Iteration, by_name: dict[str, tuple[Job, dict[str, fl
             outcome = _outcome(trial, by_name, metrics_order)
             if outcome is None:  # cancelled: not recorded, as in an interrupted DSE run
                 continue
-            status, observation, metrics, elapsed = outcome
+            status, observation, metrics, elapsed, reason = outcome
             reward = reward_fn(observation[0]) if status == "ok" else penalty
             writer.append(step=trial.step, episode=1, action=trial.action, reward=reward, observation=observation,
-                          status=status, elapsed_s=elapsed, env=trial.env)  # fmt: skip
+                          status=status, elapsed_s=elapsed, env=trial.env, reason=reason)  # fmt: skip
             recorded += 1
             info = {"metrics": metrics, "env_params": trial.env}
             feedback = Feedback(trial.step, 1, trial.action, reward, observation, status, False, info)
@@ -273,11 +274,11 @@ def _record_iteration(it: _Iteration, by_name: dict[str, tuple[Job, dict[str, fl
 
 def _outcome(
     trial: _Trial, by_name: dict[str, tuple[Job, dict[str, float]]], metrics_order: list[str]
-) -> tuple[str, list[float], dict[str, float], float] | None:
-    """(status, observation, metrics, elapsed_s) of a trial as trajectory.csv records it; None if it never ended."""
+) -> tuple[str, list[float], dict[str, float], float, str] | None:
+    """(status, observation, metrics, elapsed_s, reason) as trajectory.csv records a trial; None if it never ended."""
     nothing = [math.nan] * len(metrics_order)
     if trial.name is None:
-        return "constraint", nothing, {}, 0.0
+        return "constraint", nothing, {}, 0.0, trial.reason
     if trial.name not in by_name:
         return None
     job, metrics = by_name[trial.name]
@@ -288,7 +289,7 @@ def _outcome(
     status = {JobStatus.OK: "ok", JobStatus.TIMEOUT: "timeout"}.get(job.status, "failed")
     if status == "ok" and any(name not in metrics for name in metrics_order):
         status = "failed"
-    return status, observation, metrics, elapsed
+    return status, observation, metrics, elapsed, "" if status == "ok" else job.reason
 
 
 def _slurm(system: System) -> SlurmSystem:

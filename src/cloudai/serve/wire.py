@@ -9,7 +9,9 @@ Shapes follow ``openenv-core`` 0.3.0 (``openenv.core.env_server.types``):
 * an observation payload is ``{"observation": {...}, "reward": float | None, "done": bool}``;
   the observation holds one field per ``agent_metrics`` name (number, ``null`` for NaN) or
   per structured leaf, and ``trial`` (``step``, ``episode``, ``status``, ``env_params``): an
-  object, so clients that take "the numeric fields" as the observation skip it.
+  object, so clients that take "the numeric fields" as the observation skip it. The trial's
+  ``status`` and ``reason`` also travel in the observation's ``metadata`` (OpenEnv's slot for
+  what is not observed): a ``constraint`` or ``failed`` trial must not read as ``ok`` remotely.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ _TRIAL = {
         "step": {"anyOf": [{"type": "integer"}, {"type": "null"}]},
         "episode": {"anyOf": [{"type": "integer"}, {"type": "null"}]},
         "status": {"type": "string"},
+        "reason": {"type": "string"},
         "env_params": {"type": "object"},
     },
 }
@@ -144,13 +147,16 @@ def payload(
     leaves: Mapping[str, ObsLeaf] | None,
 ) -> dict[str, Any]:
     """``{"observation", "reward", "done"}``, the data of an OpenEnv observation reply."""
+    status, reason = str(info.get("status", "ok")), str(info.get("reason") or "")
     trial = {
         "step": info.get("step"),
         "episode": info.get("episode"),
-        "status": str(info.get("status", "ok")),
+        "status": status,
+        "reason": reason,
         "env_params": dict(info.get("env_params", {})),
     }
-    observation = {**observation_fields(values, names, leaves), "trial": trial}
+    metadata = {"status": status, "reason": reason}
+    observation = {**observation_fields(values, names, leaves), "trial": trial, "metadata": metadata}
     return {"observation": observation, "reward": None if reward is None else finite(reward), "done": bool(done)}
 
 

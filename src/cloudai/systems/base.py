@@ -155,6 +155,9 @@ class System(ABC):
         lines.append(join(spec.argv))
         return "\n".join(lines) + "\n"
 
+    #: The file name of the script ``render`` writes into a job dir, in a real run and in dry-run alike.
+    script_name = "cmd.sh"
+
     #: The system queues a job behind others itself (``submit(spec, dependencies)`` with
     #: ``"after:ID"``/``"afterany:ID"`` expressions); else the runner holds dependent jobs back.
     native_dependencies = False
@@ -181,17 +184,18 @@ class System(ABC):
 
 @contextlib.contextmanager
 def held_interrupts() -> Iterator[list[int]]:
-    """Record SIGINT/SIGTERM inside the block instead of raising; the caller acts on them after.
+    """Record SIGINT/SIGTERM inside the block instead of acting on them; the caller ``redeliver``s them after.
 
     A submission is not atomic: a signal between "the job started" and "the caller holds its
     handle" would leave a job nobody cancels. Outside the main thread signals cannot be
-    handled (nor do they arrive): nothing to hold.
+    handled (nor do they arrive): nothing to hold. An ignored signal stays ignored.
     """
     held: list[int] = []
     if threading.current_thread() is not threading.main_thread():
         yield held
         return
     previous = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    previous = {sig: handler for sig, handler in previous.items() if handler is not signal.SIG_IGN}
     for sig in previous:
         signal.signal(sig, lambda signum, frame: held.append(signum))
     try:
@@ -199,3 +203,11 @@ def held_interrupts() -> Iterator[list[int]]:
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler if handler is not None else signal.SIG_DFL)
+
+
+def redeliver(held: Sequence[int]) -> None:
+    """Act on the signals a ``held_interrupts`` block recorded, through the process's own handlers: the
+    CLI's counts them (a second Ctrl-C only says the stop is under way), Python's raises
+    ``KeyboardInterrupt``. A handler that returns lets the caller go on."""
+    for sig in dict.fromkeys(held):
+        signal.raise_signal(sig)

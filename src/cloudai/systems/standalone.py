@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from cloudai.config.system import StandaloneSystemConfig
-from cloudai.systems.base import Job, JobSpec, JobStatus, System, held_interrupts
+from cloudai.systems.base import Job, JobSpec, JobStatus, System, held_interrupts, redeliver
 from cloudai.systems.contain import Contained, Containment
 from cloudai.systems.hidden_env import job_environ
 
@@ -55,12 +55,12 @@ class StandaloneSystem(System):
         self._procs: dict[Job, _Proc] = {}
         self._cancelling: dict[Job, str] = {}  # job -> reason, while its group is being stopped
         self._contain = Containment(cgroups=config.job_containment == "cgroup")  # see systems.contain
-        self._interrupt_pending = False
+        self._interrupt_pending: list[int] = []
 
     def submit(self, spec: JobSpec, dependencies: Sequence[str] = ()) -> Job:
         """Start ``spec`` now (``dependencies`` are never given here: ``native_dependencies`` is False)."""
         spec.job_dir.mkdir(parents=True, exist_ok=True)
-        (spec.job_dir / "cmd.sh").write_text(self.render(spec))
+        (spec.job_dir / self.script_name).write_text(self.render(spec))
         now = time.time()
         env = {**job_environ(), **self.config.global_env_vars, **spec.env}  # never cloudai's tokens
         with held_interrupts() as held:  # a started process is always registered before Ctrl-C acts
@@ -69,12 +69,11 @@ class StandaloneSystem(System):
             except OSError as exc:  # e.g. the program does not exist: a failed job, not a crash
                 reason = f"could not start {spec.argv[0]!r}: {exc.strerror}"
                 job = Job(spec, "", JobStatus.FAILED, reason=reason, submitted_at=now, started_at=now, ended_at=now)
-        if held:
-            raise KeyboardInterrupt  # the caller's clean-up (or cancel_all) stops the job just started
+        redeliver(held)  # an interrupt: the caller's clean-up (or cancel_all) stops the job just started
         if job in self._procs:  # a cgroup move can wait for an RCU grace period: the job is the caller's first
             with held_interrupts() as held:
                 self._contain.adopt(int(job.job_id), self._procs[job].contained)
-            self._interrupt_pending = bool(held)  # raised by the next wait(), once the caller holds the job
+            self._interrupt_pending = list(held)  # delivered by the next wait(), once the caller holds the job
         return job
 
     def _start(self, spec: JobSpec, env: dict[str, str], now: float) -> Job:
@@ -99,8 +98,8 @@ class StandaloneSystem(System):
 
     def wait(self, jobs: Sequence[Job], timeout: float | None) -> None:
         if self._interrupt_pending:
-            self._interrupt_pending = False
-            raise KeyboardInterrupt
+            pending, self._interrupt_pending = self._interrupt_pending, []
+            redeliver(pending)
         procs = [self._procs[job] for job in jobs if job in self._procs]
         if not procs:
             return

@@ -2,9 +2,11 @@
 
 Contract (DESIGN.md "Outputs"):
 
-* ``trajectory.csv``: header ``step,episode,action,reward,observation,status,elapsed_s``;
+* ``trajectory.csv``: header ``step,episode,action,reward,observation,status,elapsed_s,reason``;
   ``action`` a JSON object, ``observation`` a JSON list (a missing value is ``null``),
-  ``status`` one of ``STATUSES``. Steps strictly increase (gaps are allowed: a trial
+  ``status`` one of ``STATUSES``, ``reason`` one line saying why for every status but ok/cached.
+  A file written before ``reason`` existed (``LEGACY_COLUMNS``) still reads (empty reasons) and
+  is rewritten with the current header when a run resumes. Steps strictly increase (gaps are allowed: a trial
   cancelled by Ctrl-C is not recorded and a resumed agent may fill it later).
 * ``env.csv``: ``step,<param...>``, one row per trajectory row, same step.
 * Each row is flushed and fsync'ed as it is written, the env row first and the trajectory
@@ -32,7 +34,8 @@ from cloudai.errors import ConfigError
 
 TRAJECTORY_FILE = "trajectory.csv"
 ENV_FILE = "env.csv"
-COLUMNS = ("step", "episode", "action", "reward", "observation", "status", "elapsed_s")
+COLUMNS = ("step", "episode", "action", "reward", "observation", "status", "elapsed_s", "reason")
+LEGACY_COLUMNS = COLUMNS[:-1]  # before the reason column
 STATUSES = frozenset({"ok", "cached", "failed", "constraint", "timeout"})
 
 
@@ -48,6 +51,7 @@ class Row:
     status: str
     elapsed_s: float
     env: dict[str, str] = field(default_factory=dict)
+    reason: str = ""
 
 
 def env_cell(value: Any) -> str:
@@ -59,6 +63,10 @@ def env_cell(value: Any) -> str:
 
 def _json(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), allow_nan=False)
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
 
 
 def _observation(values: Sequence[float]) -> str:
@@ -99,6 +107,7 @@ class TrajectoryWriter:
         status: str,
         elapsed_s: float,
         env: Mapping[str, Any] | None = None,
+        reason: str = "",
     ) -> None:
         """Write one step; raises ``ValueError`` on a step not above the last, an unknown status or env mismatch."""
         if step <= self.last_step:
@@ -110,7 +119,7 @@ class TrajectoryWriter:
             raise ValueError(f"env params {sorted(cells)} differ from the declared {sorted(self.env_names)}")
         if self.broken:
             raise ValueError("an earlier write was interrupted; no more rows can be appended")
-        row = Row(step, episode, dict(action), reward, list(observation), status, elapsed_s, cells)
+        row = Row(step, episode, dict(action), reward, list(observation), status, elapsed_s, cells, _one_line(reason))
         self.broken = True
         if self._env is not None:
             self._write(self._env, self._env_cells(step, cells))
@@ -151,7 +160,7 @@ class TrajectoryWriter:
     def _traj_cells(row: Row) -> list[str]:
         reward = repr(float(row.reward))
         return [str(row.step), str(row.episode), _json(row.action), reward, _observation(row.observation),
-                row.status, f"{row.elapsed_s:.6f}"]  # fmt: skip
+                row.status, f"{row.elapsed_s:.6f}", row.reason]  # fmt: skip
 
     def _env_cells(self, step: int, cells: Mapping[str, str]) -> list[str]:
         return [str(step), *(cells[name] for name in self.env_names)]
@@ -168,7 +177,7 @@ def read_trajectory(directory: Path, env_names: Sequence[str] = ()) -> list[Row]
     path = directory / TRAJECTORY_FILE
     if not path.exists():
         return []
-    rows = _read_rows(path, COLUMNS)
+    rows = _read_rows(path, COLUMNS, LEGACY_COLUMNS)
     env_rows: dict[int, dict[str, str]] = {}
     if env_names:
         for cells in _read_rows(directory / ENV_FILE, ("step", *env_names)):
@@ -192,13 +201,13 @@ def read_trajectory(directory: Path, env_names: Sequence[str] = ()) -> list[Row]
     return parsed
 
 
-def _read_rows(path: Path, header: Sequence[str]) -> list[list[str]]:
+def _read_rows(path: Path, header: Sequence[str], legacy: Sequence[str] | None = None) -> list[list[str]]:
     if not path.exists():
         raise ConfigError("missing", file=path, hint=f"{path.name} is written next to {TRAJECTORY_FILE}")
     with path.open(newline="", encoding="utf-8", errors="replace") as fh:
         text = fh.read()
     rows = list(csv.reader(io.StringIO(text)))
-    if not rows or tuple(rows[0]) != tuple(header):
+    if not rows or tuple(rows[0]) not in (tuple(header), tuple(legacy or header)):
         raise ConfigError(
             f"header is {rows[0] if rows else '(empty)'}, expected {','.join(header)}",
             file=path,
@@ -210,15 +219,17 @@ def _read_rows(path: Path, header: Sequence[str]) -> list[list[str]]:
 
 
 def _parse(cells: list[str]) -> Row | None:
+    if len(cells) == len(LEGACY_COLUMNS):
+        cells = [*cells, ""]
     if len(cells) != len(COLUMNS):
         return None
-    step, episode, action, reward, observation, status, elapsed = cells
+    step, episode, action, reward, observation, status, elapsed, reason = cells
     try:
         act = json.loads(action)
         obs = json.loads(observation)
         if not isinstance(act, dict) or not isinstance(obs, list) or status not in STATUSES:
             return None
         values = [math.nan if v is None else float(v) for v in obs]
-        return Row(int(step), int(episode), act, float(reward), values, status, float(elapsed))
+        return Row(int(step), int(episode), act, float(reward), values, status, float(elapsed), reason=reason)
     except (ValueError, TypeError):
         return None

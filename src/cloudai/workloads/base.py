@@ -88,7 +88,7 @@ class Workload(ABC):
             try:
                 self.args_model.model_validate(_nested({**args, **point}))
             except ValidationError as exc:
-                for p in problems_from(exc, self.args_model, file):
+                for p in problems_from(exc, self.args_model, file, knobs=True):
                     field = f"{prefix}.{p.field}" if p.field else prefix
                     problems.setdefault(field, Problem(p.file, field, p.message, p.hint))
         return list(problems.values())

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from cloudai.config.slurm import SlurmSystemConfig
 from cloudai.errors import ConfigError, SubmissionError, SystemError_
-from cloudai.systems.base import Job, JobSpec, JobStatus, NodeNeed, System, held_interrupts
+from cloudai.systems.base import Job, JobSpec, JobStatus, NodeNeed, System, held_interrupts, redeliver
 from cloudai.systems.slurm.commands import SlurmCommands
 from cloudai.systems.slurm.parse import (
     SACCT_FIELDS,
@@ -53,6 +53,7 @@ class SlurmSystem(System):
     """A Slurm cluster reached from this machine. Built as ``SlurmSystem(config)``."""
 
     native_dependencies = True
+    script_name = SCRIPT_NAME
 
     def __init__(self, config: SlurmSystemConfig) -> None:
         self.config = config
@@ -105,17 +106,19 @@ class SlurmSystem(System):
 
     def sbatch(self, script: Path) -> str:
         """Queue ``script``; its job id. Ctrl-C / SIGTERM during ``sbatch`` lets it finish, then
-        cancels the job it queued (the caller never saw its id) and raises ``KeyboardInterrupt``."""
+        cancels the job it queued (the caller never saw its id) when the interrupt stops the run."""
         with held_interrupts() as held:
             result = self.commands.run(["sbatch", "--parsable", str(script)], cwd=script.parent)
         try:
             job_id = parse_sbatch(result.stdout) if result.ok else None
         except ValueError as exc:
             raise SubmissionError(f"could not submit {script}: {exc}") from None
-        if held:
+        try:
+            redeliver(held)
+        except BaseException:  # the run stops: the job it just queued must not outlive it
             if job_id is not None:
                 self.commands.run(["scancel", job_id])
-            raise KeyboardInterrupt
+            raise
         if job_id is None:
             raise SubmissionError(f"could not submit {script}: {result.describe()}")
         return job_id
