@@ -102,6 +102,12 @@ def cli() -> None:
 @cli.command()
 @_scenario_options
 @click.option("--resume", type=click.Path(path_type=Path, file_okay=False), help="Continue the run in this dir.")
+@click.option(
+    "--warm-start",
+    "warm_start",
+    metavar="DIR[,DIR...]",
+    help="A new run whose agents first learn from these earlier runs' trials (same test ids).",
+)
 def run(
     system_config: Path | None,
     tests_dir: Path,
@@ -112,17 +118,22 @@ def run(
     verbose: bool,
     log_file: Path | None,
     resume: Path | None,
+    warm_start: str | None,
 ) -> None:
     """Run a scenario: plain tests as jobs, agent-driven tests through their agent."""
     from cloudai.run.plain import run_plain
     from cloudai.run.rundir import create_run_dir, output_root, write_run_manifest
+    from cloudai.run.warm import check_warm_dirs, parse_warm_dirs
 
     plan, system = _prepare(system_config, tests_dir, test_scenario, single_sbatch, verbose, log_file)
     system.check()
+    warm_dirs = parse_warm_dirs(warm_start)
+    if warm_dirs:
+        check_warm_dirs(plan, warm_dirs)
     if resume is not None:  # plain runs too: never write into another scenario's results
-        from cloudai.run.dse import check_resume
+        from cloudai.run.dse import check_resume, warm_start_command
 
-        check_resume(plan, resume)
+        check_resume(plan, resume, warm_start_command(system_config, tests_dir, test_scenario, resume))
     run_dir = resume if resume is not None else create_run_dir(output_root(plan, output_dir), plan.scenario.name)
     if resume is None:
         write_run_manifest(plan, run_dir)
@@ -137,7 +148,9 @@ def run(
             from cloudai.run.dse import resume_command, run_agent_entries
 
             again = resume_command(system_config, tests_dir, test_scenario, run_dir)
-            code = run_agent_entries(plan, run_dir, system, click.echo, resume is not None, resume_command=again)
+            code = run_agent_entries(
+                plan, run_dir, system, click.echo, resume is not None, resume_command=again, warm_dirs=warm_dirs
+            )
         else:
             code = run_plain(plan, run_dir, system)
     except ConfigError:  # bad input only found once the run began (e.g. a live server's constructor)
