@@ -97,8 +97,9 @@ class BaseAgent(ABC):
         asked: list[int] = []  # steps started by this process, not yet told, ascending
         held: dict[int, Feedback] = {}  # finished out of step order: told once every earlier step was
         while True:
-            # A feedback-driven agent counts held (finished, untold) steps against ``parallel``: its
-            # asks then happen after the same tells whatever the timing (see the module docstring).
+            # Fill the free slots; a feedback-driven agent counts held (finished, untold) steps as busy,
+            # and refills after each single tell: step n + P is asked right after step n was told,
+            # whatever finished meanwhile (see the module docstring).
             busy = len(asked) if self.asks_depend_on_feedback else len(asked) - len(held)
             while busy < parallel and done_steps + len(asked) < self.max_steps:
                 choice = (self.env.next_step, queue.pop(0)) if queue else self.select_action(observation)
@@ -112,15 +113,16 @@ class BaseAgent(ABC):
                 busy += 1
             if not asked:
                 return done_steps
-            for feedback in self.env.step_wait():
-                held[feedback.step] = feedback
-            while asked and asked[0] in held:
-                feedback = held.pop(asked.pop(0))
-                done_steps += 1
-                self._tell(feedback)
-                observation = feedback.observation
-                if self.env.live and feedback.done and done_steps < self.max_steps:
-                    observation, _ = self.env.reset()
+            if asked[0] not in held:
+                for feedback in self.env.step_wait():
+                    held[feedback.step] = feedback
+                continue
+            feedback = held.pop(asked.pop(0))
+            done_steps += 1
+            self._tell(feedback)
+            observation = feedback.observation
+            if self.env.live and feedback.done and done_steps < self.max_steps:
+                observation, _ = self.env.reset()
 
     def _tell(self, feedback: Feedback) -> None:
         if feedback.status in ("ok", "cached") and (self.best is None or feedback.reward > self.best.reward):

@@ -60,18 +60,15 @@ def resume_changes(recorded: Mapping[str, Any], entries: list[RunEntry], system_
         if not isinstance(old, dict):
             continue
         new = entry_fingerprint(entry, system_config)
-        for key in sorted(set(old) | set(new)):
-            if old.get(key, _UNSET) != new.get(key, _UNSET):
-                before, after = _show(old.get(key, _UNSET)), _show(new.get(key, _UNSET))
+        for key in sorted(set(old) | set(new)):  # a field absent on one side is unset (null)
+            if old.get(key) != new.get(key):
+                before, after = _show(old.get(key)), _show(new.get(key))
                 lines.append(f"{entry.field_prefix} '{entry.id}': {key}: {before} -> {after}")
     return lines
 
 
-_UNSET = "<unset>"
-
-
 def _show(value: Any) -> str:
-    return value if value == _UNSET else json.dumps(value, default=str)
+    return "(unset)" if value is None else json.dumps(value, default=str)
 
 
 def _flat(parts: Mapping[str, Any]) -> dict[str, Any]:
