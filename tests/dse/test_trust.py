@@ -125,3 +125,26 @@ def test_warm_start_from_a_dir_that_is_not_a_run_is_bad_input(case: Callable[...
     result = invoke([*c.args(), "--warm-start", str(tmp_path)])
     assert result.exit_code == 2 and "--warm-start" in result.output and "no run.json" in result.output
     assert not c.out.exists()
+
+
+def test_confirm_re_runs_the_top_candidates_as_real_jobs(case: Callable[..., Case]) -> None:
+    """``confirm = 2`` on a deterministic grid: each re-run is a job (not a cache hit), marked in confirm.csv."""
+    test = GRID.replace("agent_metrics", "agent_config = { confirm = 2, confirm_repeats = 2 }\nagent_metrics")
+    c = case(test.replace('cmd = "{model}"', 'cmd = "sleep 0.0$((RANDOM % 5)) && {model}"'))
+    result = invoke(c.args())
+    assert result.exit_code == 0, result.output
+    frame = c.trajectory()
+    assert list(frame.step) == [1, 2, 3, 4, 5, 6, 7] and set(frame.status) == {"ok"}
+    confirm = (c.iteration_dir() / "confirm.csv").read_text().splitlines()
+    assert confirm == ["step,candidate,action", '4,1,"{""x"": 2}"', '5,2,"{""x"": 1}"', '6,1,"{""x"": 2}"',
+                       '7,2,"{""x"": 1}"']  # fmt: skip
+    assert [int(d.name) for d in c.job_dirs()] == [1, 2, 3, 4, 5, 6, 7]
+    line = 'confirmed best, candidate 1: mean 10 ± 0 (95 % CI, n=2); action {"x": 2}'
+    assert (
+        line in result.output
+        and "search: best of 3 step(s) is step 3: reward 10 (a single measurement)" in result.output
+    )
+    best = (c.iteration_dir() / "best.toml").read_text()
+    assert best.startswith(f"# Confirmed best: {line.removeprefix('confirmed best, ')}")
+    report = (c.run_dir() / "report.html").read_text()
+    assert "Confirmed best: candidate 1: mean 10 ± 0 (95 % CI, n=2)" in report

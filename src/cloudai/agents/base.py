@@ -50,6 +50,8 @@ class AgentConfig(BaseModel):
     max_parallel: int = Field(default=1, ge=1, le=256)
     penalty_reward: float = -1.0  # reward of failed, timed-out and infeasible trials
     enqueue: list[dict[str, Any]] = Field(default_factory=list)  # points evaluated first (checked at load)
+    confirm: int | None = Field(default=None, ge=0, le=50)  # top-k re-run after the search; None: by noise
+    confirm_repeats: int = Field(default=3, ge=1, le=100)  # re-runs per confirmed candidate
 
 
 class BaseAgent(ABC):

@@ -119,7 +119,9 @@ def _run_iteration(
     from cloudai.agents import AGENTS
     from cloudai.atomicfile import atomic_write
     from cloudai.plan.agent_checks import agent_config, default_steps
-    from cloudai.run.best import BEST_FILE, best_text, regime_notes
+    from cloudai.reports.confirm import action_key, winner
+    from cloudai.run.best import BEST_FILE, best_text, outcome_lines, regime_notes
+    from cloudai.run.confirm import SCORED, confirm_plan, run_confirmation, search_steps
     from cloudai.run.progress import StepProgress
 
     entry = checked.entry
@@ -127,7 +129,9 @@ def _run_iteration(
     steps = default_steps(entry, checked.space, agent_cls) or 0
     out_dir = run_dir / entry.id / str(iteration)
     (out_dir / FAILURE_FILE).unlink(missing_ok=True)
-    progress = StepProgress(f"{entry.id}/{iteration}", steps, echo)
+    config = agent_config(entry, agent_cls)
+    confirm = confirm_plan(entry, config, checked.live_rl)
+    progress = StepProgress(f"{entry.id}/{iteration}", steps + confirm[0] * confirm[1], echo)
     finished: list[Feedback] = []
 
     def on_step(feedback: Feedback) -> None:
@@ -138,7 +142,6 @@ def _run_iteration(
     history = env.history()
     progress.done = len(history)
     progress.best = max((f.reward for f in history if f.status in ("ok", "cached")), default=None)
-    config = agent_config(entry, agent_cls)
     if agent_cls.can_ask_ahead and not env.live and config.max_parallel > env.max_in_flight:
         echo(f"note: {entry.id}: max_parallel = {config.max_parallel} is capped at the system's "
              f"max_concurrent_jobs = {env.max_in_flight}")  # fmt: skip
@@ -163,6 +166,9 @@ def _run_iteration(
             if warm is not None:
                 agent.warm_start(warm.told)
             ran = agent.run()
+            search = search_steps([*history, *finished], out_dir)
+            parallel = config.max_parallel if agent_cls.can_ask_ahead else 1
+            confirmed = run_confirmation(env, search, [*history, *finished], confirm, out_dir, parallel)
     except KeyboardInterrupt:
         env.close()
         raise Interrupted(
@@ -183,16 +189,22 @@ def _run_iteration(
     if ran < steps:
         why = agent.stop_reason or "the agent had nothing left to try"
         echo(f"note: {entry.id}/{iteration}: stopped after {ran} of {steps} step(s) (agent_steps): {why}")
-    best, recorded = agent.best, progress.done
+    recorded = progress.done
+    best = max((f for f in search if f.status in SCORED), key=lambda f: (f.reward, -f.step), default=None)
     if best is None:
         echo(f"{entry.id}/{iteration}: no trial succeeded in {recorded} step(s); see {out_dir / 'trajectory.csv'}")
         return 1
+    single, top = best, winner(confirmed)
+    if top is not None:  # the TOML of the confirmed winner, from its best search step (its env_params)
+        best = max((f for f in search if action_key(f.action) == action_key(top.action) and f.status in SCORED),
+                   key=lambda f: f.reward)  # fmt: skip
     regimes = regime_notes([*history, *finished], best, env.env_param_sampler())
     notes = [*regimes, *agent.best_notes()]
-    text = best_text(entry, checked.space, best, recorded, notes)
+    text = best_text(entry, checked.space, best, recorded, notes, confirmed=confirmed)
     path = atomic_write(out_dir / BEST_FILE, text)
-    echo(f"{entry.id}/{iteration}: best of {recorded} step(s) is step {best.step}: reward {best.reward:.6g}")
-    echo(f"  action {json.dumps(best.action)}; test TOML: {path}")
+    for line in outcome_lines(f"{entry.id}/{iteration}", single, len(search), confirmed, out_dir):
+        echo(line)
+    echo(f"  test TOML: {path}")
     for line in regimes:
         echo(f"  {line}")
     return 0
