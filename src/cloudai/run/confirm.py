@@ -1,7 +1,7 @@
 """Confirm the best candidates after the search: re-run the top k, so "best" is an estimate, not a lucky draw.
 
 ``confirm_plan`` decides how many: ``agent_config.confirm = k`` (0 turns it off), by default 3
-when the reward is noisy by construction (env_params, live RL) and off otherwise;
+when the reward is noisy (env_params, live RL, a workload marked ``noisy``) and off otherwise;
 ``confirm_repeats`` re-runs per candidate. ``run_confirmation`` ranks the search steps' actions
 by mean scored reward, re-runs each of the top k ``confirm_repeats`` times as ordinary steps
 (after the search; the env measures again instead of answering from its cache), marks them in
@@ -17,6 +17,7 @@ from pathlib import Path
 from statistics import fmean
 from typing import TYPE_CHECKING, Any
 
+from cloudai.errors import ConfigError
 from cloudai.reports.confirm import Estimate, action_key, estimates, read_confirm, write_confirm
 
 if TYPE_CHECKING:
@@ -32,8 +33,17 @@ def confirm_plan(entry: RunEntry, config: AgentConfig, live: bool) -> tuple[int,
     """``(k candidates, repeats each)``; k = 0: no confirmation."""
     k = config.confirm
     if k is None:
-        k = DEFAULT_CONFIRM if live or entry.agent.env_params else 0
+        k = DEFAULT_CONFIRM if live or entry.agent.env_params or _noisy(entry) else 0
     return k, config.confirm_repeats
+
+
+def _noisy(entry: RunEntry) -> bool:
+    from cloudai.workloads import WORKLOADS
+
+    try:
+        return bool(WORKLOADS.get(entry.workload).noisy)
+    except ConfigError:  # a live entry's placeholder workload: not known to be noisy
+        return False
 
 
 def search_steps(steps: Sequence[Feedback], out_dir: Path) -> list[Feedback]:
