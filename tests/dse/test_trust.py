@@ -148,3 +148,21 @@ def test_confirm_re_runs_the_top_candidates_as_real_jobs(case: Callable[..., Cas
     assert best.startswith(f"# Confirmed best: {line.removeprefix('confirmed best, ')}")
     report = (c.run_dir() / "report.html").read_text()
     assert "Confirmed best: candidate 1: mean 10 ± 0 (95 % CI, n=2)" in report
+
+
+def test_raising_agent_steps_after_confirmation_searches_on(case: Callable[..., Case]) -> None:
+    """Confirmation steps do not count toward agent_steps: a resumed, extended study searches the full count."""
+    fields = 'agent = "random_search"\nagent_steps = 2\nagent_config = { confirm = 1, confirm_repeats = 2 }\n'
+    test = GRID.replace("x = [0, 1, 2]", "x = [0, 1, 2, 3, 4, 5]").replace("agent_metrics", fields + "agent_metrics")
+    c = case(test)
+    assert invoke(c.args()).exit_code == 0
+    assert len(c.trajectory()) == 4
+    (c.tests / "x.toml").write_text((c.tests / "x.toml").read_text().replace("agent_steps = 2", "agent_steps = 4"))
+    result = invoke([*c.args(), "--resume", str(c.run_dir())])
+    assert result.exit_code == 0, result.output
+    confirm_steps = {
+        int(line.split(",")[0]) for line in (c.iteration_dir() / "confirm.csv").read_text().splitlines()[1:]
+    }
+    search = [s for s in c.trajectory().step if s not in confirm_steps]
+    assert len(search) == 4 and {3, 4} <= confirm_steps
+    assert "confirmed best, candidate 1" in result.output

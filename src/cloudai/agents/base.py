@@ -69,6 +69,7 @@ class BaseAgent(ABC):
         self.best: Feedback | None = None
         self.stop_reason: str | None = None  # why the agent stopped short of max_steps (set by the agent)
         self.warm: list[Feedback] = []  # earlier runs' trials, told first (``warm_start``)
+        self.uncounted: set[int] = set()  # recorded steps told but not counted toward max_steps (confirmation)
 
     def warm_start(self, feedbacks: list[Feedback]) -> None:
         """Trials of earlier runs the agent learns from before its first ask (they never become ``best``)."""
@@ -92,7 +93,7 @@ class BaseAgent(ABC):
         history = self.env.history()
         for feedback in history:
             self._tell(feedback)
-        done_steps = len(history)
+        done_steps = sum(1 for f in history if f.step not in self.uncounted)
         queue = _pending_enqueued(self.config.enqueue, history)
         parallel = self.config.max_parallel if self.can_ask_ahead and not self.env.live else 1
         parallel = min(parallel, self.env.max_in_flight)

@@ -107,7 +107,7 @@ def estimates(
     """
     by_candidate: dict[int, tuple[dict[str, Any], list[float], list[int], int]] = {}
     for step, candidate, action in sorted(rows):
-        if step not in outcome:
+        if step not in outcome or candidate < 1:  # 0: an earlier round's candidate, out of the top k now
             continue
         entry = by_candidate.setdefault(candidate, (dict(action), [], [], 0))
         status, reward = outcome[step]

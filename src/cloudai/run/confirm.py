@@ -81,8 +81,11 @@ def run_confirmation(
     if k == 0:
         return []
     chosen = candidates(search, k)
+    number = {action_key(action): c for c, action in enumerate(chosen, 1)}
     outcome = {f.step: (f.status, f.reward) for f in recorded}
-    rows = [r for r in read_confirm(out_dir) if r[0] in outcome]
+    # Numbered by this ranking; an earlier round's candidate that is no longer in the top k keeps its
+    # rows as candidate 0 (still not search steps, left out of the estimates).
+    rows = [(step, number.get(action_key(a), 0), a) for step, _, a in read_confirm(out_dir) if step in outcome]
     done = {c: sum(1 for _, cand, _ in rows if cand == c) for c in range(1, len(chosen) + 1)}
     todo = [  # round-robin: every candidate gets its first repeat before any gets its second
         (c, action) for r in range(repeats) for c, action in enumerate(chosen, 1) if done[c] <= r

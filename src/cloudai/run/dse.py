@@ -163,6 +163,7 @@ def _run_iteration(
     try:
         with progress:
             agent = agent_cls(env, config, steps)
+            agent.uncounted = {f.step for f in history} - {f.step for f in search_steps(history, out_dir)}
             if warm is not None:
                 agent.warm_start(warm.told)
             ran = agent.run()
