@@ -6,6 +6,7 @@ Heavy modules are imported inside the commands, so ``cloudai --help`` stays fast
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import shutil
 import signal
@@ -134,7 +135,9 @@ def run(
         from cloudai.run.dse import check_resume, warm_start_command
 
         check_resume(plan, resume, warm_start_command(system_config, tests_dir, test_scenario, resume))
-    run_dir = resume if resume is not None else create_run_dir(output_root(plan, output_dir), plan.scenario.name)
+    root = output_root(plan, output_dir)
+    fresh_root = not root.exists()  # made by this run: removed again when bad input stops it before any result
+    run_dir = resume if resume is not None else create_run_dir(root, plan.scenario.name)
     if resume is None:
         write_run_manifest(plan, run_dir)
     _sigterm_as_interrupt()
@@ -156,6 +159,9 @@ def run(
     except ConfigError:  # bad input only found once the run began (e.g. a live server's constructor)
         if resume is None and not _has_results(run_dir):
             shutil.rmtree(run_dir, ignore_errors=True)  # bad input leaves no output dir behind
+            if fresh_root:
+                with contextlib.suppress(OSError):
+                    root.rmdir()  # only when empty
         raise
     finally:
         system.cancel_all()  # nothing outlives the run, whatever stopped it

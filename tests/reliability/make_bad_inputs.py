@@ -590,6 +590,20 @@ case(
     args=RUN + ["--warm-start", "{case}/earlier"],
 )
 
+dse(
+    "dse_confirm_negative",
+    ["Tests[0].agent_config.confirm", "greater than or equal to 0"],
+    top="agent_config = { confirm = -1 }\n",
+)
+dse(
+    "live_enqueue_bad_value",
+    ["Tests[0].agent_config.enqueue[0]", "max_batch_size = 7 is not one of"],
+    live("cloudai.gym.examples.ServingSim"),
+    LIVE + "agent_config = { enqueue = [{ max_batch_size = 7, max_num_seqs = 32, kv_cache_fraction = 0.8 }] }\n",
+    tmpl="Sleep",
+    verify=(),
+)
+
 shutil.rmtree(ROOT, ignore_errors=True)
 for i, c in enumerate(CASES, 1):
     d = ROOT / f"{i:02d}_{c['name']}"
