@@ -103,7 +103,8 @@ class BaseAgent(ABC):
             # Fill the free slots; a feedback-driven agent counts held (finished, untold) steps as busy,
             # and refills after each single tell: step n + P is asked right after step n was told,
             # whatever finished meanwhile (see the module docstring).
-            busy = len(asked) if self.asks_depend_on_feedback else len(asked) - len(held)
+            # Live RL: the step after a ``done`` must wait for the reset, so held steps are busy there too.
+            busy = len(asked) if self.asks_depend_on_feedback or self.env.live else len(asked) - len(held)
             while busy < parallel and done_steps + len(asked) < self.max_steps:
                 choice = (self.env.next_step, queue.pop(0)) if queue else self.select_action(observation)
                 if choice is None:
