@@ -166,3 +166,21 @@ def test_raising_agent_steps_after_confirmation_searches_on(case: Callable[..., 
     search = [s for s in c.trajectory().step if s not in confirm_steps]
     assert len(search) == 4 and {3, 4} <= confirm_steps
     assert "confirmed best, candidate 1" in result.output
+
+
+SYSTEM = 'name = "here"\nscheduler = "standalone"\n[global_env_vars]\nNCCL_ALGO = "{algo}"\n'
+
+
+def test_resume_names_a_changed_system_knob_and_allows_run_only_settings(case: Callable[..., Case]) -> None:
+    c = case(GRID.replace("agent_metrics", "agent_config = { max_parallel = 1 }\nagent_metrics"))
+    system = c.root / "system.toml"
+    system.write_text(SYSTEM.format(algo="ring"))
+    assert invoke([*c.args(), "--system-config", str(system)]).exit_code == 0
+    system.write_text(SYSTEM.format(algo="tree"))
+    result = invoke([*c.args(), "--system-config", str(system), "--resume", str(c.run_dir())])
+    assert result.exit_code == 2 and 'system.global_env_vars.NCCL_ALGO: "ring" -> "tree"' in result.output
+    system.write_text(SYSTEM.format(algo="ring"))  # undo; parallelism and confirmation may change on a resume
+    test = (c.tests / "x.toml").read_text().replace("max_parallel = 1", "max_parallel = 2, confirm = 1")
+    (c.tests / "x.toml").write_text(test)
+    result = invoke([*c.args(), "--system-config", str(system), "--resume", str(c.run_dir())])
+    assert result.exit_code == 0, result.output

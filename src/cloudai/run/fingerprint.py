@@ -6,7 +6,8 @@ everything a trial's result depends on: the workload and its merged ``cmd_args``
 ``agent_config`` and seed, ``agent_metrics``, the reward, ``env_params``, and the system's knobs
 that reach the job (``JOB_SYSTEM_KNOBS``). The space is defined by the lists and ranges of
 those fields, so it is covered. Not in it: ``agent_steps`` (raising it extends a finished
-study) and ``iterations``.
+study), ``iterations``, and the ``agent_config`` keys of ``RUN_ONLY_AGENT_CONFIG`` (parallelism,
+confirmation, enqueued points: how the run proceeds, not what a trial measures).
 
 ``resume_changes`` lists every difference as ``Tests[0] 'a': cmd_args.message_size: 1 -> 2``;
 ``cloudai.run.dse.check_resume`` refuses the resume (exit 2) when there is any. A ``run.json``
@@ -24,6 +25,8 @@ from cloudai.space import flatten
 if TYPE_CHECKING:
     from cloudai.config.scenario import RunEntry
 
+# agent_config keys that change how the run proceeds, not what a trial is: a resume may change them.
+RUN_ONLY_AGENT_CONFIG = frozenset({"max_parallel", "confirm", "confirm_repeats", "enqueue"})
 # System fields that change what a job does (placement, environment, launcher); not paths, polling or limits.
 JOB_SYSTEM_KNOBS = (
     "scheduler", "default_partition", "account", "distribution", "mpi", "gpus_per_node", "ntasks_per_node",
@@ -42,7 +45,7 @@ def entry_fingerprint(entry: RunEntry, system_config: object) -> dict[str, Any]:
         "num_nodes": entry.num_nodes,
         "time_limit_s": entry.time_limit_s,
         "agent": agent.name,
-        "agent_config": agent.config or {},
+        "agent_config": {k: v for k, v in (agent.config or {}).items() if k not in RUN_ONLY_AGENT_CONFIG},
         "seed": agent.seed,
         "agent_metrics": list(agent.metrics),
         "agent_reward_function": agent.reward,
