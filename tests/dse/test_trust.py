@@ -95,6 +95,9 @@ def test_enqueued_points_run_first(case: Callable[..., Case]) -> None:
     assert invoke(c.args()).exit_code == 0
     frame = c.trajectory()
     assert json.loads(frame.action[0]) == {"x": 2.0, "y": 1.0} and frame.reward[0] == 10.0
+    shutil.rmtree(c.out)
+    dry = invoke(c.args("dry-run"))
+    assert dry.exit_code == 0 and 'step 1: {"x": 2.0, "y": 1.0}' in dry.output
 
 
 def test_warm_start_tells_the_matching_trials_and_counts_the_rest(case: Callable[..., Case], tmp_path: Path) -> None:

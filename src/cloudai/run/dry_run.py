@@ -54,8 +54,9 @@ def dry_run_entries(plan: Plan, run_dir: Path, system: System, echo: Echo, n: in
         workload, sampler = WORKLOADS.get(entry.workload)(), sampler_for(entry, checked.space)
         dry = _DryGym(action, list(entry.agent.metrics), sampler)
         agent = agent_cls(dry, config, min(n, steps or n))
+        queue = [dict(p) for p in config.enqueue]  # evaluated first by the run (agent_config.enqueue)
         for _ in range(min(n, steps or n)):
-            choice = agent.select_action(dry.reset()[0])
+            choice = (dry.next_step, queue.pop(0)) if queue else agent.select_action(dry.reset()[0])
             if choice is None:
                 break
             step, point = choice
