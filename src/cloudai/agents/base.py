@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import json
 from abc import ABC, abstractmethod
+from collections import deque
 from dataclasses import replace
 from typing import Any, ClassVar
 
@@ -97,7 +98,7 @@ class BaseAgent(ABC):
         queue = _pending_enqueued(self.config.enqueue, history)
         parallel = self.config.max_parallel if self.can_ask_ahead and not self.env.live else 1
         parallel = min(parallel, self.env.max_in_flight)
-        asked: list[int] = []  # steps started by this process, not yet told, ascending
+        asked: deque[int] = deque()  # steps started by this process, not yet told, ascending
         held: dict[int, Feedback] = {}  # finished out of step order: told once every earlier step was
         while True:
             # Fill the free slots; a feedback-driven agent counts held (finished, untold) steps as busy,
@@ -121,7 +122,7 @@ class BaseAgent(ABC):
                 for feedback in self.env.step_wait():
                     held[feedback.step] = feedback
                 continue
-            feedback = held.pop(asked.pop(0))
+            feedback = held.pop(asked.popleft())
             done_steps += 1
             self._tell(feedback)
             observation = feedback.observation
