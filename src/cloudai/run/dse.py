@@ -13,6 +13,11 @@ calls ``agent.run()``, then writes ``best.toml`` and prints the best trial. Outc
 
 ``--resume DIR`` continues in DIR: each iteration's env reads its trajectory back, the
 agent is told every recorded step, and runs on to ``agent_steps``; no step is re-run.
+``check_resume`` refuses a DIR whose tests changed since (``cloudai.run.fingerprint``).
+
+After the search, the top candidates are re-run (``cloudai.run.confirm``) when the reward is
+noisy, and the terminal and best.toml lead with the confirmed estimate; ``--warm-start`` dirs
+(``cloudai.run.warm``) are told to the agent before its first ask.
 """
 
 from __future__ import annotations
