@@ -62,7 +62,8 @@ def test_sigint_then_resume_runs_each_point_once(case: Callable[..., Case]) -> N
     (How each agent resumes, gaps left by parallel trials included, is tested in tests/agents.)
     """
     agent = "random_search"
-    c = case(TEST.replace("agent_metrics", f'agent = "{agent}"\nagent_metrics') + ENV_PARAMS)
+    test = TEST.replace("max_parallel = 3", "max_parallel = 3, confirm = 0")  # no re-runs: each point once
+    c = case(test.replace("agent_metrics", f'agent = "{agent}"\nagent_metrics') + ENV_PARAMS)
     proc = subprocess.Popen([sys.executable, "-m", "cloudai", *c.args()], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, preexec_fn=_default_sigint)  # fmt: skip
     while not c.out.exists() or not any(c.out.iterdir()):

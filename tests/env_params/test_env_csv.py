@@ -22,7 +22,7 @@ agent = "{agent}"
 agent_steps = 24
 agent_metrics = ["bus_bw"]
 agent_reward_function = "identity"
-agent_config = {{ seed = {seed}, max_parallel = {parallel} }}
+agent_config = {{ seed = {seed}, max_parallel = {parallel}, confirm = 0 }}
 [cmd_args]
 algo = ["ring", "tree"]
 chunk_kb = [512, 8192]
@@ -110,7 +110,12 @@ def test_shipped_bandit_example(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     (iteration,) = tmp_path.glob("out/*/synthetic_env/0")
     frame, env = pd.read_csv(iteration / "trajectory.csv"), pd.read_csv(iteration / "env.csv")
-    assert len(frame) == 36 and list(env.step) == list(frame.step)
+    assert len(frame) == 36 + 9 and list(env.step) == list(frame.step)  # env_params: 3 candidates re-run 3 times
+    confirm = pd.read_csv(iteration / "confirm.csv")
+    assert list(confirm.step) == list(range(37, 46)) and sorted(confirm.candidate) == [1, 1, 1, 2, 2, 2, 3, 3, 3]
+    assert "confirmed best, candidate" in result.output and "(95 % CI, n=3)" in result.output
+    assert "(a single measurement)" in result.output and "env_params: " in result.output
+    assert "# Confirmed best: candidate" in (iteration / "best.toml").read_text()
     assert list(env.columns) == ["step", "background_load", "jitter"]
     assert env.jitter.between(0.0, 0.3).all() and set(env.background_load) == {0.0, 0.5, 0.9}
     best = (iteration / "best.toml").read_text()

@@ -22,14 +22,19 @@ def test_conf_examples_run_episode_after_episode(tmp_path: Path, name: str, step
                      "--output-dir", tmp_path, cwd=REPO)  # fmt: skip
     assert result.returncode == 0, result.stdout + result.stderr
     (run_dir,) = tmp_path.iterdir()
-    rows = _rows(run_dir / "serving" / "0", "trajectory.csv")
-    assert [int(r["step"]) for r in rows] == list(range(1, steps + 1))  # monotonic across resets
+    all_rows = _rows(run_dir / "serving" / "0", "trajectory.csv")
+    # live RL confirms its best: 3 candidates re-run 3 times after the search (steps in confirm.csv)
+    assert [int(r["step"]) for r in all_rows] == list(range(1, steps + 10))  # monotonic across resets
+    confirm = (run_dir / "serving" / "0" / "confirm.csv").read_text().splitlines()[1:]
+    assert [int(line.split(",")[0]) for line in confirm] == list(range(steps + 1, steps + 10))
+    rows = all_rows[:steps]
     grouped = episodes(rows)
     assert list(grouped) == list(range(1, steps // horizon + 1))
     assert all(len(group) == horizon for group in grouped.values())  # done at the horizon ends each episode
     assert {r["status"] for r in rows} == {"ok"}
     best = run_dir / "serving" / "0" / "best.toml"
-    assert "= the live server's reward." in best.read_text()
+    assert "= the live server's reward (a single measurement)." in best.read_text()
+    assert best.read_text().startswith("# Confirmed best: candidate")
     if name == "random":  # best.toml runs unchanged: a live episode with the best knobs fixed
         tests = tmp_path / "best_tests"
         tests.mkdir()
@@ -39,10 +44,10 @@ def test_conf_examples_run_episode_after_episode(tmp_path: Path, name: str, step
         again = cloudai("run", "--tests-dir", tests, "--test-scenario", scenario, "--output-dir", tmp_path / "again")
         assert again.returncode == 0, again.stdout + again.stderr
         (rerun,) = (tmp_path / "again").iterdir()
-        assert len(_rows(rerun / "again" / "0", "trajectory.csv")) == steps
+        assert len(_rows(rerun / "again" / "0", "trajectory.csv")) == steps + 3  # every knob fixed: 1 candidate
     if name == "bandit":
         env = _rows(run_dir / "serving" / "0", "env.csv")
-        assert [r["step"] for r in env] == [r["step"] for r in rows]
+        assert [r["step"] for r in env] == [r["step"] for r in all_rows]
         for group in grouped.values():  # drawn at the episode start, in force for the whole episode
             assert len({env[int(r["step"]) - 1]["load_scale"] for r in group}) == 1
         assert len({r["load_scale"] for r in env}) > 1
@@ -56,7 +61,7 @@ def _rows(directory: Path, name: str) -> list[dict[str, str]]:
 def test_done_on_slo_collapse_ends_the_episode_early(tmp_path: Path) -> None:
     case = LiveCase(tmp_path).write(
         'agent = "random_search"\nagent_steps = 60\nagent_metrics = ["queue_depth", "throughput"]\n'
-        "agent_config = { seed = 2 }\n[cmd_args]\n" + SERVING + "horizon = 15\nbase_load = 150.0\n"
+        "agent_config = { seed = 2, confirm = 0 }\n[cmd_args]\n" + SERVING + "horizon = 15\nbase_load = 150.0\n"
         "collapse_queue = 60.0\n"
     )
     result = case.run()
@@ -75,7 +80,7 @@ def test_done_on_slo_collapse_ends_the_episode_early(tmp_path: Path) -> None:
 def test_resets_pass_seed_and_env_params_and_fixed_fields_reach_the_server(tmp_path: Path) -> None:
     case = LiveCase(tmp_path).write(
         'agent = "random_search"\nagent_steps = 10\nagent_metrics = ["t", "seed", "load_scale", "z", "x"]\n'
-        "agent_config = { seed = 4 }\n[cmd_args]\nlive_rl_mode = true\n"
+        "agent_config = { seed = 4, confirm = 0 }\n[cmd_args]\nlive_rl_mode = true\n"
         'env_class = "tests.gym.live_envs.EchoEnv"\nevery = 3\n'
         "x = [1, 2]\ny = { low = 0.25, high = 0.5 }\nz = 1\nload_scale = [0.5, 2.0]\n[env_params.load_scale]\n"
     )
@@ -96,7 +101,8 @@ def test_a_crashing_server_leaves_a_resumable_run(tmp_path: Path) -> None:
     marker = tmp_path / "fail"
     marker.touch()
     case = LiveCase(tmp_path).write(
-        'agent = "random_search"\nagent_steps = 40\nagent_config = { seed = 1 }\n[cmd_args]\nlive_rl_mode = true\n'
+        'agent = "random_search"\nagent_steps = 40\nagent_config = { seed = 1, confirm = 0 }\n'
+        "[cmd_args]\nlive_rl_mode = true\n"
         f'env_class = "tests.gym.live_envs.FailingSim"\nfail_file = "{marker}"\nfail_after = 25\n'
         "load_scale = [0.5, 1.0]\n[cmd_args.env_kwargs]\nhorizon = 10\n[env_params.load_scale]\n"
     )

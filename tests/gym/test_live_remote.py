@@ -27,7 +27,7 @@ KNOBS = "batch = [2, 4]\nuse_cache = true\nratio = { low = 0.5, high = 1.0 }\nth
 
 def remote_test(url: str, steps: int = 7, extra: str = "") -> str:
     return (
-        f'agent = "random_search"\nagent_steps = {steps}\nagent_config = {{ seed = 3 }}\n'
+        f'agent = "random_search"\nagent_steps = {steps}\nagent_config = {{ seed = 3, confirm = 0 }}\n'
         'agent_metrics = ["throughput", "load_scale", "per_gpu[0]"]\n'
         f'[cmd_args]\nlive_rl_mode = true\nenv_url = "{url}"\nenv_timeout_s = 10\n{KNOBS}{extra}'
     )

@@ -828,6 +828,62 @@ case(
     args=["run", "--tests-dir", "{case}/scenario.toml", "--test-scenario", "{case}/tests"],
 )
 
+# --- issue 15: an edited test refuses --resume; enqueue points and --warm-start dirs are checked
+OLD_FP = {"agent": "grid_search", "agent_config": {}, "agent_metrics": ["default"], "agent_reward_function": "inverse",
+          "cmd_args.algo": ["ring", "tree"], "cmd_args.duration_s": 0, "cmd_args.message_size": 4096,
+          "env_params": {}, "extra_cmd_args": {}, "extra_env_vars": {}, "num_nodes": 1, "seed": None,
+          "system.scheduler": "standalone", "test_template_name": "Synthetic", "time_limit_s": None}  # fmt: skip
+EDITED_RUN_JSON = json.dumps({"scenario": "s", "entries": [{"id": "a"}], "fingerprints": {"a": OLD_FP}})
+case(
+    "resume_after_test_edit",
+    SYN_OK,
+    ["run.json", "--resume", "cmd_args.message_size: 4096 -> 1048576", "undo the edit", "--warm-start"],
+    tests={"syn.toml": SYN},
+    files={"resume/run.json": EDITED_RUN_JSON.encode(), "resume/a/0/trajectory.csv": TRAJ.encode()},
+    args=RUN + ["--resume", "{resume}"],
+)
+for name, enqueue, msg in [
+    ("enqueue_value_not_in_list", '{ algo = "mesh" }', ["Tests[0].agent_config.enqueue[0]", "'mesh'", "'ring'"]),
+    ("enqueue_unknown_knob", '{ algo = "ring", algoo = 1 }', ["Tests[0].agent_config.enqueue[0]", "algoo"]),
+]:
+    case(
+        name,
+        'name = "s"\n[[Tests]]\nid = "a"\ntest_name = "syn"\nagent_config = { enqueue = [' + enqueue + "] }\n",
+        ["scenario.toml", *msg],
+        tests={"syn.toml": SYN},
+        verify=["scenario.toml"],
+    )
+case(
+    "warm_start_not_a_results_dir",
+    SYN_OK,
+    ["--warm-start", "no run.json"],
+    tests={"syn.toml": SYN},
+    files={"earlier/notes.txt": b"mine"},
+    args=RUN + ["--warm-start", "{case}/earlier"],
+)
+case(
+    "warm_start_other_test",
+    SYN_OK,
+    ["--warm-start", "no trajectory.csv", "['a']"],
+    tests={"syn.toml": SYN},
+    files={"earlier/run.json": RUN_JSON.encode(), "earlier/b/0/trajectory.csv": TRAJ.encode()},
+    args=RUN + ["--warm-start", "{case}/earlier"],
+)
+
+dse(
+    "dse_confirm_negative",
+    [IN_TEST, "toml: agent_config.confirm", "greater than or equal to 0", "given -1"],
+    top="agent_config = { confirm = -1 }\n",
+)
+dse(
+    "live_enqueue_bad_value",
+    ["Tests[0].agent_config.enqueue[0]", "max_batch_size = 7 is not one of"],
+    live("cloudai.gym.examples.ServingSim"),
+    LIVE + "agent_config = { enqueue = [{ max_batch_size = 7, max_num_seqs = 32, kv_cache_fraction = 0.8 }] }\n",
+    tmpl="Sleep",
+    verify=(),
+)
+
 for old in ROOT.glob("[0-9]*_*"):  # the generated cases; hand-written ones (``hand_*``) stay
     shutil.rmtree(old)
 for i, c in enumerate(CASES, 1):

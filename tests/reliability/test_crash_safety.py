@@ -33,7 +33,7 @@ agent = "random_search"
 agent_steps = {STEPS}
 agent_metrics = ["bus_bw"]
 agent_reward_function = "identity"
-agent_config = {{ seed = 5, max_parallel = 1 }}
+agent_config = {{ seed = 5, max_parallel = 1, confirm = 0 }}
 [cmd_args]
 algo = ["ring", "tree", "nvls", "collnet"]
 message_size = 1048576

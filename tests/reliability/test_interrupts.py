@@ -117,7 +117,7 @@ def test_live_rl_interrupt_mid_step_then_resume(tmp_path: Path, sig: signal.Sign
     (tmp_path / "tests").mkdir()
     (tmp_path / "tests" / "l.toml").write_text(
         'name = "l"\ntest_template_name = "LiveRL"\nagent = "random_search"\nagent_steps = 6\n'
-        'agent_metrics = ["x"]\nagent_reward_function = "identity"\nagent_config = { seed = 3 }\n'
+        'agent_metrics = ["x"]\nagent_reward_function = "identity"\nagent_config = { seed = 3, confirm = 0 }\n'
         '[cmd_args]\nlive_rl_mode = true\nenv_class = "tests.reliability.live_block.BlockingEnv"\n'
         f'block_file = "{block}"\nblocked_file = "{blocked}"\nblock_after = 3\n'
     )

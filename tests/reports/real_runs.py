@@ -51,7 +51,7 @@ agent = "random_search"
 agent_steps = 16
 agent_metrics = ["bus_bw"]
 agent_reward_function = "identity"
-agent_config = { seed = 5 }
+agent_config = { seed = 5, confirm = 0 }  # the search itself; confirmation: tests/dse/test_trust.py
 [cmd_args]
 algo = ["ring", "tree", "nvls"]
 chunk_kb = { low = 64, high = 8192, log = true, dtype = "int" }
@@ -74,7 +74,7 @@ name = "live"
 test_template_name = "Synthetic"
 agent = "random_search"
 agent_steps = 12
-agent_config = { seed = 3 }
+agent_config = { seed = 3, confirm = 0 }
 [cmd_args]
 live_rl_mode = true
 env_class = "cloudai.gym.examples.ServingSim"

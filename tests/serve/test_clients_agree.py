@@ -42,6 +42,7 @@ def live_test(root: Path, url: str, transport: str = "ws") -> tuple[Path, Path]:
     (root / "tests").mkdir(parents=True)
     (root / "tests" / "remote.toml").write_text(
         'name = "remote"\ntest_template_name = "LiveRL"\nagent = "grid_search"\nagent_steps = 6\n'
+        "agent_config = { confirm = 0 }\n"
         'agent_metrics = ["default", "bus_bw"]\n'
         f'[cmd_args]\nlive_rl_mode = true\nenv_url = "{url}"\nenv_transport = "{transport}"\n'
     )

@@ -14,11 +14,27 @@ environment (env_params); ``can_ask_ahead`` whether it may have several trials i
 
 ``run`` honours ``done`` only in live-RL mode (``env.live``): there ``done=True`` ends the
 episode and the env is reset; in offline DSE ``done`` never stops the sweep.
+
+Reproducible parallel runs: ``run`` tells the agent finished steps in step order (a step that
+finishes early waits in memory until every earlier one was told), so completion order never
+reaches the agent. An agent whose asks depend on what it was told (``asks_depend_on_feedback``,
+e.g. optuna) asks step ``n + P`` only once steps ``1..n`` were told (``P = max_parallel``): with
+the same seed, every ask sees the same history and the same trials in flight, whatever the
+timing. A sweep (grid_search, random_search) asks freely: its asks ignore feedback.
+
+Before the first ask, ``run`` tells the agent the warm-start trials (``warm_start``: earlier
+runs' steps, marked ``info["warm_start"]``; they inform the agent but never become ``best``),
+then the recorded steps (``--resume``), then evaluates ``agent_config.enqueue`` (known-good
+points, in order, minus those already recorded) before asking the agent. When the agent runs
+out before ``max_steps`` it sets ``stop_reason`` (what the run prints).
 """
 
 from __future__ import annotations
 
+import json
 from abc import ABC, abstractmethod
+from collections import deque
+from dataclasses import replace
 from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -36,6 +52,9 @@ class AgentConfig(BaseModel):
     seed: Seed | None = None  # numpy and Optuna take 0..2**32-1
     max_parallel: int = Field(default=1, ge=1, le=256)
     penalty_reward: float = Field(default=-1.0, allow_inf_nan=False)  # reward of failed/timed-out/infeasible trials
+    enqueue: list[dict[str, Any]] = Field(default_factory=list)  # points evaluated first (checked at load)
+    confirm: int | None = Field(default=None, ge=0, le=50)  # top-k re-run after the search; None: by noise
+    confirm_repeats: int = Field(default=3, ge=1, le=100)  # re-runs per confirmed candidate
     # A trial's job pending longer (Slurm) is cancelled and the trial failed; overrides the system's.
     pending_timeout: str | int | None = None
 
@@ -51,6 +70,7 @@ class BaseAgent(ABC):
     name: ClassVar[str]
     samples_env_params: ClassVar[bool] = False
     can_ask_ahead: ClassVar[bool] = True
+    asks_depend_on_feedback: ClassVar[bool] = True  # False: a sweep, whose asks ignore what it was told
     config_model: ClassVar[type[AgentConfig]] = AgentConfig
 
     def __init__(self, env: BaseGym, config: AgentConfig, max_steps: int) -> None:
@@ -59,6 +79,13 @@ class BaseAgent(ABC):
         self.config = config if isinstance(config, self.config_model) else self.config_model(**config.model_dump())
         self.max_steps = max_steps
         self.best: Feedback | None = None
+        self.stop_reason: str | None = None  # why the agent stopped short of max_steps (set by the agent)
+        self.warm: list[Feedback] = []  # earlier runs' trials, told first (``warm_start``)
+        self.uncounted: set[int] = set()  # recorded steps told but not counted toward max_steps (confirmation)
+
+    def warm_start(self, feedbacks: list[Feedback]) -> None:
+        """Trials of earlier runs the agent learns from before its first ask (they never become ``best``)."""
+        self.warm = [replace(f, info={**f.info, "warm_start": True}) for f in feedbacks]
 
     @abstractmethod
     def select_action(self, observation: Observation) -> tuple[int, dict[str, Any]] | None: ...
@@ -73,34 +100,53 @@ class BaseAgent(ABC):
     def run(self) -> int:
         """Step the env until ``max_steps`` steps are recorded or the agent runs out; returns steps done."""
         observation, _ = self.env.reset(seed=self.config.seed)
-        done_steps = 0
-        for feedback in self.env.history():
+        for feedback in self.warm:
+            self.update_policy(feedback)
+        history = self.env.history()
+        for feedback in history:
             self._tell(feedback)
-            done_steps += 1
+        done_steps = sum(1 for f in history if f.step not in self.uncounted)
+        queue = _pending_enqueued(self.config.enqueue, history)
         parallel = self.config.max_parallel if self.can_ask_ahead and not self.env.live else 1
         parallel = min(parallel, self.env.max_in_flight)
-        in_flight = 0
+        asked: deque[int] = deque()  # steps started by this process, not yet told, ascending
+        held: dict[int, Feedback] = {}  # finished out of step order: told once every earlier step was
         while True:
-            while in_flight < parallel and done_steps + in_flight < self.max_steps:
-                choice = self.select_action(observation)
+            # Fill the free slots; a feedback-driven agent counts held (finished, untold) steps as busy,
+            # and refills after each single tell: step n + P is asked right after step n was told,
+            # whatever finished meanwhile (see the module docstring).
+            # Live RL: the step after a ``done`` must wait for the reset, so held steps are busy there too.
+            busy = len(asked) if self.asks_depend_on_feedback or self.env.live else len(asked) - len(held)
+            while busy < parallel and done_steps + len(asked) < self.max_steps:
+                choice = (self.env.next_step, queue.pop(0)) if queue else self.select_action(observation)
                 if choice is None:
                     break
                 step, action = choice
                 started = self.env.step_async(action)
                 if started != step:
                     raise AssertionError(f"{self.name}: asked for step {step}, env started step {started}")
-                in_flight += 1
-            if in_flight == 0:
+                asked.append(step)
+                busy += 1
+            if not asked:
                 return done_steps
-            for feedback in self.env.step_wait():
-                in_flight -= 1
-                done_steps += 1
-                self._tell(feedback)
-                observation = feedback.observation
-                if self.env.live and feedback.done and done_steps < self.max_steps:
-                    observation, _ = self.env.reset()
+            if asked[0] not in held:
+                for feedback in self.env.step_wait():
+                    held[feedback.step] = feedback
+                continue
+            feedback = held.pop(asked.popleft())
+            done_steps += 1
+            self._tell(feedback)
+            observation = feedback.observation
+            if self.env.live and feedback.done and done_steps < self.max_steps:
+                observation, _ = self.env.reset()
 
     def _tell(self, feedback: Feedback) -> None:
         if feedback.status in ("ok", "cached") and (self.best is None or feedback.reward > self.best.reward):
             self.best = feedback
         self.update_policy(feedback)
+
+
+def _pending_enqueued(points: list[dict[str, Any]], history: list[Feedback]) -> list[dict[str, Any]]:
+    """``enqueue`` minus the points already recorded (a resumed run evaluates each once)."""
+    done = {json.dumps(f.action, sort_keys=True, default=str) for f in history}
+    return [dict(p) for p in points if json.dumps(p, sort_keys=True, default=str) not in done]

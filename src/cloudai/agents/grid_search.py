@@ -8,6 +8,7 @@ only with ``grid_points`` (otherwise construction raises ``ConfigError``).
 Resume: steps replayed through ``update_policy`` before the first ask mark their grid
 points as done; the sweep then walks the grid from the start and skips them, so gaps left
 by parallel trials that never finished are filled and no completed point is asked again.
+Warm-start trials (earlier runs) are ignored: a sweep measures every point in this run.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from cloudai.envs.base import BaseGym, Feedback, Observation
 class GridSearchAgent(BaseAgent):
     name = "grid_search"
     samples_env_params = False  # a sweep compares points; a randomized env would make that meaningless
+    asks_depend_on_feedback = False
 
     def __init__(self, env: BaseGym, config: AgentConfig, max_steps: int) -> None:
         super().__init__(env, config, max_steps)
@@ -34,12 +36,15 @@ class GridSearchAgent(BaseAgent):
             self._done.discard(self._next)  # passed: never needed again
             self._next += 1
         if self._next >= self.size:
+            self.stop_reason = f"the grid has {self.size} point(s), all tried (fewer than agent_steps)"
             return None
         point = self.space.grid_point(self._next)
         self._next += 1
         return self.env.next_step, point
 
     def update_policy(self, feedback: Feedback) -> None:
+        if feedback.info.get("warm_start"):
+            return  # a sweep learns nothing: an earlier run's point is measured again in this one
         try:
             index = self.space.grid_index(feedback.action)
         except (KeyError, ValueError):

@@ -7,9 +7,13 @@
   state moves on) the same point is a new trial, so a finished pass starts another (a fresh
   permutation) until ``agent_steps``: every point is tried once per pass.
 * Any range present: each dimension is drawn independently (categorical uniformly, a range
-  uniformly, log-uniformly when ``log``, rounded for ``int``). Exact repeats are redrawn
-  (up to ``_MAX_REDRAWS`` times, then the space is taken as exhausted). ``grid_points``
-  is ignored here: it discretizes a range for ``grid_search`` only.
+  uniformly, log-uniformly when ``log``, rounded for ``int``). Offline without env_params,
+  exact repeats are redrawn (up to ``_MAX_REDRAWS`` times, then the space is taken as
+  exhausted and ``stop_reason`` says so); with env_params or a live env a repeat is a new
+  trial, so draws are kept as they come and the run goes on to ``agent_steps``.
+  ``grid_points`` is ignored here: it discretizes a range for ``grid_search`` only.
+
+Warm-start trials (earlier runs) are ignored: a sweep measures its points in this run.
 
 The same ``config.seed`` gives the same sequence. Steps replayed on resume (and any other
 feedback) count as seen, so a resumed run never asks a completed point again.
@@ -61,6 +65,7 @@ class FeistelPermutation:
 class RandomSearchAgent(BaseAgent):
     name = "random_search"
     samples_env_params = True
+    asks_depend_on_feedback = False
 
     def __init__(self, env: BaseGym, config: AgentConfig, max_steps: int) -> None:
         super().__init__(env, config, max_steps)
@@ -83,6 +88,8 @@ class RandomSearchAgent(BaseAgent):
         return self.env.next_step, point
 
     def update_policy(self, feedback: Feedback) -> None:
+        if feedback.info.get("warm_start"):
+            return
         if feedback.step in self._asked:
             self._asked.discard(feedback.step)
             return
@@ -106,16 +113,23 @@ class RandomSearchAgent(BaseAgent):
                     self._counts[index] += 1
                     return self.space.grid_point(index)
             if not self._repeat:
+                self.stop_reason = f"every one of the {self.space.grid_size} grid point(s) was tried"
                 return None
             self._pass, self._pos, self._perm = self._pass + 1, 0, self._permutation()
 
     def _draw_unseen(self) -> dict[str, Any] | None:
+        if self._repeat:  # the same point measures differently again: no reason to refuse it
+            return {d.name: self._draw(d) for d in self.space.dims}
         for _ in range(_MAX_REDRAWS):
             point = {d.name: self._draw(d) for d in self.space.dims}
             key = json.dumps(point, sort_keys=True, default=str)
             if key not in self._seen:
                 self._seen.add(key)
                 return point
+        self.stop_reason = (
+            f"{_MAX_REDRAWS} draws in a row repeated a point already tried: the space looks exhausted "
+            f"after {len(self._seen)} distinct point(s)"
+        )
         return None
 
     def _draw(self, dim: Categorical | Range) -> Any:

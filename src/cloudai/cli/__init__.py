@@ -6,12 +6,14 @@ Heavy modules are imported inside the commands, so ``cloudai --help`` stays fast
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import shutil
 import signal
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -140,6 +142,12 @@ def cli() -> None:
 @cli.command()
 @_scenario_options
 @click.option("--resume", type=click.Path(path_type=Path, file_okay=False), help="Continue the run in this dir.")
+@click.option(
+    "--warm-start",
+    "warm_start",
+    metavar="DIR[,DIR...]",
+    help="A new run whose agents first learn from these earlier runs' trials (same test ids).",
+)
 def run(
     system_config: Path | None,
     tests_dir: Path,
@@ -150,42 +158,57 @@ def run(
     verbose: bool,
     log_file: Path | None,
     resume: Path | None,
+    warm_start: str | None,
 ) -> None:
     """Run a scenario: plain tests as jobs, agent-driven tests through their agent."""
     from cloudai.plan.load import node_needs
     from cloudai.run.rundir import create_run_dir, output_root, write_run_manifest
+    from cloudai.run.warm import check_warm_dirs, parse_warm_dirs
 
     plan, system = _prepare(system_config, tests_dir, test_scenario, single_sbatch, verbose, log_file)
     system.check()
     system.preflight(node_needs(plan))
     system.notify = click.echo
+    warm_dirs = parse_warm_dirs(warm_start)
+    if warm_dirs:
+        check_warm_dirs(plan, warm_dirs)
     if resume is not None:  # plain runs too: never write into another scenario's results
-        from cloudai.run.dse import check_resume
+        from cloudai.run.dse import check_resume, warm_start_command
 
-        check_resume(plan, resume)
-    run_dir = resume if resume is not None else create_run_dir(output_root(plan, output_dir), plan.scenario.name)
+        check_resume(plan, resume, warm_start_command(system_config, tests_dir, test_scenario, resume))
+    root = output_root(plan, output_dir)
+    fresh_root = not root.exists()  # made by this run: removed again when bad input stops it before any result
+    run_dir = resume if resume is not None else create_run_dir(root, plan.scenario.name)
     if resume is None:
         write_run_manifest(plan, run_dir)
     _sigterm_as_interrupt()
     click.echo(f"Running scenario '{plan.scenario.name}' on {system.name}; results in {run_dir}")
+    how = _How(
+        (system_config, tests_dir, test_scenario), single_sbatch, resume, warm_dirs, root if fresh_root else None
+    )
     with debug_log(run_dir):
-        code = _run_in(plan, system, run_dir, single_sbatch, resume, (system_config, tests_dir, test_scenario))
+        code = _run_in(plan, system, run_dir, how)
     click.echo(f"Results: {run_dir}")
     sys.exit(code)
 
 
-def _run_in(
-    plan: Plan,
-    system: System,
-    run_dir: Path,
-    single_sbatch: bool,
-    resume: Path | None,
-    files: tuple[Path | None, Path, Path],
-) -> int:
+@dataclass(frozen=True)
+class _How:
+    """How ``cloudai run`` was asked to run: the files, ``--single-sbatch``, ``--resume``, ``--warm-start``, and
+    the output root this run created (removed again when bad input stops the run before any result)."""
+
+    files: tuple[Path | None, Path, Path]
+    single_sbatch: bool
+    resume: Path | None
+    warm_dirs: tuple[Path, ...]
+    made_root: Path | None
+
+
+def _run_in(plan: Plan, system: System, run_dir: Path, how: _How) -> int:
     """The run itself, once its results dir exists; a report of what finished whatever stopped it."""
-    system_config, tests_dir, test_scenario = files
+    (system_config, tests_dir, test_scenario), resume = how.files, how.resume
     try:
-        if single_sbatch:
+        if how.single_sbatch:
             from cloudai.run.single_sbatch import run_single_sbatch
 
             code = run_single_sbatch(plan, run_dir, system, click.echo)
@@ -195,7 +218,8 @@ def _run_in(
 
             again = resume_command(system_config, tests_dir, test_scenario, run_dir)
             code = run_around_hooks(plan, run_dir, system, click.echo, lambda: run_agent_entries(
-                plan, run_dir, system, click.echo, resume is not None, resume_command=again))  # fmt: skip
+                plan, run_dir, system, click.echo, resume is not None, resume_command=again, warm_dirs=how.warm_dirs
+            ))  # fmt: skip
         else:
             from cloudai.run.plain import run_plain
 
@@ -203,6 +227,9 @@ def _run_in(
     except ConfigError:  # bad input only found once the run began (e.g. a live server's constructor)
         if resume is None and not _has_results(run_dir):
             shutil.rmtree(run_dir, ignore_errors=True)  # bad input leaves no output dir behind
+            if how.made_root is not None:
+                with contextlib.suppress(OSError):
+                    how.made_root.rmdir()  # only when empty
         raise
     finally:
         system.cancel_all()  # nothing outlives the run, whatever stopped it

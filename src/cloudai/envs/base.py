@@ -100,5 +100,8 @@ class BaseGym(ABC):
     def env_param_sampler(self) -> EnvParamSampler | None:
         return None
 
+    def measure_again(self) -> None:
+        """From now on, run every step even when an equal one was measured (confirmation re-runs)."""
+
     def close(self) -> None:
         """Release what the env holds (jobs, connections). Safe to call twice."""

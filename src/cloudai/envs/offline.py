@@ -107,6 +107,7 @@ class CloudAIGymEnv(BaseGym):
         self._running: dict[str, _Trial] = {}  # in flight, by cache key
         self._unwritten: deque[int] = deque()  # started steps not yet in trajectory.csv, ascending
         self._finished: dict[int, tuple[Feedback, float]] = {}  # finished, waiting for earlier steps
+        self._reuse = True  # answer a repeated (action, env_params) from the cache; off: measure again
 
     def define_action_space(self) -> Space:
         return self.action_space
@@ -133,6 +134,10 @@ class CloudAIGymEnv(BaseGym):
     def history(self) -> list[Feedback]:
         return list(self._history)
 
+    def measure_again(self) -> None:
+        """Confirmation re-runs: no cache hits, no sharing with a running twin; every step is a job."""
+        self._reuse = False
+
     def step(self, action: dict[str, Any]) -> tuple[Observation, float, bool, dict]:
         step = self.step_async(action)
         mine: Feedback | None = None
@@ -153,10 +158,10 @@ class CloudAIGymEnv(BaseGym):
         self._unwritten.append(step)
         env = self.setup.sampler.sample(step) if self.setup.sampler else {}
         trial = _Trial(step, dict(action), env, cache_key(action, env), time.monotonic())
-        hit = self._cache.get(trial.key)
+        hit = self._cache.get(trial.key) if self._reuse else None
         if hit is not None:
             self._cached(trial, hit)
-        elif trial.key in self._running:  # the same trial is running: share its result when it succeeds
+        elif self._reuse and trial.key in self._running:  # the same trial is running: share its result when it succeeds
             self._running[trial.key].followers.append(trial)
         elif reason := self.workload.constraint(split_knobs(self._values(trial))[0]):
             self._complete(trial, self._nothing(), self.setup.penalty_reward, "constraint", {"reason": reason})
@@ -194,7 +199,8 @@ class CloudAIGymEnv(BaseGym):
                 for step in [trial.step, *(f.step for f in trial.followers)]:
                     self._unwritten.remove(step)
                 del self._pending[trial.step]
-                del self._running[trial.key]
+                if self._running.get(trial.key) is trial:
+                    del self._running[trial.key]
             for trial in succeeded if not self.writer.broken else []:
                 self._finish(trial)
         self.setup.system.cancel_all()  # a job started as a signal arrived, which no trial holds
@@ -209,7 +215,8 @@ class CloudAIGymEnv(BaseGym):
         entry, step = self.setup.entry, trial.step
         name = f"{entry.id}.{self.setup.iteration}.{step}"
         spec = build_spec(entry, self.workload, self._values(trial), self.setup.out_dir / str(step), name)
-        self._pending[step] = self._running[trial.key] = trial  # before submit: close() must know of it
+        self._pending[step] = trial  # before submit: close() must know of it
+        self._running.setdefault(trial.key, trial)  # a twin measured again (measure_again) is not a follower
         trial.job = self.setup.system.submit(spec)
 
     def _cached(self, trial: _Trial, hit: Feedback) -> None:
@@ -225,7 +232,8 @@ class CloudAIGymEnv(BaseGym):
 
     def _record_finished(self, trial: _Trial) -> None:
         del self._pending[trial.step]
-        del self._running[trial.key]
+        if self._running.get(trial.key) is trial:
+            del self._running[trial.key]
         job = trial.job
         assert job is not None
         metrics = finish_job(job, self.workload, self.metrics)  # a missing metric fails the job, job.json too

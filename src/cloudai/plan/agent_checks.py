@@ -19,6 +19,7 @@ from cloudai.config.tomlfile import problems_from
 from cloudai.envs.rewards import REWARDS
 from cloudai.errors import ConfigError, Problem, did_you_mean
 from cloudai.plan.env_param_checks import check_env_params
+from cloudai.plan.points import check_enqueue
 from cloudai.space import Range, Space
 from cloudai.workloads import WORKLOADS
 
@@ -49,6 +50,23 @@ def default_steps(entry: RunEntry, space: Space, agent_cls: type[BaseAgent]) -> 
     return action.grid_size if finite(action, agent_cls) else None
 
 
+def short_sweep_note(entry: RunEntry, space: Space, agent_cls: type[BaseAgent]) -> str | None:
+    """What to tell the user when a sweep ends before ``agent_steps`` (grid smaller than asked): None otherwise."""
+    steps = entry.agent.steps
+    action = agent_space(entry, space)
+    if steps is None or entry.cmd_args.get("live_rl_mode") or agent_cls.name not in ("grid_search", "random_search"):
+        return None
+    if not finite(action, agent_cls):
+        return None
+    repeats = agent_cls.name == "random_search" and bool(entry.agent.env_params)  # a new draw per pass
+    if repeats or action.grid_size >= steps:
+        return None
+    return (
+        f"{entry.id}: agent_steps = {steps}, but the grid has {action.grid_size} point(s): "
+        f"{agent_cls.name} tries each once and stops after {action.grid_size} step(s)"
+    )
+
+
 def agent_config(entry: RunEntry, agent_cls: type[BaseAgent]) -> AgentConfig:
     """``agent_config`` validated by the agent's model; ``seed`` falls back to the test's ``seed``."""
     config = agent_cls.config_model.model_validate(entry.agent.config or {})
@@ -69,7 +87,9 @@ def check_agent_entry(entry: RunEntry, space: Space, live: bool) -> list[Problem
     except ConfigError as exc:
         return problems + exc.problems
     try:
-        agent_config(entry, agent_cls)
+        config = agent_config(entry, agent_cls)
+        if not live:  # a live server defines its space when the run starts: checked then
+            problems += check_enqueue(entry, agent_space(entry, space), config.enqueue)
     except ValidationError as exc:
         problems += [
             Problem(

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from cloudai.errors import ConfigError
+from cloudai.reports.confirm import Estimate, confirmed_in
 from cloudai.reports.trajectory import Trajectory, read_env, read_trajectory
 
 RUN_MANIFEST = "run.json"
@@ -66,6 +67,7 @@ class AgentRun:
     trajectory: Trajectory
     failure: str = ""  # dse_failure.txt: the run failed hard
     finished: bool = True  # best.toml was written: the agent ran to its last step
+    confirmed: list[Estimate] = field(default_factory=list)  # confirm.csv: the re-run candidates' estimates
 
     @property
     def status(self) -> str:
@@ -200,7 +202,8 @@ def _agent_run(entry: Entry, it_dir: Path, iteration: int) -> AgentRun:
     else:
         trajectory = Trajectory(notes=["no trajectory.csv: the agent completed no step"])
     failure = (it_dir / FAILURE_FILE).read_text(errors="replace") if (it_dir / FAILURE_FILE).exists() else ""
-    return AgentRun(entry.id, iteration, trajectory, failure, (it_dir / BEST_FILE).exists())
+    confirmed = confirmed_in(trajectory, it_dir)
+    return AgentRun(entry.id, iteration, trajectory, failure, (it_dir / BEST_FILE).exists(), confirmed)
 
 
 def _metrics(raw: object) -> dict[str, float]:

@@ -43,9 +43,11 @@ class Regimes:
     trap: bool  # the best configuration is weak, or unproven, in some regime
 
 
-def regimes(traj: Trajectory) -> Regimes | None:
-    """Per env param, group scored steps by regime; None without a scored step or without env data."""
-    best = traj.best()
+def regimes(traj: Trajectory, best: Step | None = None) -> Regimes | None:
+    """Per env param, group scored steps by regime; None without a scored step or without env data.
+
+    ``best``: the configuration to judge (the confirmed winner's step); default the highest-reward step."""
+    best = best or traj.best()
     if best is None or not traj.env_params:
         return None
     rows: list[Regime] = []

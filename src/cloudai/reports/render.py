@@ -2,7 +2,8 @@
 
 Section ids (``data-section`` in brackets) are stable, for links and tests: ``overview``, ``jobs``, and per
 agent run ``<test id>-<iteration>`` [agent] with sub-sections ``<base>--reward`` [reward], ``--knobs``
-[knobs], ``--importance`` [importance], ``--top`` [top], ``--regimes`` [regimes], ``--episodes`` [episodes].
+[knobs], ``--importance`` [importance], ``--top`` [top], ``--regimes`` [regimes], ``--episodes`` [episodes],
+``--confirm`` (the re-run candidates, when the run confirmed).
 A section that cannot be computed says why instead of disappearing.
 """
 
@@ -11,10 +12,10 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime
 
-from cloudai.reports import analysis, plots, regimes
+from cloudai.reports import analysis, confirm, plots, regimes
 from cloudai.reports import html as h
 from cloudai.reports.load import AgentRun, RunData
-from cloudai.reports.trajectory import Trajectory
+from cloudai.reports.trajectory import Step, Trajectory
 
 
 def run_page(run: RunData) -> str:
@@ -60,9 +61,11 @@ def agent_section(run: RunData, ar: AgentRun) -> str:
     if not traj.steps:
         return h.section(base, title, parts, data="agent")
     best = traj.best()
+    parts += _confirmed(ar, base)
     if best is not None:
         action = json.dumps(best.action, sort_keys=True)
-        parts.append(h.para(f"Best: reward {h.fmt(best.reward)} at step {best.step}, action {action}."))
+        single = f"reward {h.fmt(best.reward)} at step {best.step} (a single measurement), action {action}."
+        parts.append(h.para(f"Best {'search step' if ar.confirmed else 'step'}: {single}"))
     parts.append(h.section(f"{base}--reward", "Reward per step", [h.img(plots.reward_curve(traj), "reward")], 3))
     if traj.knobs and traj.scored():
         parts.append(h.section(f"{base}--knobs", "Knob effects", [h.img(plots.knob_effects(traj), "knobs")], 3))
@@ -71,7 +74,7 @@ def agent_section(run: RunData, ar: AgentRun) -> str:
     if any(not s.scored for s in traj.steps):
         parts.append(_unscored(traj, base))
     if traj.env_params:
-        parts.append(_regimes(traj, base))
+        parts.append(_regimes(traj, base, confirm.headline_step(traj, ar.confirmed)))
     if entry.live_rl or traj.episodes > 1:
         returns = analysis.episode_returns(traj)
         table = h.table(["episode", "return", "steps"], [(ep, ret, n) for ep, (ret, n) in returns.items()])
@@ -127,9 +130,21 @@ def _unscored(traj: Trajectory, base: str) -> str:
     return h.section(f"{base}--unscored", f"Trials that did not score ({len(steps)})", parts, 3)
 
 
-def _regimes(traj: Trajectory, base: str) -> str:
+def _confirmed(ar: AgentRun, base: str) -> list[str]:
+    """The confirmed winner (the estimate to rely on) and every re-run candidate, as the terminal says it."""
+    top = confirm.winner(ar.confirmed)
+    if top is None:
+        return []
+    header = ["candidate", "mean reward", "± 95 % CI", "n", "failed", "action"]
+    rows = [[e.candidate, e.mean, e.ci95, e.n, e.failed, json.dumps(e.action, sort_keys=True)] for e in ar.confirmed]
+    title = "Confirmed candidates (re-run after the search; steps listed in confirm.csv)"
+    table = h.section(f"{base}--confirm", title, [h.table(header, rows)], 3)
+    return [h.para(f"Confirmed best: {top.text()}."), table]
+
+
+def _regimes(traj: Trajectory, base: str, best: Step | None = None) -> str:
     title = "Best configuration across environment regimes"
-    reg = regimes.regimes(traj)
+    reg = regimes.regimes(traj, best)
     if reg is None:
         return h.section(f"{base}--regimes", title, [h.note("No scored trial to place in a regime.")], 3)
     header = ["env param", "regime", "best mean", "best min", "best n", "all configs mean", "configs", "share better"]

@@ -12,11 +12,13 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
 from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from cloudai.atomicfile import atomic_write
+from cloudai.reports.confirm import Estimate, winner
 from cloudai.reports.load import AgentRun, RunData, load_run
 
 if TYPE_CHECKING:
@@ -108,7 +110,11 @@ def print_summary(run_dir: Path, console: Console | None = None) -> None:
         kind = "live RL" if entry.live_rl else "DSE" if entry.agent_driven else "plain"
         status = ", ".join(f"{_style(s)}{n} {s}[/]" for s, n in sorted(counts.items())) or "no results"
         best = _best(agent_runs)
-        if best is not None:
+        confirmed = [(w, ar) for ar in agent_runs if (w := winner(ar.confirmed)) is not None]
+        top = max(confirmed, key=lambda c: c[0].mean, default=None)
+        if top is not None:
+            notes.append(f"Best of {entry.id} (confirmed, iteration {top[1].iteration}): {top[0].text()}")
+        elif best is not None:
             notes.append(f"Best of {entry.id}: {json.dumps(best.action, sort_keys=True)}")
         if any(ar.status == "incomplete" for ar in agent_runs):
             notes.append(
@@ -116,7 +122,7 @@ def print_summary(run_dir: Path, console: Console | None = None) -> None:
             )
         row = [f"{entry.id} ({entry.test_name})", kind, str(len(jobs) + len(agent_runs)), status]
         if driven:
-            row.append("" if not agent_runs else "—" if best is None else f"{best.reward:.4g} (step {best.step})")
+            row.append(_best_cell(agent_runs, best, top[0] if top else None))
         table.add_row(*row)
     console.print(table)
     for line in notes:
@@ -124,6 +130,16 @@ def print_summary(run_dir: Path, console: Console | None = None) -> None:
     report = run_dir / REPORT_FILE
     where = report if report.exists() else f"run `cloudai generate-report {run_dir}`"
     console.print(f"Report: {where}", soft_wrap=True, markup=False, highlight=False)
+
+
+def _best_cell(agent_runs: list[AgentRun], best: Step | None, top: Estimate | None) -> str:
+    """The confirmed mean ± CI when the run confirmed; else the best single step."""
+    if not agent_runs:
+        return ""
+    if top is not None:
+        ci = "" if math.isnan(top.ci95) else f" ± {top.ci95:.2g}"
+        return f"{top.mean:.4g}{ci} (mean of n={top.n}, confirmed)"
+    return "—" if best is None else f"{best.reward:.4g} (step {best.step})"
 
 
 def _best(agent_runs: list[AgentRun]) -> Step | None:

@@ -14,13 +14,16 @@ and names the regimes it was never measured in, in best.toml and on the terminal
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Sequence
+from pathlib import Path
 from statistics import fmean
 from typing import TYPE_CHECKING, Any
 
 import toml
 
+from cloudai.reports.confirm import Estimate, winner
 from cloudai.space import NUM_NODES, split_knobs
 
 if TYPE_CHECKING:
@@ -56,13 +59,23 @@ def best_test(entry: RunEntry, space: Space, best: Feedback) -> dict[str, Any]:
     return test
 
 
-def best_text(entry: RunEntry, space: Space, best: Feedback, recorded: int, notes: Sequence[str] = ()) -> str:
+def best_text(
+    entry: RunEntry,
+    space: Space,
+    best: Feedback,
+    recorded: int,
+    notes: Sequence[str] = (),
+    *,
+    confirmed: Sequence[Estimate] = (),
+) -> str:
+    """best.toml's text; with ``confirmed``, the confirmed winner's estimate leads and ``best`` is its search step."""
     metrics = best.info.get("metrics") or dict(zip(entry.agent.metrics, best.observation, strict=False))
     live = bool(entry.cmd_args.get("live_rl_mode"))
     reward = "the live server's reward" if live else f"{entry.agent.reward}({entry.agent.metrics[0]})"
     lines = [
+        *_confirmed_lines(confirmed),
         f"# Best trial of '{entry.id}' over {recorded} recorded step(s): step {best.step} ({best.status}),",
-        f"# reward {best.reward:.6g} = {reward}.",
+        f"# reward {best.reward:.6g} = {reward} (a single measurement).",
         "# Metrics: " + ", ".join(f"{k}={_num(v)}" for k, v in metrics.items()),
         f"# Action: {', '.join(f'{k}={v!r}' for k, v in best.action.items())}",
     ]
@@ -75,6 +88,49 @@ def best_text(entry: RunEntry, space: Space, best: Feedback, recorded: int, note
     test = best_test(entry, space, best)
     lines.append(f'# Run it: copy this file into a tests dir; in a scenario: test_name = "{test["name"]}".')
     return "\n".join(lines) + "\n\n" + toml.dumps(test)
+
+
+def _confirmed_lines(confirmed: Sequence[Estimate]) -> list[str]:
+    top = winner(confirmed)
+    if top is None:
+        return []
+    lines = [f"# Confirmed best: {top.text()}", "# Every confirmed candidate (re-run after the search):"]
+    return lines + [f"#   {e.text()}" for e in confirmed]
+
+
+def outcome_lines(
+    label: str, single: Feedback, searched: int, confirmed: Sequence[Estimate], out_dir: Path
+) -> list[str]:
+    """What the terminal says at the end of an iteration: the estimate to rely on first, then the search's
+    best single measurement, then (env_params) the report's trap/robust verdict on the best configuration."""
+    best = f"best of {searched} step(s) is step {single.step}: reward {single.reward:.6g} (a single measurement)"
+    top = winner(confirmed)
+    if top is None:
+        lines = [f"{label}: {best}", f"  action {json.dumps(single.action)}"]
+    else:
+        lines = [f"{label}: confirmed best, {top.text()}"]
+        lines += [f"  {e.text()}" for e in confirmed if e is not top]
+        lines.append(f"  search: {best}, action {json.dumps(single.action)}")
+    verdict = regime_verdict(out_dir)
+    if verdict:
+        lines.append(f"  env_params: {verdict}")
+    return lines
+
+
+def regime_verdict(out_dir: Path) -> str | None:
+    """The report's trap/robust verdict for this iteration (None without env_params): the same files, the same
+    functions as ``cloudai generate-report``, so the terminal and the report agree."""
+    from cloudai.reports.confirm import confirmed_in, headline_step
+    from cloudai.reports.regimes import regimes
+    from cloudai.reports.trajectory import read_env, read_trajectory
+
+    path = out_dir / "trajectory.csv"
+    if not (out_dir / "env.csv").is_file() or not path.is_file():
+        return None
+    traj = read_trajectory(path)
+    read_env(out_dir / "env.csv", traj)
+    found = regimes(traj, headline_step(traj, confirmed_in(traj, out_dir)))
+    return None if found is None else found.verdict
 
 
 def regime_notes(steps: Sequence[Feedback], best: Feedback, sampler: EnvParamSampler | None) -> list[str]:

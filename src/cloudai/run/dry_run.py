@@ -27,7 +27,7 @@ def dry_run_entries(plan: Plan, run_dir: Path, system: System, echo: Echo, n: in
     from cloudai.agents import AGENTS
     from cloudai.envs.env_params import sampler_for
     from cloudai.jobs.spec import build_spec
-    from cloudai.plan.agent_checks import agent_config, agent_space, default_steps, finite
+    from cloudai.plan.agent_checks import agent_config, agent_space, default_steps, finite, short_sweep_note
     from cloudai.workloads import WORKLOADS
 
     for checked in (c for c in plan.checked.values() if c.agent_driven):
@@ -38,6 +38,9 @@ def dry_run_entries(plan: Plan, run_dir: Path, system: System, echo: Echo, n: in
         size = f"{action.grid_size} grid points" if finite(action, agent_cls) else "continuous"
         steps = default_steps(entry, checked.space, agent_cls)
         echo(f"{entry.id}: agent {entry.agent.name}, {steps} step(s), {len(action.dims)} dimension(s), {size}")
+        short = short_sweep_note(entry, checked.space, agent_cls)
+        if short:
+            echo(f"  note: {short}")
         if checked.live_rl:  # the server defines the rest of the space, the observation and the reward
             echo("  live RL: each trial is a step of the live environment, which gives the reward; no scripts")
             echo("  knobs the test declares or narrows (the server adds its others when the run starts):")
@@ -51,8 +54,9 @@ def dry_run_entries(plan: Plan, run_dir: Path, system: System, echo: Echo, n: in
         workload, sampler = WORKLOADS.get(entry.workload)(), sampler_for(entry, checked.space)
         dry = _DryGym(action, list(entry.agent.metrics), sampler)
         agent = agent_cls(dry, config, min(n, steps or n))
+        queue = [dict(p) for p in config.enqueue]  # evaluated first by the run (agent_config.enqueue)
         for _ in range(min(n, steps or n)):
-            choice = agent.select_action(dry.reset()[0])
+            choice = (dry.next_step, queue.pop(0)) if queue else agent.select_action(dry.reset()[0])
             if choice is None:
                 break
             step, point = choice

@@ -13,6 +13,11 @@ calls ``agent.run()``, then writes ``best.toml`` and prints the best trial. Outc
 
 ``--resume DIR`` continues in DIR: each iteration's env reads its trajectory back, the
 agent is told every recorded step, and runs on to ``agent_steps``; no step is re-run.
+``check_resume`` refuses a DIR whose tests changed since (``cloudai.run.fingerprint``).
+
+After the search, the top candidates are re-run (``cloudai.run.confirm``) when the reward is
+noisy, and the terminal and best.toml lead with the confirmed estimate; ``--warm-start`` dirs
+(``cloudai.run.warm``) are told to the agent before its first ask.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ from typing import TYPE_CHECKING
 from cloudai.envs.base import BaseGym, Feedback
 from cloudai.errors import ConfigError, Interrupted
 from cloudai.run import Echo
+from cloudai.run.fingerprint import resume_changes
 
 if TYPE_CHECKING:
     from cloudai.plan.load import Plan
@@ -76,15 +82,28 @@ def build_env(
 
 
 def run_agent_entries(
-    plan: Plan, run_dir: Path, system: System, echo: Echo, resume: bool, *, resume_command: str = ""
+    plan: Plan,
+    run_dir: Path,
+    system: System,
+    echo: Echo,
+    resume: bool,
+    *,
+    resume_command: str = "",
+    warm_dirs: tuple[Path, ...] = (),
 ) -> int:
     """Run every agent-driven entry (every iteration); the exit code (see the module docstring)."""
+    from cloudai.agents import AGENTS
+    from cloudai.plan.agent_checks import short_sweep_note
+
     code = 0
     for checked in plan.checked.values():
         if not checked.agent_driven:
             continue
+        note = short_sweep_note(checked.entry, checked.space, AGENTS.get(checked.entry.agent.name))
+        if note:
+            echo(f"note: {note}")
         for iteration in range(checked.entry.iterations):
-            result = _run_iteration(plan, checked, run_dir, system, echo, iteration, resume, resume_command)
+            result = _run_iteration(plan, checked, run_dir, system, echo, iteration, resume, resume_command, warm_dirs)
             if result is None:  # a hard failure: the rest would likely fail the same way
                 return 1
             code = max(code, result)
@@ -100,12 +119,15 @@ def _run_iteration(
     iteration: int,
     resume: bool,
     resume_command: str,
+    warm_dirs: tuple[Path, ...] = (),
 ) -> int | None:
     """One iteration; its exit code, or None after a hard failure (``dse_failure.txt`` written)."""
     from cloudai.agents import AGENTS
     from cloudai.atomicfile import atomic_write
     from cloudai.plan.agent_checks import agent_config, default_steps
-    from cloudai.run.best import BEST_FILE, best_text, regime_notes
+    from cloudai.reports.confirm import action_key, winner
+    from cloudai.run.best import BEST_FILE, best_text, outcome_lines, regime_notes
+    from cloudai.run.confirm import SCORED, confirm_plan, run_confirmation, search_steps
     from cloudai.run.progress import StepProgress
 
     entry = checked.entry
@@ -113,7 +135,9 @@ def _run_iteration(
     steps = default_steps(entry, checked.space, agent_cls) or 0
     out_dir = run_dir / entry.id / str(iteration)
     (out_dir / FAILURE_FILE).unlink(missing_ok=True)
-    progress = StepProgress(f"{entry.id}/{iteration}", steps, echo)
+    config = agent_config(entry, agent_cls)
+    confirm = confirm_plan(entry, config, checked.live_rl)
+    progress = StepProgress(f"{entry.id}/{iteration}", steps + confirm[0] * confirm[1], echo)
     finished: list[Feedback] = []
 
     def on_step(feedback: Feedback) -> None:
@@ -124,14 +148,34 @@ def _run_iteration(
     history = env.history()
     progress.done = len(history)
     progress.best = max((f.reward for f in history if f.status in ("ok", "cached")), default=None)
-    config = agent_config(entry, agent_cls)
     if agent_cls.can_ask_ahead and not env.live and config.max_parallel > env.max_in_flight:
         echo(f"note: {entry.id}: max_parallel = {config.max_parallel} is capped at the system's "
              f"max_concurrent_jobs = {env.max_in_flight}")  # fmt: skip
+    if env.live and config.enqueue:  # the server's space is known only now
+        from cloudai.plan.points import check_enqueue
+
+        problems = check_enqueue(entry, env.define_action_space(), config.enqueue)
+        if problems:
+            env.close()
+            raise ConfigError(problems=problems)
+    warm = None
+    if warm_dirs:
+        from cloudai.plan.agent_checks import agent_space
+        from cloudai.run.warm import load_warm_start
+
+        action_space = env.define_action_space() if env.live else agent_space(entry, checked.space)
+        warm = load_warm_start(warm_dirs, entry.id, action_space, checked.space, tuple(entry.agent.metrics))
+        echo(warm.note(f"{entry.id}/{iteration}"))
     try:
         with progress:
             agent = agent_cls(env, config, steps)
-            agent.run()
+            agent.uncounted = {f.step for f in history} - {f.step for f in search_steps(history, out_dir)}
+            if warm is not None:
+                agent.warm_start(warm.told)
+            ran = agent.run()
+            search = search_steps([*history, *finished], out_dir)
+            parallel = config.max_parallel if agent_cls.can_ask_ahead else 1
+            confirmed = run_confirmation(env, search, [*history, *finished], confirm, out_dir, parallel)
     except KeyboardInterrupt:
         env.close()
         raise Interrupted(
@@ -149,23 +193,33 @@ def _run_iteration(
         echo(f"  resume with: {resume_command}")
         return None
     env.close()
-    best, recorded = agent.best, progress.done
+    if ran < steps:
+        why = agent.stop_reason or "the agent had nothing left to try"
+        echo(f"note: {entry.id}/{iteration}: stopped after {ran} of {steps} step(s) (agent_steps): {why}")
+    recorded = progress.done
+    best = max((f for f in search if f.status in SCORED), key=lambda f: (f.reward, -f.step), default=None)
     if best is None:
         echo(f"{entry.id}/{iteration}: no trial succeeded in {recorded} step(s); see {out_dir / 'trajectory.csv'}")
         return 1
+    single, top = best, winner(confirmed)
+    if top is not None:  # the TOML of the confirmed winner, from its best search step (its env_params)
+        best = max((f for f in search if action_key(f.action) == action_key(top.action) and f.status in SCORED),
+                   key=lambda f: f.reward)  # fmt: skip
     regimes = regime_notes([*history, *finished], best, env.env_param_sampler())
     notes = [*regimes, *agent.best_notes()]
-    text = best_text(entry, checked.space, best, recorded, notes)
+    text = best_text(entry, checked.space, best, recorded, notes, confirmed=confirmed)
     path = atomic_write(out_dir / BEST_FILE, text)
-    echo(f"{entry.id}/{iteration}: best of {recorded} step(s) is step {best.step}: reward {best.reward:.6g}")
-    echo(f"  action {json.dumps(best.action)}; test TOML: {path}")
+    for line in outcome_lines(f"{entry.id}/{iteration}", single, len(search), confirmed, out_dir):
+        echo(line)
+    echo(f"  test TOML: {path}")
     for line in regimes:
         echo(f"  {line}")
     return 0
 
 
-def check_resume(plan: Plan, run_dir: Path) -> None:
-    """``run_dir`` must be a results dir of this scenario (its ``run.json`` names the same tests)."""
+def check_resume(plan: Plan, run_dir: Path, warm_command: str = "") -> None:
+    """``run_dir`` must be a results dir of this scenario (its ``run.json`` names the same tests), whose
+    tests are unchanged (``fingerprints``); ``warm_command`` is the new run to suggest when they changed."""
     manifest = run_dir / "run.json"
     if not manifest.is_file():
         raise ConfigError(
@@ -182,6 +236,16 @@ def check_resume(plan: Plan, run_dir: Path) -> None:
             file=manifest,
             hint="resume with the same --tests-dir and --test-scenario the run was started with",
         )
+    changes = resume_changes(data.get("fingerprints") or {}, list(plan.scenario.entries), plan.system_config)
+    if changes:
+        raise ConfigError(
+            "the tests changed since this run started; resuming would mix two experiments in one trajectory:\n  "
+            + "\n  ".join(changes),
+            file=manifest,
+            field="--resume",
+            hint="undo the edit to resume this run (raising only agent_steps is allowed), or start a new run "
+            f"that learns from this one: {warm_command or f'cloudai run ... --warm-start {run_dir}'}",
+        )
 
 
 def resume_command(system_config: Path | None, tests_dir: Path, test_scenario: Path, run_dir: Path) -> str:
@@ -195,6 +259,12 @@ def resume_command(system_config: Path | None, tests_dir: Path, test_scenario: P
         args += ["--system-config", str(system_config.resolve())]
     args += ["--tests-dir", str(tests_dir.resolve()), "--test-scenario", str(test_scenario.resolve())]
     return shlex.join([*args, "--resume", str(run_dir.resolve())])
+
+
+def warm_start_command(system_config: Path | None, tests_dir: Path, test_scenario: Path, run_dir: Path) -> str:
+    """The new run that learns from ``run_dir`` (``--warm-start``), with absolute paths."""
+    resume = resume_command(system_config, tests_dir, test_scenario, run_dir)
+    return resume.replace(" --resume ", " --warm-start ", 1)
 
 
 def _live_env_class() -> Callable[..., BaseGym]:

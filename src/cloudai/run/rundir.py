@@ -16,6 +16,7 @@ from datetime import datetime
 from pathlib import Path
 
 from cloudai.errors import ConfigError
+from cloudai.run.fingerprint import entry_fingerprint
 
 
 def create_run_dir(root: Path, scenario_name: str) -> Path:
@@ -60,6 +61,7 @@ def write_run_manifest(plan: Plan, run_dir: Path) -> None:
     ]
     manifest = {
         "scenario": plan.scenario.name,
+        "fingerprints": {c.entry.id: entry_fingerprint(c.entry, plan.system_config) for c in plan.checked.values()},
         "scenario_file": str(plan.scenario.file),
         "started_at": time.time(),
         "system": getattr(plan.system_config, "name", ""),

@@ -56,6 +56,7 @@ class Workload(ABC):
     args_model: ClassVar[type[BaseModel] | None] = None
     produces_metrics: ClassVar[bool] = False  # True: a job without valid metrics.json has failed
     metrics: ClassVar[tuple[str, ...] | None] = None  # the metric names it reports; None: not declared, () none
+    noisy: ClassVar[bool] = False  # the same point measures differently when re-run: confirm the best by default
 
     @abstractmethod
     def argv(self, args: Mapping[str, Any], job: JobContext) -> list[str]: ...

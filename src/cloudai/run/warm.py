@@ -1,0 +1,106 @@
+"""``--warm-start DIR[,DIR...]``: earlier runs' trials told to a new run's agent before its first ask.
+
+A warm-start trial is a recorded step of an earlier results dir, for a test of the same id
+(every iteration's ``trajectory.csv``). It is told only when its action names exactly the
+knobs the new agent chooses and every value lies in the new space (a list's candidate, inside
+a range); the others are skipped and counted, and the count is printed. The trials inform
+the agent (optuna adds them to its study, the bandit to its arms; the sweeps ignore them) but
+never become the new run's best: they were measured under another definition of the trial.
+
+``check_warm_dirs`` runs before anything is written (bad input: exit 2): each DIR must be a
+results dir (``run.json``) holding at least one of this scenario's agent-driven tests.
+"""
+
+from __future__ import annotations
+
+import csv
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from cloudai.envs.base import Feedback
+from cloudai.envs.offline import replayed
+from cloudai.errors import ConfigError
+from cloudai.plan.points import point_problem
+from cloudai.trajectory.records import ENV_FILE, TRAJECTORY_FILE, read_trajectory
+
+if TYPE_CHECKING:
+    from cloudai.plan.load import Plan
+    from cloudai.space import Space
+
+
+@dataclass(frozen=True)
+class WarmStart:
+    """The trials of earlier runs that fit one entry's space, and how many did not."""
+
+    told: list[Feedback]
+    skipped: int
+    dirs: tuple[Path, ...]
+
+    def note(self, test_id: str) -> str:
+        where = ", ".join(str(d) for d in self.dirs)
+        skipped = f"; {self.skipped} skipped (knobs or values outside the new space)" if self.skipped else ""
+        return f"{test_id}: warm start from {where}: {len(self.told)} earlier trial(s) told to the agent{skipped}"
+
+
+def parse_warm_dirs(text: str | None) -> tuple[Path, ...]:
+    """``DIR[,DIR...]`` as paths (empty parts ignored)."""
+    return tuple(Path(part.strip()) for part in (text or "").split(",") if part.strip())
+
+
+def check_warm_dirs(plan: Plan, dirs: tuple[Path, ...]) -> None:
+    """Each dir is a results dir holding a trajectory of one of this plan's agent-driven tests; else ConfigError."""
+    ids = [c.entry.id for c in plan.checked.values() if c.agent_driven]
+    for directory in dirs:
+        if not (directory / "run.json").is_file():
+            raise ConfigError(
+                "not a cloudai results directory (no run.json)",
+                file=directory,
+                field="--warm-start",
+                hint="pass a results dir that `cloudai run` wrote (comma-separate several)",
+            )
+        if not any(_trajectories(directory, test_id) for test_id in ids):
+            raise ConfigError(
+                f"holds no trajectory.csv of this scenario's agent-driven test(s) {ids}",
+                file=directory,
+                field="--warm-start",
+                hint="warm start from a run of a test with the same id",
+            )
+
+
+def load_warm_start(
+    dirs: tuple[Path, ...], test_id: str, space: Space, full_space: Space, metrics: tuple[str, ...]
+) -> WarmStart:
+    """Every recorded step of ``test_id`` in ``dirs`` whose action is a point of ``space`` (the agent's).
+
+    ``full_space`` (env_params included) types the recorded env_params back; ``metrics`` names the observation.
+    """
+    told: list[Feedback] = []
+    skipped = 0
+    for directory in dirs:
+        for iteration_dir in _trajectories(directory, test_id):
+            for row in read_trajectory(iteration_dir, _env_names(iteration_dir)):
+                if point_problem(space, row.action) is not None:
+                    skipped += 1
+                    continue
+                feedback = replayed(row, full_space, metrics)
+                told.append(replace(feedback, info={**feedback.info, "warm_start": True, "from": str(iteration_dir)}))
+    return WarmStart(told, skipped, dirs)
+
+
+def _trajectories(directory: Path, test_id: str) -> list[Path]:
+    test_dir = directory / test_id
+    if not test_dir.is_dir():
+        return []
+    found = [d for d in test_dir.iterdir() if d.is_dir() and (d / TRAJECTORY_FILE).is_file()]
+    return sorted(found, key=lambda d: (not d.name.isdigit(), int(d.name) if d.name.isdigit() else 0, d.name))
+
+
+def _env_names(iteration_dir: Path) -> tuple[str, ...]:
+    """The env_params that run recorded (env.csv's header), so its rows read back consistently."""
+    path = iteration_dir / ENV_FILE
+    if not path.is_file():
+        return ()
+    with path.open(newline="", encoding="utf-8", errors="replace") as fh:
+        header = next(csv.reader(fh), [])
+    return tuple(header[1:])

@@ -1,0 +1,34 @@
+"""The confirmation estimates (``cloudai.reports.confirm``): mean, Student-t 95 % CI, failures, winner."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+from cloudai.reports.confirm import Estimate, estimates, read_confirm, t95, winner, write_confirm
+
+
+def test_mean_and_student_t_interval() -> None:
+    (e,) = estimates([(4, 1, {"x": 1}), (5, 1, {"x": 1}), (6, 1, {"x": 1})], {4: ("ok", 1.0), 5: ("ok", 2.0),
+                                                                              6: ("ok", 3.0)})  # fmt: skip
+    assert e.n == 3 and e.mean == 2.0
+    assert math.isclose(e.ci95, 4.303 / math.sqrt(3))
+    assert "mean 2 ± 2.484 (95 % CI, n=3)" in e.text()
+
+
+def test_failed_repeats_are_counted_not_averaged_and_unrecorded_steps_are_left_out() -> None:
+    rows = [(4, 1, {"x": 1}), (5, 1, {"x": 1}), (6, 1, {"x": 1}), (7, 2, {"x": 0})]
+    (e,) = estimates(rows, {4: ("ok", 5.0), 5: ("failed", -1.0), 6: ("ok", 7.0)})
+    assert e.rewards == (5.0, 7.0) and e.failed == 1 and e.steps == (4, 5, 6)
+
+
+def test_winner_is_the_highest_mean_and_none_without_scores() -> None:
+    a, b = Estimate(1, {"x": 1}, (5.0, 5.0)), Estimate(2, {"x": 2}, (6.0, 4.0, 9.0))
+    assert winner([a, b]) is b
+    assert winner([Estimate(1, {"x": 1}, (), failed=3)]) is None
+    assert t95(1) == 12.706 and t95(500) == 1.96
+
+
+def test_confirm_csv_round_trip(tmp_path: Path) -> None:
+    write_confirm(tmp_path, [(9, 2, {"b": "y"}), (8, 1, {"a": 1.5})])
+    assert read_confirm(tmp_path) == [(8, 1, {"a": 1.5}), (9, 2, {"b": "y"})]
