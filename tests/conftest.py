@@ -11,6 +11,9 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
+# Runs in tests render their report inline (matplotlib loads once per test session, not once per run in a
+# background process); the background report of real runs is covered by tests/reports/test_report_real_runs.py.
+os.environ.setdefault("CLOUDAI_REPORT", "inline")
 CONF = REPO / "conf"
 
 
