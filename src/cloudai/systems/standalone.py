@@ -63,6 +63,7 @@ class StandaloneSystem(System):
         self.name = config.name
         self._procs: dict[Job, _Proc] = {}
         self._cancelling: dict[Job, str] = {}  # job -> reason, while its group is being stopped
+        self._null: int | None = None  # /dev/null, opened once: every job's stdin
 
     def submit(self, spec: JobSpec, dependencies: Sequence[str] = ()) -> Job:
         """Start ``spec`` now (``dependencies`` are never given here: ``native_dependencies`` is False).
@@ -94,7 +95,7 @@ class StandaloneSystem(System):
                 popen = subprocess.Popen(
                     spec.argv,
                     cwd=spec.job_dir,
-                    stdin=subprocess.DEVNULL,
+                    stdin=self._devnull(),
                     stdout=out,
                     stderr=err,
                     env=env,
@@ -108,6 +109,12 @@ class StandaloneSystem(System):
         deadline = now + spec.time_limit_s if spec.time_limit_s else None
         self._procs[job] = _Proc(popen, deadline, _pidfd(popen.pid))
         return job
+
+    def _devnull(self) -> int:
+        """One ``/dev/null`` for every job's stdin (``subprocess.DEVNULL`` opens a new one per job)."""
+        if self._null is None:
+            self._null = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
+        return self._null
 
     def live_jobs(self) -> list[Job]:
         return list(self._procs)
