@@ -139,7 +139,8 @@ def big(n: int) -> None:
         run_dir = Path(str(got["run_dir"]))
         report = got["report"]
         rows = (run_dir / "t" / "0" / "trajectory.csv").read_text().count("\n") - 1
-        print(f"N={n}: whole run {got['wall']:.1f} s (aim < 180), peak RSS {got['rss_mb']:.0f} MB (aim < 200), "
+        print(f"N={n}: whole run {got['wall']:.1f} s (aim < 180; {got['sweep'] / n * 1000:.2f} ms per trial), "
+              f"peak RSS {got['rss_mb']:.0f} MB (aim < 200), last job end -> exit {got['tail']:.2f} s, "
               f"{rows} trajectory rows, report {report}")  # fmt: skip
 
 
