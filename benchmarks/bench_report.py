@@ -1,4 +1,4 @@
-"""Report generation time for a synthetic 10 000-step DSE trajectory with env.csv (aim: < 10 s).
+"""Report generation time for synthetic 10 000-step DSE trajectories and a 5 000-step live-RL run.
 
     uv run python benchmarks/bench_report.py [--steps N] [--keep]
 
@@ -31,14 +31,18 @@ KNOBS = {
 }
 
 
-def synthetic_run(root: Path, steps: int, seed: int = 0) -> Path:
+def synthetic_run(root: Path, steps: int, seed: int = 0, *, kind: str = "dse") -> Path:
+    """``kind``: ``dse`` (mixed statuses, env.csv), ``wide`` (every step ok, one knob with a new value per
+    step: thousands of categories) or ``live`` (a live-RL run, episodes of 50 steps)."""
     rng = random.Random(seed)
-    run = root / "bench-scenario_2026-11-23_07-00-00"
+    run = root / f"bench-{kind}_2026-11-23_07-00-00"
     it_dir = run / "Tests.1" / "0"
     it_dir.mkdir(parents=True)
     entry = {"id": "Tests.1", "test_name": "nccl", "workload": "NcclTest", "iterations": 1, "agent_driven": True,
              "live_rl": False, "agent": "optuna", "agent_metrics": ["default"], "reward_function": "inverse",
              "env_params": ["background_load", "link_latency_us"]}  # fmt: skip
+    if kind == "live":
+        entry.update(live_rl=True, agent="bandit")
     manifest = {"scenario": "bench-scenario", "started_at": time.time(), "system": "standalone", "entries": [entry]}
     (run / "run.json").write_text(json.dumps(manifest))
     with (it_dir / "trajectory.csv").open("w", newline="") as tf, (it_dir / "env.csv").open("w", newline="") as ef:
@@ -47,13 +51,16 @@ def synthetic_run(root: Path, steps: int, seed: int = 0) -> Path:
         env.writerow(["step", "background_load", "link_latency_us"])
         action: dict = {}
         for step in range(1, steps + 1):
-            status = rng.choices(["ok", "cached", "failed", "constraint"], [90, 5, 3, 2])[0]
+            status = "ok" if kind != "dse" else rng.choices(["ok", "cached", "failed", "constraint"], [90, 5, 3, 2])[0]
             if status != "cached" or not action:  # a cached step repeats an earlier action
                 action = {k: rng.choice(v) if v else round(rng.uniform(64, 4096), 1) for k, v in KNOBS.items()}
+                if kind == "wide":
+                    action["variant"] = f"v{step}"  # a categorical knob with as many values as steps
             load, latency = rng.choice([0.0, 0.3, 0.6, 0.9]), round(rng.uniform(0.5, 20.0), 3)
             busbw = math.log2(action["threads"]) * (1.3 if action["algo"] == "tree" else 1.0) * (1 - 0.5 * load)
             reward = -1.0 if status in ("failed", "constraint") else busbw + rng.gauss(0, 0.2)
-            traj.writerow([step, 1, json.dumps(action), round(reward, 4), json.dumps([busbw]), status, 1.0])
+            episode = 1 + (step - 1) // 50 if kind == "live" else 1
+            traj.writerow([step, episode, json.dumps(action), round(reward, 4), json.dumps([busbw]), status, 1.0])
             env.writerow([step, load, latency])
     return run
 
@@ -95,10 +102,31 @@ def timed(run: Path) -> tuple[float, float]:
     return time.perf_counter() - start, time.process_time() - cpu
 
 
+def read_only(run: Path) -> float:
+    """The floor of any report: reading the records (``load_run``: run.json, trajectory.csv, env.csv)."""
+    from cloudai.reports.load import load_run
+
+    start = time.perf_counter()
+    load_run(run)
+    return time.perf_counter() - start
+
+
+def bounded(root: Path, steps: int, live_steps: int) -> None:
+    """Issue 18: the report's cost at scale, warm (imports paid), next to reading the same records."""
+    for kind, n, what in (("wide", steps, "ok steps, a knob with one category per step"),
+                          ("live", live_steps, "live-RL steps in episodes of 50")):  # fmt: skip
+        run = synthetic_run(root, n, kind=kind)
+        timed(run)  # imports and caches
+        (wall, cpu), floor = timed(run), read_only(run)
+        print(f"report of {n} {what}: {wall:.2f} s ({cpu:.2f} s CPU; aim <= 0.5 s) vs reading the records "
+              f"{floor:.2f} s -> {wall / floor:.1f}x")  # fmt: skip
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description="Time generate_report on a synthetic trajectory.")
     parser.add_argument("--steps", type=int, default=10_000)
     parser.add_argument("--keep", action="store_true", help="keep the results dir and print its path")
+    parser.add_argument("--live-steps", type=int, default=5_000)
     args = parser.parse_args()
     root = Path(tempfile.mkdtemp(prefix="cloudai-bench-report-"))
     try:
@@ -115,6 +143,7 @@ def main() -> None:
         print(
             f"end-of-run report of a plain run (3 jobs, cold process): {wall} s ({cpu} s CPU); heavy imports: {heavy}"
         )
+        bounded(root, args.steps, args.live_steps)
         if args.keep:
             print(run / "report.html")
     finally:

@@ -27,6 +27,9 @@ from cloudai.systems.base import Job, JobSpec
 from cloudai.systems.slurm.system import SlurmSystem
 
 REPO = Path(__file__).resolve().parents[1]
+# Runs in tests render their report inline (matplotlib loads once per test session, not once per run in a
+# background process); the background report of real runs is covered by tests/reports/test_report_real_runs.py.
+os.environ.setdefault("CLOUDAI_REPORT", "inline")
 CONF = REPO / "conf"
 TOOLS = REPO.parent / "shared" / "tools"  # ../shared/tools relative to the repo
 SLURM_SYSTEM_TOML = REPO / "tests" / "slurm" / "slurm_system.toml"

@@ -1,4 +1,4 @@
-"""The records a run leaves are crash-safe: rows fsync'ed one by one, whole files replaced atomically.
+"""The records a run leaves are crash-safe: rows flushed one by one (fsync batched), whole files replaced atomically.
 
 ``trajectory.csv``/``env.csv`` rows are checked through the real ``TrajectoryWriter`` with
 ``os.fsync`` observed (what was on disk when each fsync ran); ``best.toml`` and the report
@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from cloudai.atomicfile import atomic_write
-from cloudai.trajectory.records import TrajectoryWriter, read_trajectory
+from cloudai.trajectory.records import SYNC_INTERVAL_S, TrajectoryWriter, read_trajectory
 
 
 def test_each_row_is_flushed_and_fsynced_env_row_first(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -39,6 +39,28 @@ def test_each_row_is_flushed_and_fsynced_env_row_first(tmp_path: Path, monkeypat
         assert synced == [("env.csv", sizes["env.csv"]), ("trajectory.csv", sizes["trajectory.csv"])]
     writer.close()
     assert [r.step for r in read_trajectory(tmp_path, ["load"])] == [1, 2, 3]
+
+
+def test_a_run_flushes_every_row_and_batches_fsync(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run's writer (``SYNC_INTERVAL_S``): each row is in the file (a SIGKILL loses none) before any fsync;
+    fsync comes at most once per interval and on close, the env file first."""
+    synced: list[str] = []
+    real_fsync = os.fsync
+
+    def observed(fd: int) -> None:
+        synced.append(Path(os.readlink(f"/proc/self/fd/{fd}")).name)
+        real_fsync(fd)
+
+    writer = TrajectoryWriter(tmp_path, ["load"], sync_interval_s=SYNC_INTERVAL_S)
+    monkeypatch.setattr("cloudai.trajectory.records.os.fsync", observed)
+    for step in range(1, 51):
+        writer.append(step=step, episode=1, action={"x": step}, reward=1.0, observation=[1.0], status="ok",
+                      elapsed_s=0.0, env={"load": 0.5})  # fmt: skip
+        assert [r.step for r in read_trajectory(tmp_path, ["load"])][-1] == step  # on disk, fsync'ed or not
+    assert len(synced) < 2 * 50  # not one per row (the first row syncs; then once per interval)
+    synced.clear()
+    writer.close()
+    assert synced == ["env.csv", "trajectory.csv"]
 
 
 @pytest.fixture

@@ -18,6 +18,8 @@ from pathlib import Path
 
 from tests.conftest import cloudai
 
+from cloudai.reports.background import MODE_VAR, wait_for_report
+
 PLAIN_TESTS = {
     "synthetic": """
 name = "synthetic"
@@ -123,17 +125,24 @@ def _the_run_dir(out: Path) -> Path:
     return run
 
 
+def _background_env() -> dict[str, str]:
+    """As a user runs it: the report renders in a background process after the summary and the exit."""
+    return {k: v for k, v in os.environ.items() if k != MODE_VAR}
+
+
 def start(root: Path, tests: dict[str, str], scenario: str) -> RealRun:
     tests_dir, scenario_file = _write(root, tests, scenario)
-    done = cloudai(*_args(tests_dir, scenario_file, root / "out"))
-    return RealRun(done.returncode, done.stdout, done.stderr, _the_run_dir(root / "out"))
+    done = cloudai(*_args(tests_dir, scenario_file, root / "out"), env=_background_env())
+    run_dir = _the_run_dir(root / "out")
+    wait_for_report(run_dir)  # on the rendering process itself (its flock), not on a timer
+    return RealRun(done.returncode, done.stdout, done.stderr, run_dir)
 
 
 def start_interrupted(root: Path, after_steps: int = 3) -> RealRun:
     """The long DSE run, sent SIGINT (Ctrl-C) once its progress line for step ``after_steps`` is printed."""
     tests_dir, scenario_file = _write(root, {"dse": DSE_TEST}, LONG_DSE_SCENARIO)
     argv = [sys.executable, "-m", "cloudai", *_args(tests_dir, scenario_file, root / "out")]
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    env = {**_background_env(), "PYTHONUNBUFFERED": "1"}
     with subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env) as proc:
         assert proc.stdout is not None
         seen = []
@@ -143,7 +152,9 @@ def start_interrupted(root: Path, after_steps: int = 3) -> RealRun:
                 proc.send_signal(signal.SIGINT)
                 break
         out, err = proc.communicate(timeout=120)
-    return RealRun(proc.returncode, "".join(seen) + out, err, _the_run_dir(root / "out"))
+    run_dir = _the_run_dir(root / "out")
+    wait_for_report(run_dir)
+    return RealRun(proc.returncode, "".join(seen) + out, err, run_dir)
 
 
 def read_csv(path: Path) -> list[dict[str, str]]:

@@ -71,8 +71,16 @@ def test_importance_of_a_long_search_uses_an_even_sample_and_says_so() -> None:
         step(i, {"big": i % 97, "small": i % 5 / 10, "id": i}, float(i % 97) + i % 5 / 100) for i in range(1, 2502)
     ]
     imp = param_importance(trajectory(steps))
-    assert (imp.trials, imp.of) == (1251, 2501)  # every 2nd
+    assert (imp.trials, imp.of) == (417, 2501)  # every 6th: at most MAX_IMPORTANCE_TRIALS = 500
     assert next(iter(imp.values)) == "big"
+
+
+def test_a_categorical_knob_with_thousands_of_values_is_left_out_of_the_importance_and_said_so() -> None:
+    """Optuna's cost is trials x categories: a knob with a new value per trial is not ranked (nothing to rank)."""
+    steps = [step(i, {"big": i % 7, "variant": f"v{i}"}, float(i % 7)) for i in range(1, 1001)]
+    imp = param_importance(trajectory(steps))
+    assert list(imp.values) == ["big"]
+    assert "variant left out: 500 distinct values (more than 64)" in imp.note
 
 
 def test_importance_needs_two_distinct_ok_trials() -> None:

@@ -85,6 +85,15 @@ def test_the_report_of_a_plain_run_imports_no_plotting_or_optuna(real_plain: Rea
     assert done.stdout.strip() == "[]"
 
 
+def test_the_report_is_written_after_the_summary_by_a_background_process(real_dse: RealRun) -> None:
+    """The run exits without waiting for its report; the fixture waited on the renderer's lock, then: complete."""
+    report = real_dse.path / "report.html"
+    assert f"Report: {report} (being written in the background by process " in real_dse.stdout
+    assert report.read_text().rstrip().endswith("</html>")
+    assert (real_dse.path / "summary.csv").exists()
+    assert not (real_dse.path / "report.pid").exists() and not (real_dse.path / "report_error.txt").exists()
+
+
 def test_a_dse_run_with_env_params_reports_every_section(real_dse: RealRun) -> None:
     assert real_dse.returncode == 0, real_dse.stderr
     report = real_dse.path / "report.html"

@@ -442,16 +442,23 @@ def _has_results(run_dir: Path) -> bool:
 
 
 def _report(run_dir: Path) -> None:
-    """The report and terminal summary of what finished, also after a failure or Ctrl-C.
+    """The terminal summary and the report of what finished, also after a failure or Ctrl-C.
 
-    A report that cannot be written must not mask the run's own outcome: it is a warning.
+    The report renders in a background process (``cloudai.reports.background``) so that neither the
+    summary nor the exit waits for it; ``CLOUDAI_REPORT=inline`` renders it here first. A report that
+    cannot be written must not mask the run's own outcome: it is a warning.
     """
     from cloudai.errors import CloudAIError
     from cloudai.reports import generate_report, print_summary
+    from cloudai.reports.background import inline_mode, start_report
 
     try:
-        generate_report([run_dir])
-        print_summary(run_dir)  # ends with where the report is
+        if inline_mode():
+            generate_report([run_dir])
+            print_summary(run_dir)  # ends with where the report is
+        else:
+            pid = start_report(run_dir)
+            print_summary(run_dir, rendering=pid)
     except (CloudAIError, OSError, ValueError) as exc:
         click.echo(f"warning: no report for {run_dir}: {exc}", err=True)
 

@@ -42,7 +42,7 @@ from cloudai.errors import AgentError, ConfigError
 from cloudai.jobs.spec import build_spec, finish_job
 from cloudai.space import Categorical, Space, split_knobs
 from cloudai.systems.base import Job, JobStatus, System, held_interrupts, redeliver
-from cloudai.trajectory.records import Row, TrajectoryWriter, env_cell
+from cloudai.trajectory.records import SYNC_INTERVAL_S, Row, TrajectoryWriter, env_cell
 
 if TYPE_CHECKING:
     from cloudai.config.scenario import RunEntry
@@ -98,7 +98,9 @@ class CloudAIGymEnv(BaseGym):
         self.env_names = tuple(setup.sampler.names) if setup.sampler else ()
         self.action_space = setup.space.without(set(self.env_names))
         self.max_in_flight = setup.max_in_flight
-        self.writer = TrajectoryWriter(setup.out_dir, self.env_names, resume=setup.resume)
+        self.writer = TrajectoryWriter(
+            setup.out_dir, self.env_names, resume=setup.resume, sync_interval_s=SYNC_INTERVAL_S
+        )
         self._history = [self._replayed(row) for row in self.writer.rows]
         self._cache = {cache_key(f.action, f.env_params): f for f in self._history if f.status in SCORED}
         self._next = max(self.writer.last_step, _highest_step_dir(setup.out_dir)) + 1

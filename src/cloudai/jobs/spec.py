@@ -19,6 +19,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from cloudai.atomicfile import write_small
 from cloudai.config.scenario import RunEntry
 from cloudai.config.timelimit import parse_time_limit
 from cloudai.errors import WorkloadError
@@ -88,9 +89,12 @@ def finish_job(job: Job, workload: Workload, required: Sequence[str] = ()) -> di
             job.reason = f"{job.reason}: {detail}" if job.reason and detail not in job.reason else detail
         else:
             job.reason = failure_reason(job.reason, job.returncode, job.spec.job_dir)
-    record = {**job.record(), "metrics": metrics}
-    job.spec.job_dir.mkdir(parents=True, exist_ok=True)
-    (job.spec.job_dir / "job.json").write_text(json.dumps(record, indent=1))
+    data = json.dumps({**job.record(), "metrics": metrics}, indent=1).encode()
+    try:  # the one metadata write of a trial: no mkdir, no temp file, no fsync (see RELIABILITY.md)
+        write_small(job.spec.job_dir / "job.json", data)
+    except FileNotFoundError:  # a job that never got its dir (e.g. cancelled before submit)
+        job.spec.job_dir.mkdir(parents=True, exist_ok=True)
+        write_small(job.spec.job_dir / "job.json", data)
     return metrics
 
 

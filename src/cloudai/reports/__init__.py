@@ -33,8 +33,11 @@ def generate_report(run_dirs: list[Path], output: Path | None = None) -> Path:
     return generate(run_dirs, output)
 
 
-def print_summary(run_dir: Path, console: Console | None = None) -> None:
-    """A rich table: status counts per test, best trial of agent-driven tests, where the report is."""
+def print_summary(run_dir: Path, console: Console | None = None, *, rendering: int | None = None) -> None:
+    """A rich table: status counts per test, best trial of agent-driven tests, where the report is.
+
+    ``rendering``: the pid of a background process writing the report (``cloudai.reports.background``).
+    """
     from cloudai.reports.summary import print_summary as summary
 
-    summary(run_dir, console)
+    summary(run_dir, console, rendering=rendering)

@@ -22,7 +22,11 @@ if TYPE_CHECKING:
 
 KnobKind = Literal["categorical", "int", "float"]
 Choice = bool | int | float | str | None
-MAX_IMPORTANCE_TRIALS = 2000  # Optuna copies every trial into its study: ~0.5 ms each; an even sample ranks as well
+MAX_IMPORTANCE_TRIALS = 500  # Optuna deep-copies every trial into its study: an even sample ranks as well
+# A categorical knob with more distinct values than this is left out of the importance: Optuna's cost is
+# trials x categories (each trial copies and compares the whole choice list), and with ~1 trial per
+# value there is nothing to rank. The page says which knob was left out and why.
+MAX_IMPORTANCE_CATEGORIES = 64
 FEW_VALUES = 6  # at most this many distinct values: a numeric knob (or env param) is treated as categorical
 TOP_N = 10
 
@@ -93,6 +97,7 @@ class Importance:
 def param_importance(traj: Trajectory) -> Importance:
     """Optuna importance over distinct ``ok`` configurations; needs >= 2 of them and a knob that varies."""
     import optuna
+    from optuna.distributions import CategoricalDistribution
 
     distinct = {s.key: s for s in reversed([s for s in traj.steps if s.status == "ok" and s.scored])}
     ok = list(distinct.values())
@@ -101,8 +106,15 @@ def param_importance(traj: Trajectory) -> Importance:
     total = len(ok)
     ok = ok[:: math.ceil(total / MAX_IMPORTANCE_TRIALS)]  # every k-th: spread evenly over the search
     dists = {k: d for k in traj.knobs if (d := _distribution([s.action.get(k) for s in ok])) is not None}
+    wide = {k: len(d.choices) for k, d in dists.items() if isinstance(d, CategoricalDistribution)}
+    wide = {k: n for k, n in wide.items() if n > MAX_IMPORTANCE_CATEGORIES}
+    dists = {k: d for k, d in dists.items() if k not in wide}
+    left_out = "; ".join(
+        f"{k} left out: {n} distinct values (more than {MAX_IMPORTANCE_CATEGORIES}), too few trials per value to rank"
+        for k, n in wide.items()
+    )
     if not dists:
-        return Importance(note="no knob took more than one value in the ok trials")
+        return Importance(note=left_out or "no knob took more than one value in the ok trials")
     trials = [
         optuna.trial.create_trial(params={k: _choice(s.action[k]) for k in dists}, distributions=dists, value=s.reward)
         for s in ok
@@ -121,7 +133,8 @@ def param_importance(traj: Trajectory) -> Importance:
             return Importance(note=f"optuna could not rank the knobs: {exc}")
     note = " ".join(dict.fromkeys(str(w.message) for w in caught if issubclass(w.category, UserWarning)))
     values = {k: float(v) for k, v in values.items()}
-    return Importance(values, f"Optuna warned: {note}" if note else "", len(trials), total)
+    notes = [n for n in (left_out, f"Optuna warned: {note}" if note else "") if n]
+    return Importance(values, ". ".join(notes), len(trials), total)
 
 
 def _distribution(values: list[object]) -> BaseDistribution | None:

@@ -11,7 +11,7 @@ import base64
 import io
 import math
 import random
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from cloudai.reports.analysis import best_so_far, knob_kind
 
@@ -29,7 +29,11 @@ STATUS_STYLE = {
     "constraint": ("tab:orange", "x"),
     "timeout": ("tab:purple", "x"),
 }
+T = TypeVar("T")
 MAX_CATEGORIES = 20
+# At most this many markers per scatter: drawing and encoding them is the report's superlinear part at 10^4+
+# steps. An even sample (every k-th) keeps the shape; the plot's title says when it was sampled.
+MAX_POINTS = 1500
 MAX_LABEL = 14  # characters of a category shown under its box
 
 
@@ -64,12 +68,23 @@ def _uri(fig: Figure) -> str:
     return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
 
 
+def _even(items: list[T], limit: int = MAX_POINTS) -> list[T]:
+    """Every k-th item, at most ``limit`` of them (all when there are few)."""
+    return items if len(items) <= limit else items[:: -(-len(items) // limit)]
+
+
+def _sampled_note(ax: Axes, total: int) -> None:
+    if total > MAX_POINTS:
+        ax.set_title(f"an even sample of the {total} points is drawn", fontsize="small")
+
+
 def reward_curve(traj: Trajectory) -> str:
     """Reward per step coloured by status, with the best-so-far line: how fast the search converged."""
     fig, (ax,) = _figure()
     size = 6 if len(traj.steps) > 2000 else 18
+    _sampled_note(ax, len(traj.steps))
     for status, (color, marker) in STATUS_STYLE.items():
-        rows = [s for s in traj.steps if s.status == status and not math.isnan(s.reward)]
+        rows = _even([s for s in traj.steps if s.status == status and not math.isnan(s.reward)])
         if rows:
             xs, ys = [s.step for s in rows], [s.reward for s in rows]
             ax.scatter(xs, ys, s=size, c=color, marker=marker, label=status, alpha=0.6)
@@ -92,9 +107,10 @@ def knob_effects(traj: Trajectory) -> str:
         if knob_kind([v for v, _ in pairs]) == "categorical":
             _categorical(ax, [(str(v), r) for v, r in pairs])
         else:
-            numeric = [(v, r) for v, r in pairs if isinstance(v, int | float)]
+            numeric = _even([(v, r) for v, r in pairs if isinstance(v, int | float)])
             ax.scatter([float(v) for v, _ in numeric], [r for _, r in numeric], s=8, alpha=0.5)
-        ax.set_title(knob, fontsize="medium")
+        sampled = f" (an even sample of {len(pairs)} points)" if len(pairs) > MAX_POINTS else ""
+        ax.set_title(knob + sampled, fontsize="medium" if not sampled else "small")
         ax.set_ylabel("reward")
     for ax in axes[len(knobs) :]:
         ax.set_visible(False)
@@ -111,8 +127,9 @@ def _categorical(ax: Axes, pairs: list[tuple[str, float]]) -> None:
     ax.set_xticks(range(1, len(order) + 1), labels, rotation=30 if len(order) > 4 else 0, fontsize="small")
     jitter = random.Random(0)
     for i, label in enumerate(order, start=1):
-        xs = [i + jitter.uniform(-0.15, 0.15) for _ in groups[label]]
-        ax.scatter(xs, groups[label], s=6, alpha=0.4, color="tab:blue")
+        ys = _even(groups[label], MAX_POINTS // len(order))  # the boxes above use every point
+        xs = [i + jitter.uniform(-0.15, 0.15) for _ in ys]
+        ax.scatter(xs, ys, s=6, alpha=0.4, color="tab:blue")
 
 
 def regime_bars(regimes: Regimes) -> str:

@@ -86,7 +86,7 @@ def write_summary_csv(run: RunData) -> Path:
     return atomic_write(run.path / SUMMARY_FILE, buf.getvalue())
 
 
-def print_summary(run_dir: Path, console: Console | None = None) -> None:
+def print_summary(run_dir: Path, console: Console | None = None, *, rendering: int | None = None) -> None:
     """Status counts per test, the best trial of agent-driven tests, and where the report is (or how to make it).
 
     Raises ``ConfigError`` when ``run_dir`` is not a results dir (see ``load_run``).
@@ -129,6 +129,8 @@ def print_summary(run_dir: Path, console: Console | None = None) -> None:
         console.print(line, soft_wrap=True, markup=False, highlight=False)
     report = run_dir / REPORT_FILE
     where = report if report.exists() else f"run `cloudai generate-report {run_dir}`"
+    if rendering is not None:
+        where = f"{report} (being written in the background by process {rendering})"
     console.print(f"Report: {where}", soft_wrap=True, markup=False, highlight=False)
 
 

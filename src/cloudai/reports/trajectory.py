@@ -14,7 +14,7 @@ import csv
 import io
 import json
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 
 COLUMNS = ("step", "episode", "action", "reward", "observation", "status", "elapsed_s", "reason")
@@ -138,7 +138,8 @@ def read_env(path: Path, traj: Trajectory) -> None:
     missing = sum(1 for s in traj.steps if s.step not in by_step)
     if missing:
         traj.notes.append(f"{path.name}: {missing} step(s) have no env row")
-    traj.steps = [replace(s, env=by_step.get(s.step, {})) for s in traj.steps]
+    for s in traj.steps:  # each step's own (empty) env dict, filled in place: no copy of 10^5 steps
+        s.env.update(by_step.get(s.step, {}))
     traj.env_params = params
 
 

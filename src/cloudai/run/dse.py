@@ -141,7 +141,8 @@ def _run_iteration(
     finished: list[Feedback] = []
 
     def on_step(feedback: Feedback) -> None:
-        finished.append(feedback)
+        if feedback.status in ("ok", "cached"):  # all regime_notes reads: 10^5 failed steps cost no memory
+            finished.append(feedback)
         progress.update(feedback)
 
     env = build_env(plan, checked, run_dir, iteration=iteration, system=system, resume=resume, on_step=on_step)

@@ -9,8 +9,11 @@ Contract (DESIGN.md "Outputs"):
   is rewritten with the current header when a run resumes. Steps strictly increase (gaps are allowed: a trial
   cancelled by Ctrl-C is not recorded and a resumed agent may fill it later).
 * ``env.csv``: ``step,<param...>``, one row per trajectory row, same step.
-* Each row is flushed and fsync'ed as it is written, the env row first and the trajectory
-  row last: the trajectory row commits the step. A crash can thus leave a torn last line
+* Each row reaches the kernel (one ``write``, flushed) as it is written, the env row first and
+  the trajectory row last: the trajectory row commits the step, and a SIGKILL of cloudai loses
+  no written row. ``fsync`` (for a power loss or kernel crash, not a killed process) runs at most
+  every ``sync_interval_s`` (runs: ``SYNC_INTERVAL_S``) and on ``close``: a power loss may take
+  the rows of the last interval, which a resumed run measures again. A crash can thus leave a torn last line
   or an env row without its trajectory row; ``read_trajectory`` drops both, and
   ``TrajectoryWriter(resume=True)`` rewrites both files (atomically) to the consistent
   prefix before appending, so the files stay aligned whatever happened before.
@@ -36,6 +39,7 @@ TRAJECTORY_FILE = "trajectory.csv"
 ENV_FILE = "env.csv"
 COLUMNS = ("step", "episode", "action", "reward", "observation", "status", "elapsed_s", "reason")
 LEGACY_COLUMNS = COLUMNS[:-1]  # before the reason column
+SYNC_INTERVAL_S = 1.0  # a run's fsync cadence: an fsync per row cost more than a `sleep 0` trial (RELIABILITY.md)
 STATUSES = frozenset({"ok", "cached", "failed", "constraint", "timeout"})
 
 

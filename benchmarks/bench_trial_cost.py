@@ -1,0 +1,194 @@
+"""Marginal cost of one DSE trial (issue 18): cloudai next to a bare loop doing the same spawn and files.
+
+    uv run python benchmarks/bench_trial_cost.py [--sizes 100,1000,10000] [--big] [--profile N]
+
+Each trial is ``sleep 0`` (the cheapest there is: any overhead shows). For each N:
+
+* ours: ``cloudai run`` (the real CLI in a subprocess) of an N-point grid, max_parallel 1. Marginal
+  cost per trial = the sweep (first job submitted to last job ended, from ``job.json``) / N, so the
+  fixed start-up and the report are out. The whole run's wall time and the time from the last
+  job's end to the process exit are printed too (the exit must not wait for the report).
+* bare: the same N trials in this process, with only what the results contract needs per trial
+  (RELIABILITY.md "Cost of a trial"): mkdir, ``cmd.sh``, ``stdout.txt``/``stderr.txt`` opened for
+  the child, ``Popen`` in a new session, wait, ``job.json``, one trajectory row flushed (fsync at
+  most once a second). It runs before and after ours; the mean is the baseline.
+
+Aim: ours / bare <= 1.25 at every N, flat in N. ``--big`` adds N = 100 000 and prints the run's
+wall time, peak RSS (aim < 3 min, < 200 MB) and checks trajectory.csv and the report.
+``--profile N`` runs cloudai in-process under cProfile for N trials and prints the top functions.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import json
+import os
+import pstats
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+TEST = 'name = "t"\ntest_template_name = "Sleep"\n[cmd_args]\nseconds = 0\n[extra_env_vars]\nK = {values}\n'
+SCENARIO = 'name = "s"\n[[Tests]]\nid = "t"\ntest_name = "t"\n'
+
+
+def _write_inputs(root: Path, n: int) -> list[str]:
+    (root / "tests").mkdir(parents=True, exist_ok=True)
+    (root / "tests" / "t.toml").write_text(TEST.format(values=list(range(n))))
+    (root / "s.toml").write_text(SCENARIO)
+    return ["run", "--tests-dir", str(root / "tests"), "--test-scenario", str(root / "s.toml"),
+            "--output-dir", str(root / "out")]  # fmt: skip
+
+
+def ours(root: Path, n: int) -> dict[str, float]:
+    args = _write_inputs(root, n)
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.time()
+    done = subprocess.run([sys.executable, "-m", "cloudai", *args], capture_output=True, text=True)
+    end = time.time()
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if done.returncode not in (0, 1):  # `sleep` reports no metric: every trial "fails", exit 1
+        raise SystemExit(f"cloudai run failed:\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}")
+    (run_dir,) = (root / "out").iterdir()
+    it = run_dir / "t" / "0"
+    first = json.loads((it / "1" / "job.json").read_text())
+    last = json.loads((it / str(n) / "job.json").read_text())
+    rows = (it / "trajectory.csv").read_text().count("\n") - 1
+    assert rows == n, f"{rows} trajectory rows for {n} trials"
+    report = _wait_report(run_dir)  # before the next measurement: it renders after the exit
+    return {
+        "report": report,  # type: ignore[dict-item]
+        "sweep": last["ended_at"] - first["submitted_at"],
+        "wall": end - start,
+        "tail": end - last["ended_at"],
+        "cpu": (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime),
+        "rss_mb": after.ru_maxrss / 1024,
+        "files": sum(1 for p in it.rglob("*") if p.is_file()),
+        "empty": sum(1 for p in it.rglob("*") if p.is_file() and p.stat().st_size == 0),
+        "run_dir": str(run_dir),  # type: ignore[dict-item]
+    }
+
+
+def bare(root: Path, n: int) -> tuple[float, float]:
+    """N trials doing only what the contract needs; (wall, CPU incl. children) seconds."""
+    root.mkdir(parents=True)
+    env = dict(os.environ)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC
+    cpu0 = _cpu()
+    start = time.perf_counter()
+    synced = 0.0
+    with (root / "trajectory.csv").open("a") as traj:
+        for step in range(1, n + 1):
+            job_dir = root / str(step)
+            os.mkdir(job_dir)
+            fd = os.open(job_dir / "cmd.sh", flags, 0o644)
+            os.write(fd, f"#!/usr/bin/env bash\nexport K={step}\ncd {job_dir}\nsleep 0\n".encode())
+            os.close(fd)
+            out = os.open(job_dir / "stdout.txt", flags, 0o644)
+            err = os.open(job_dir / "stderr.txt", flags, 0o644)
+            submitted = time.time()
+            proc = subprocess.Popen(["sleep", "0"], cwd=job_dir, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
+                                    env={**env, "K": str(step)}, start_new_session=True)  # fmt: skip
+            os.close(out)
+            os.close(err)
+            code = proc.wait()
+            record = {"name": f"t.0.{step}", "status": "ok", "returncode": code, "submitted_at": submitted,
+                      "ended_at": time.time(), "argv": ["sleep", "0"], "metrics": {}}  # fmt: skip
+            fd = os.open(job_dir / "job.json", flags, 0o644)
+            os.write(fd, json.dumps(record, indent=1).encode())
+            os.close(fd)
+            traj.write(f'{step},1,"{{""K"":{step}}}",-1.0,[null],failed,0.001\n')
+            traj.flush()
+            if time.monotonic() - synced >= 1.0:
+                os.fsync(traj.fileno())
+                synced = time.monotonic()
+    return time.perf_counter() - start, _cpu() - cpu0
+
+
+def _cpu() -> float:
+    me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+def measure(n: int, fixed_cpu: float) -> None:
+    """``fixed_cpu``: CPU seconds of a 1-trial run (start-up, validation, summary), taken out of ours."""
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        wall_a, cpu_a = bare(root / "bare_a", n)
+        got = ours(root / "ours", n)
+        wall_b, cpu_b = bare(root / "bare_b", n)
+    bare_ms, bare_cpu_ms = (wall_a + wall_b) / 2 / n * 1000, (cpu_a + cpu_b) / 2 / n * 1000
+    ours_ms, ours_cpu_ms = got["sweep"] / n * 1000, max(0.0, got["cpu"] - fixed_cpu) / n * 1000
+    print(f"N={n:>6}: per trial ours {ours_ms:6.2f} ms, bare {bare_ms:6.2f} ms "
+          f"(runs {wall_a / n * 1000:.2f}/{wall_b / n * 1000:.2f}) -> {ours_ms / bare_ms:.2f}x (aim <= 1.25); "
+          f"CPU (jobs included) ours {ours_cpu_ms:.2f} ms vs bare {bare_cpu_ms:.2f} ms "
+          f"-> {ours_cpu_ms / bare_cpu_ms:.2f}x")  # fmt: skip
+    print(f"          whole run {got['wall']:.2f} s, last job end -> exit {got['tail']:.3f} s; "
+          f"peak RSS {got['rss_mb']:.0f} MB; {got['files']:.0f} files, {got['empty']:.0f} empty")  # fmt: skip
+    print(f"          report {got['report']}")
+
+
+def big(n: int) -> None:
+    """The 10^5-trial run: wall, RSS, and the trajectory and report intact (the report renders after exit)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        got = ours(Path(tmp) / "ours", n)
+        run_dir = Path(str(got["run_dir"]))
+        report = got["report"]
+        rows = (run_dir / "t" / "0" / "trajectory.csv").read_text().count("\n") - 1
+        print(f"N={n}: whole run {got['wall']:.1f} s (aim < 180; {got['sweep'] / n * 1000:.2f} ms per trial), "
+              f"peak RSS {got['rss_mb']:.0f} MB (aim < 200), last job end -> exit {got['tail']:.2f} s, "
+              f"{rows} trajectory rows, report {report}")  # fmt: skip
+
+
+def _wait_report(run_dir: Path) -> str:
+    """Wait for the background report (its pid is in ``report.pid`` while it runs) and check the page."""
+    from cloudai.reports.background import wait_for_report
+
+    seconds = wait_for_report(run_dir)
+    page = run_dir / "report.html"
+    ok = page.exists() and page.read_text().rstrip().endswith("</html>")
+    size = page.stat().st_size if page.exists() else 0
+    return f"{'complete' if ok else 'MISSING'} ({size} bytes, waited {seconds:.2f} s after the exit)"
+
+
+def profile(n: int) -> None:
+    from click.testing import CliRunner
+
+    from cloudai.cli import cli
+
+    with tempfile.TemporaryDirectory() as tmp:
+        args = _write_inputs(Path(tmp), n)
+        prof = cProfile.Profile()
+        prof.enable()
+        CliRunner().invoke(cli, args)
+        prof.disable()
+        from cloudai.reports.background import wait_for_report
+
+        wait_for_report(next((Path(tmp) / "out").iterdir()))
+    pstats.Stats(prof).sort_stats("tottime").print_stats(25)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description="Marginal cost of a trial, cloudai vs a bare loop.")
+    parser.add_argument("--sizes", default="100,1000,10000", help="comma-separated trial counts")
+    parser.add_argument("--big", action="store_true", help="also N = 100 000: wall, RSS, records and report")
+    parser.add_argument("--profile", type=int, default=0, help="cProfile an in-process run of this many trials")
+    opts = parser.parse_args()
+    if opts.profile:
+        profile(opts.profile)
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        fixed_cpu = ours(Path(tmp), 1)["cpu"]
+    print(f"a 1-trial run: {fixed_cpu:.2f} s CPU (start-up, validation, summary): taken out of ours' CPU below")
+    for n in (int(s) for s in opts.sizes.split(",")):
+        measure(n, fixed_cpu)
+    if opts.big:
+        big(100_000)
+
+
+if __name__ == "__main__":
+    main()
