@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from cloudai.config.objectives import broken_constraints
 from cloudai.envs.base import BaseGym, Feedback, Observation
 from cloudai.envs.rewards import REWARDS
 from cloudai.errors import AgentError, ConfigError
@@ -94,6 +95,8 @@ class CloudAIGymEnv(BaseGym):
             raise ConfigError("the offline env runs jobs: it needs the entry's workload", field="test_template_name")
         self.setup, self.workload = setup, setup.workload
         self.metrics = tuple(setup.entry.agent.metrics)
+        self.objectives, self.constraints = setup.entry.agent.objectives, setup.entry.agent.constraints
+        self.record_dir = setup.out_dir
         self.reward_fn = REWARDS.get(setup.entry.agent.reward)
         self.env_names = tuple(setup.sampler.names) if setup.sampler else ()
         self.action_space = setup.space.without(set(self.env_names))
@@ -228,6 +231,8 @@ class CloudAIGymEnv(BaseGym):
         missing = [name for name in self.metrics if name not in metrics]
         if status == "ok" and missing:
             status, reason = "failed", f"metric(s) {', '.join(missing)} not reported"
+        if status == "ok" and (broken := broken_constraints(self.constraints, metrics)):
+            status, reason = "constraint", broken  # measured, but outside agent_constraints
         reward = self.reward_fn(observation[0]) if status == "ok" else self.setup.penalty_reward
         info = {"metrics": metrics, "reason": reason, "job_dir": str(job.spec.job_dir)}
         feedback = self._complete(trial, observation, reward, status, info)

@@ -68,7 +68,11 @@ def check_agent_entry(entry: RunEntry, space: Space, live: bool) -> list[Problem
     except ConfigError as exc:
         return problems + exc.problems
     try:
-        agent_config(entry, agent_cls)
+        config = agent_config(entry, agent_cls)
+        problems += [
+            Problem(file, f"{prefix}.agent_config.{name}", message)
+            for name, message in agent_cls.entry_problems(config, len(entry.agent.objectives))
+        ]
     except ValidationError as exc:
         problems += [
             Problem(

@@ -160,7 +160,18 @@ def _run_iteration(
     echo(f"  action {json.dumps(best.action)}; test TOML: {path}")
     for line in regimes:
         echo(f"  {line}")
+    _after_run(checked, [*history, *finished], out_dir, echo)
     return 0
+
+
+def _after_run(checked: CheckedEntry, steps: list[Feedback], out_dir: Path, echo: Echo) -> None:
+    """The Pareto front (several objectives) and the Optuna study's dashboard command."""
+    from cloudai.agents.optuna_storage import JOURNAL_FILE, dashboard_command
+    from cloudai.run.pareto_out import write_pareto
+
+    write_pareto(checked.entry, checked.space, steps, out_dir, echo)
+    if (out_dir / JOURNAL_FILE).is_file():
+        echo(f"  Optuna study: {dashboard_command(out_dir)}")
 
 
 def check_resume(plan: Plan, run_dir: Path) -> None:

@@ -50,6 +50,8 @@ def write_run_manifest(plan: Plan, run_dir: Path) -> None:
             "agent": c.entry.agent.name if c.agent_driven else None,
             "agent_metrics": list(c.entry.agent.metrics),
             "reward_function": c.entry.agent.reward,
+            "objectives": {o.metric: o.direction for o in c.entry.agent.objectives},
+            "constraints": [k.text for k in c.entry.agent.constraints],
             "env_params": sorted(c.entry.agent.env_params or {}),
         }
         for c in plan.checked.values()
