@@ -64,6 +64,11 @@ class BaseAgent(ABC):
     @abstractmethod
     def update_policy(self, feedback: Feedback) -> None: ...
 
+    @classmethod
+    def list_notes(cls) -> list[str]:
+        """Extra lines ``cloudai list`` prints for this agent (e.g. which samplers are installed)."""
+        return []
+
     def best_notes(self) -> list[str]:
         """Comment lines the agent adds to best.toml (e.g. the bandit's best per env_params regime)."""
         return []

@@ -33,7 +33,7 @@ from optuna.distributions import BaseDistribution, CategoricalDistribution, Floa
 from cloudai.agents.base import AgentConfig, BaseAgent
 from cloudai.agents.objective_values import constraint_values, objective_values
 from cloudai.agents.optuna_config import OptunaConfig
-from cloudai.agents.optuna_samplers import build_sampler, sampler_problem
+from cloudai.agents.optuna_samplers import build_sampler, sampler_note, sampler_problem
 from cloudai.agents.optuna_storage import fresh_storage, study_name
 from cloudai.envs.base import BaseGym, Feedback, Observation
 from cloudai.space import Categorical, Range
@@ -53,6 +53,10 @@ class OptunaAgent(BaseAgent):
         assert isinstance(config, OptunaConfig)
         problem = sampler_problem(config.sampler, objectives)
         return [("sampler", problem)] if problem else []
+
+    @classmethod
+    def list_notes(cls) -> list[str]:
+        return [sampler_note()]
 
     def __init__(self, env: BaseGym, config: AgentConfig, max_steps: int) -> None:
         super().__init__(env, config, max_steps)

@@ -19,6 +19,8 @@ a trial as best, since its value is the penalty.
 from __future__ import annotations
 
 import importlib.util
+import typing
+import warnings
 from typing import Literal, Protocol
 
 import optuna
@@ -31,6 +33,16 @@ SINGLE_OBJECTIVE_ONLY = frozenset({"cmaes"})
 def missing_packages(name: str) -> list[str]:
     """The packages sampler ``name`` needs that are not installed ([] when it can be built here)."""
     return [pkg for pkg in SAMPLER_NEEDS.get(name, ()) if importlib.util.find_spec(pkg) is None]
+
+
+def sampler_note() -> str:
+    """Which samplers this install can build (``cloudai list``)."""
+    names = typing.get_args(SamplerName)
+    missing = {n: missing_packages(n) for n in names}
+    ready = [n for n in names if not missing[n]]
+    text = f"samplers here: {', '.join(ready)}"
+    absent = [f"{n} (needs {' and '.join(missing[n])})" for n in names if missing[n]]
+    return text + (f"; not installed: {', '.join(absent)}" if absent else "")
 
 
 def sampler_problem(name: str, objectives: int) -> str | None:
@@ -59,7 +71,8 @@ def build_sampler(config: SamplerConfig) -> optuna.samplers.BaseSampler:
     name, seed = config.sampler, config.seed
     if name == "random":
         return optuna.samplers.RandomSampler(seed=seed)
-    if name == "cmaes":
+    if name == "cmaes":  # it ignores constraints (documented above): no warning per told trial
+        warnings.filterwarnings("ignore", message="Constraints have been set, but CmaEsSampler", category=UserWarning)
         return optuna.samplers.CmaEsSampler(
             seed=seed,
             n_startup_trials=config.n_startup_trials,
