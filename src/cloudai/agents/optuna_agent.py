@@ -33,6 +33,7 @@ from optuna.distributions import BaseDistribution, CategoricalDistribution, Floa
 from cloudai.agents.base import AgentConfig, BaseAgent
 from cloudai.agents.objective_values import constraint_values, objective_values
 from cloudai.agents.optuna_config import OptunaConfig
+from cloudai.agents.optuna_pruners import build_pruner
 from cloudai.agents.optuna_samplers import build_sampler, sampler_note, sampler_problem
 from cloudai.agents.optuna_storage import fresh_storage, study_name
 from cloudai.envs.base import BaseGym, Feedback, Observation
@@ -51,8 +52,10 @@ class OptunaAgent(BaseAgent):
     @classmethod
     def entry_problems(cls, config: AgentConfig, objectives: int) -> list[tuple[str, str]]:
         assert isinstance(config, OptunaConfig)
-        problem = sampler_problem(config.sampler, objectives)
-        return [("sampler", problem)] if problem else []
+        problems = [("sampler", p) for p in [sampler_problem(config.sampler, objectives)] if p]
+        if config.pruner is not None and objectives > 1:
+            problems.append(("pruner", "Optuna prunes single-objective studies only; drop the pruner or objectives"))
+        return problems
 
     @classmethod
     def list_notes(cls) -> list[str]:
@@ -80,8 +83,20 @@ class OptunaAgent(BaseAgent):
             study_name=study_name(env.record_dir),
             directions=directions,
             sampler=build_sampler(cfg),
+            pruner=build_pruner(cfg.pruner) if cfg.pruner is not None else None,
         )
         self._running: dict[int, optuna.Trial] = {}  # step -> asked, not yet told
+        if cfg.pruner is not None and not self.objectives:
+            env.watch_progress(self._should_prune, cfg.pruner.poll_s)
+
+    def _should_prune(self, step: int, new: Sequence[tuple[int, float]]) -> bool:
+        """Report ``step``'s new intermediate rewards to its trial; Optuna's pruner decides."""
+        trial = self._running.get(step)
+        if trial is None:
+            return False
+        for at, value in new:
+            trial.report(value, at)
+        return trial.should_prune()
 
     def run(self) -> int:
         try:
@@ -100,8 +115,13 @@ class OptunaAgent(BaseAgent):
     def update_policy(self, feedback: Feedback) -> None:
         constraints = constraint_values(feedback, self.metrics, self.env.constraints)
         values = self._values(feedback)
-        attrs = {"step": feedback.step, "status": feedback.status}
+        attrs: dict[str, Any] = {"step": feedback.step, "status": feedback.status}
+        if feedback.info.get("reason"):
+            attrs["reason"] = str(feedback.info["reason"])
         trial = self._running.pop(feedback.step, None)
+        if feedback.status == "pruned":
+            self._tell_pruned(feedback, trial, attrs)
+            return
         if trial is not None:
             for key, value in constraints.items():
                 trial.set_constraint(key, value)
@@ -120,6 +140,28 @@ class OptunaAgent(BaseAgent):
             )
         except (KeyError, ValueError):
             return  # not a point of this space (e.g. the space changed since the recorded run)
+        self.study.add_trial(recorded)
+
+    def _tell_pruned(self, feedback: Feedback, trial: optuna.Trial | None, attrs: dict[str, Any]) -> None:
+        """PRUNED: Optuna ranks it by its last intermediate value (replayed: the recorded one, at its step)."""
+        if trial is not None:
+            for key, value in attrs.items():
+                trial.set_user_attr(key, value)
+            self.study.tell(trial, state=optuna.trial.TrialState.PRUNED)
+            return
+        at = int(feedback.info.get("pruned_at", 0))
+        intermediate = {at: feedback.reward} if math.isfinite(feedback.reward) else None
+        try:
+            params = {name: self._internal(name, feedback.action[name]) for name in self.distributions}
+            recorded = optuna.trial.create_trial(
+                state=optuna.trial.TrialState.PRUNED,
+                params=params,
+                distributions=self.distributions,
+                user_attrs=attrs,
+                intermediate_values=intermediate,
+            )
+        except (KeyError, ValueError):
+            return
         self.study.add_trial(recorded)
 
     def _values(self, feedback: Feedback) -> Sequence[float]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pydantic import Field
 
 from cloudai.agents.base import AgentConfig
+from cloudai.agents.optuna_pruners import PrunerConfig
 from cloudai.agents.optuna_samplers import SamplerName
 
 
@@ -16,3 +17,4 @@ class OptunaConfig(AgentConfig):
     multivariate: bool = True  # TPE: model dimensions jointly (Optuna 5's default for one objective)
     constant_liar: bool = True  # TPE: treat in-flight trials as bad, so parallel asks spread out
     population_size: int = Field(default=16, ge=2)  # NSGA-II: trials per generation
+    pruner: PrunerConfig | None = None  # early stopping from intermediate values (optuna_pruners)

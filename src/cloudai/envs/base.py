@@ -32,6 +32,7 @@ from cloudai.space import Space
 
 if TYPE_CHECKING:
     from cloudai.envs.env_params import EnvParamSampler
+    from cloudai.envs.pruning import PruneJudge
 
 Observation = list[float]
 
@@ -107,6 +108,13 @@ class BaseGym(ABC):
 
     def env_param_sampler(self) -> EnvParamSampler | None:
         return None
+
+    def watch_progress(self, judge: PruneJudge, poll_s: float) -> bool:
+        """Ask the env to poll running trials' intermediate values and stop those ``judge`` prunes.
+
+        Returns whether this env can (default: no; the offline DSE env can when its workload reports progress).
+        """
+        return False
 
     def close(self) -> None:
         """Release what the env holds (jobs, connections). Safe to call twice."""

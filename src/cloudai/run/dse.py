@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import shlex
 import traceback
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -169,6 +170,9 @@ def _after_run(checked: CheckedEntry, steps: list[Feedback], out_dir: Path, echo
     from cloudai.agents.optuna_storage import JOURNAL_FILE, dashboard_command
     from cloudai.run.pareto_out import write_pareto
 
+    counts = Counter(f.status for f in steps)
+    if set(counts) - {"ok"}:
+        echo("  steps: " + ", ".join(f"{n} {status}" for status, n in sorted(counts.items(), key=lambda x: -x[1])))
     write_pareto(checked.entry, checked.space, steps, out_dir, echo)
     if (out_dir / JOURNAL_FILE).is_file():
         echo(f"  Optuna study: {dashboard_command(out_dir)}")

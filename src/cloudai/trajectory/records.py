@@ -33,7 +33,7 @@ from cloudai.errors import ConfigError
 TRAJECTORY_FILE = "trajectory.csv"
 ENV_FILE = "env.csv"
 COLUMNS = ("step", "episode", "action", "reward", "observation", "status", "elapsed_s")
-STATUSES = frozenset({"ok", "cached", "failed", "constraint", "timeout"})
+STATUSES = frozenset({"ok", "cached", "failed", "constraint", "timeout", "pruned"})
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,9 @@ A workload is system-agnostic: it never starts processes itself. Contract:
   entries (never through a shell unless the workload *is* a shell command).
 * ``constraint(args)`` returns why a point is infeasible (recorded as a ``constraint``
   step without running anything), or None.
+* ``progress(job_dir)`` (optional): the intermediate values of the headline (first) metric the
+  running job has reported so far, as ``[(step, value), ...]`` in step order; the DSE env polls it
+  while a trial runs, for pruning. Default: none. It must be cheap and tolerate a torn last line.
 * ``read_metrics(job_dir)`` reads ``metrics.json`` (``{"name": number}``; ``default`` is the
   headline metric) and raises ``WorkloadError`` when it is missing or malformed.
 """
@@ -75,6 +78,9 @@ class Workload(ABC):
 
     def read_metrics(self, job_dir: Path) -> dict[str, float]:
         return read_metrics_file(job_dir / METRICS_FILE)
+
+    def progress(self, job_dir: Path) -> list[tuple[int, float]]:
+        return []
 
 
 def read_metrics_file(path: Path) -> dict[str, float]:
