@@ -22,7 +22,7 @@ agent_reward_function = "identity"
 [agent_config]
 seed = 0
 n_startup_trials = 2
-pruner = {{ type = "percentile", percentile = 99.0, n_startup_trials = 2, poll_s = 0.05 }}
+pruner = {{ type = "percentile", percentile = 10.0, n_startup_trials = 2, poll_s = 0.05 }}
 [cmd_args]
 duration_s = {duration}
 progress_chunks = 10

@@ -24,7 +24,7 @@ agent_reward_function = "identity"
 [agent_config]
 seed = 0
 n_startup_trials = 2
-pruner = { type = "percentile", percentile = 99.0, n_startup_trials = 2, poll_s = 0.2 }
+pruner = { type = "percentile", percentile = 10.0, n_startup_trials = 2, poll_s = 0.2 }
 [cmd_args]
 duration_s = 4
 progress_chunks = 8

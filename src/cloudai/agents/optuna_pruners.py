@@ -5,7 +5,7 @@
 | type | Optuna pruner | its fields here |
 | --- | --- | --- |
 | ``median`` | ``MedianPruner`` | ``n_startup_trials``, ``n_warmup_steps``, ``interval_steps`` |
-| ``percentile`` | ``PercentilePruner`` | the same and ``percentile`` (keep trials above it) |
+| ``percentile`` | ``PercentilePruner`` | the same and ``percentile`` (25: keep the top 25 %, prune the rest) |
 | ``successive_halving`` | ``SuccessiveHalvingPruner`` | ``min_resource``, ``reduction_factor`` |
 | ``hyperband`` | ``HyperbandPruner`` | ``min_resource``, ``max_resource``, ``reduction_factor`` |
 
@@ -30,7 +30,7 @@ class PrunerConfig(BaseModel):
     n_startup_trials: int = Field(default=5, ge=0)  # median/percentile: trials that are never pruned
     n_warmup_steps: int = Field(default=0, ge=0)  # median/percentile: progress steps before any pruning
     interval_steps: int = Field(default=1, ge=1)
-    percentile: float = Field(default=25.0, ge=0, le=100)
+    percentile: float = Field(default=25.0, ge=0, le=100)  # percentile: the top share of trials kept
     min_resource: int = Field(default=1, ge=1)  # successive halving/hyperband: progress steps of the first rung
     max_resource: int | None = Field(default=None, ge=1)  # hyperband: None = the most steps seen
     reduction_factor: int = Field(default=3, ge=2)

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 COLUMNS = ("step", "episode", "action", "reward", "observation", "status", "elapsed_s")
-STATUSES = frozenset({"ok", "cached", "failed", "constraint", "timeout"})
+STATUSES = frozenset({"ok", "cached", "failed", "constraint", "timeout", "pruned"})
 SCORED = frozenset({"ok", "cached"})  # statuses whose reward measures the action
 Value = bool | int | float | str | None
 

@@ -47,6 +47,7 @@ class Workload(ABC):
     name: ClassVar[str]
     args_model: ClassVar[type[BaseModel] | None] = None
     produces_metrics: ClassVar[bool] = False  # True: a job without valid metrics.json has failed
+    units: ClassVar[dict[str, str]] = {}  # metric -> unit, shown on report axes and tables
 
     @abstractmethod
     def argv(self, args: Mapping[str, Any], job: JobContext) -> list[str]: ...

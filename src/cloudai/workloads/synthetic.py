@@ -44,6 +44,7 @@ class Synthetic(Workload):
     args_model = SyntheticArgs
     produces_metrics = True
     metrics = ("bus_bw", "alg_bw", "latency_us", "default")  # what the model writes: agent_metrics are checked
+    units = {"bus_bw": "GB/s", "alg_bw": "GB/s", "latency_us": "us", "default": "GB/s"}  # for reports
 
     def argv(self, args: Mapping[str, Any], job: JobContext) -> list[str]:
         values = SyntheticArgs.model_validate(args).model_dump()
