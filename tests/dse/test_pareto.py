@@ -123,3 +123,16 @@ def test_bad_objective_config_is_exit_2(case: Callable[..., Case], extra: str, f
     result = invoke(c.args())
     assert result.exit_code == 2 and field in result.output and words in result.output, result.output
     assert not c.out.exists() or not any(c.out.iterdir())
+
+
+def test_trials_csv_is_wide(case: Callable[..., Case]) -> None:
+    c = case(MO.format(agent="random_search", steps=5, extra="agent_config = { seed = 2 }"))
+    assert invoke(c.args()).exit_code == 0
+    trials = pd.read_csv(c.iteration_dir() / "trials.csv")
+    frame = c.trajectory()
+    assert list(trials.columns[:5]) == ["step", "episode", "status", "reward", "elapsed_s"]
+    assert {"message_size", "num_channels", "algo", "bus_bw", "latency_us"} <= set(trials.columns)
+    assert list(trials.step) == list(frame.step)
+    for row, obs, action in zip(trials.to_dict("records"), frame.observation, frame.action, strict=True):
+        assert [row["bus_bw"], row["latency_us"]] == json.loads(obs)
+        assert all(row[k] == v for k, v in json.loads(action).items())

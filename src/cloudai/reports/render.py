@@ -78,7 +78,9 @@ def agent_section(run: RunData, ar: AgentRun) -> str:
         parts.append(pareto)
     if traj.knobs and traj.scored():
         knobs_img = h.img(plots.knob_effects(traj, entry.log_knobs, entry.reward_label), "knobs")
-        parts.append(h.section(f"{base}--knobs", "Knob effects", [knobs_img], 3))
+        logs = [k for k in traj.knobs if k in entry.log_knobs]
+        knob_parts = [knobs_img, *([h.note(f"Log axes: {', '.join(logs)} (ranges with log = true).")] if logs else [])]
+        parts.append(h.section(f"{base}--knobs", "Knob effects", knob_parts, 3))
     parts.append(_importance(traj, base))
     parts.append(ms.top_section(traj, entry, base))
     parts.append(ms.time_section(traj, base))
