@@ -3,9 +3,9 @@
     uv run python benchmarks/bench_pruning.py [--seeds 5] [--steps 40] [--duration 0.8]
 
 The landscape is ``Synthetic`` on the recommended space (4 nodes, 256 MiB; algo, chunk_kb 64-8192
-log, num_channels 1-32) where each trial takes ``--duration`` seconds and writes 8 progress lines
+log, num_channels 1-32) where each trial takes ``--duration`` seconds and writes 10 progress lines
 (``progress_chunks``). Each seed runs the real CLI twice, optuna TPE (same seed) without and with
-``pruner = { type = "percentile", percentile = 25, n_warmup_steps = 1 }`` (Optuna keeps the top 25 %: a trial is stopped
+``pruner = { type = "percentile", percentile = 25 }`` (Optuna keeps the top 25 %: a trial is stopped
 when its running bus_bw is below the 75th percentile of earlier trials at the same progress step).
 
 The pruning run gets twice the steps (``--steps`` x 2): its steps are cheaper, and what counts is
@@ -39,19 +39,20 @@ seed = {seed}
 {pruner}
 [cmd_args]
 duration_s = {duration}
-progress_chunks = 8
+progress_chunks = {chunks}
 message_size = 268435456
 algo = ["ring", "tree", "nvls", "collnet"]
 chunk_kb = {{ low = 64, high = 8192, log = true, dtype = "int" }}
 num_channels = {{ low = 1, high = 32, dtype = "int" }}
 """
-PRUNER = 'pruner = { type = "percentile", percentile = 25.0, n_startup_trials = 3, n_warmup_steps = 1, poll_s = 0.05 }'
+CHUNKS = 10
+PRUNER = 'pruner = { type = "percentile", percentile = 25.0, n_startup_trials = 3, n_warmup_steps = 0, poll_s = 0.05 }'
 
 
 def run(root: Path, seed: int, steps: int, duration: float, prune: bool) -> Path:
     root.mkdir(parents=True)
     (root / "tests").mkdir()
-    test = TEST.format(steps=steps, seed=seed, duration=duration, pruner=PRUNER if prune else "")
+    test = TEST.format(steps=steps, seed=seed, duration=duration, chunks=CHUNKS, pruner=PRUNER if prune else "")
     (root / "tests" / "bench.toml").write_text(test)
     (root / "s.toml").write_text('name = "b"\n[[Tests]]\nid = "t"\ntest_name = "bench"\nnum_nodes = 4\n')
     args = [sys.executable, "-m", "cloudai", "run", "--tests-dir", str(root / "tests"), "--test-scenario",
@@ -81,13 +82,13 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--seeds", type=int, default=5)
     parser.add_argument("--steps", type=int, default=40)
-    parser.add_argument("--duration", type=float, default=0.8)
+    parser.add_argument("--duration", type=float, default=2.0)
     ns = parser.parse_args()
     candidates, fixed = recommended_space()
     _, optimum = grid_optimum(candidates, fixed=fixed)
     target = 0.98 * optimum
     print(f"optimum bus_bw {optimum:.2f} GB/s (grid); target 98 % = {target:.2f}; {ns.steps} steps of "
-          f"{ns.duration:g} s, 8 progress lines each")  # fmt: skip
+          f"{ns.duration:g} s, {CHUNKS} progress lines each")  # fmt: skip
     totals = {False: [0.0, 0.0], True: [0.0, 0.0]}
     with tempfile.TemporaryDirectory() as tmp:
         for seed in range(ns.seeds):
