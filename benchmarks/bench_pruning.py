@@ -1,6 +1,6 @@
 """Pruning (issue 16): wall-clock to reach 98 % of the optimum with and without Optuna's pruner.
 
-    uv run python benchmarks/bench_pruning.py [--seeds 5] [--steps 40] [--duration 0.8]
+    uv run python benchmarks/bench_pruning.py [--seeds 5] [--steps 40] [--duration 2]
 
 The landscape is ``Synthetic`` on the recommended space (4 nodes, 256 MiB; algo, chunk_kb 64-8192
 log, num_channels 1-32) where each trial takes ``--duration`` seconds and writes 10 progress lines
