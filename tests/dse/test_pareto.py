@@ -109,6 +109,7 @@ def test_constraint_text_parses() -> None:
     ("extra", "field", "words"),
     [
         ('agent_constraints = { latency_us = "lots" }', "agent_constraints", "not '<= N'"),
+        ('agent_constraints = { lat = "<= 5" }', "agent_constraints.lat", "unknown metric 'lat'"),
         ('agent_config = { sampler = "cmaes" }', "agent_config.sampler", "one objective"),
         pytest.param(
             'agent_config = { sampler = "qmc" }',

@@ -26,7 +26,7 @@ seed = 0
 n_startup_trials = 2
 pruner = { type = "percentile", percentile = 10.0, n_startup_trials = 2, poll_s = 0.2 }
 [cmd_args]
-duration_s = 4
+duration_s = 2
 progress_chunks = 8
 message_size = [1048576, 268435456]
 num_channels = [1, 2, 4, 8, 16]

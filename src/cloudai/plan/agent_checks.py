@@ -104,8 +104,18 @@ def _check_metrics(entry: RunEntry) -> list[Problem]:
         for name in entry.agent.metrics:
             if name not in declared:
                 hint = f"{entry.workload} reports: {', '.join(declared)}"
-                problems.append(Problem(str(entry.scenario_file), field, f"unknown metric '{name}'", hint))
+                where = _metric_field(entry, name)
+                problems.append(Problem(str(entry.scenario_file), where, f"unknown metric '{name}'", hint))
     return problems
+
+
+def _metric_field(entry: RunEntry, name: str) -> str:
+    """The field that brought metric ``name`` into the observation (agent_metrics, objectives, constraints)."""
+    if any(o.metric == name for o in entry.agent.objectives):
+        return f"{entry.field_prefix}.agent_objectives.{name}"
+    if any(c.metric == name for c in entry.agent.constraints):
+        return f"{entry.field_prefix}.agent_constraints.{name}"
+    return f"{entry.field_prefix}.agent_metrics"
 
 
 def _check_space(entry: RunEntry, space: Space, agent_cls: type[BaseAgent]) -> list[Problem]:
