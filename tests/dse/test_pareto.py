@@ -137,3 +137,11 @@ def test_trials_csv_is_wide(case: Callable[..., Case]) -> None:
     for row, obs, action in zip(trials.to_dict("records"), frame.observation, frame.action, strict=True):
         assert [row["bus_bw"], row["latency_us"]] == json.loads(obs)
         assert all(row[k] == v for k, v in json.loads(action).items())
+
+
+def test_dry_run_names_objectives_and_constraints(case: Callable[..., Case]) -> None:
+    extra = 'agent_constraints = { latency_us = "<= 2000" }'
+    result = invoke(case(MO.format(agent="optuna", steps=3, extra=extra)).args("dry-run"))
+    assert result.exit_code == 0, result.output
+    assert "objectives: bus_bw (max), latency_us (min)" in result.output
+    assert "constraints: latency_us <= 2000" in result.output
