@@ -6,6 +6,7 @@ import json
 import math
 import random
 from collections.abc import Callable
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -145,3 +146,15 @@ def test_dry_run_names_objectives_and_constraints(case: Callable[..., Case]) -> 
     assert result.exit_code == 0, result.output
     assert "objectives: bus_bw (max), latency_us (min)" in result.output
     assert "constraints: latency_us <= 2000" in result.output
+
+
+def test_the_shipped_pareto_example_runs(tmp_path: Path) -> None:
+    conf = Path(__file__).resolve().parents[2] / "conf" / "common"
+    args = ["run", "--tests-dir", str(conf / "test"), "--test-scenario", str(conf / "test_scenario" / "dse_pareto.toml"),
+            "--output-dir", str(tmp_path)]  # fmt: skip
+    result = invoke(args)
+    assert result.exit_code == 0, result.output
+    (iteration,) = tmp_path.glob("*/pareto/0")
+    front = pd.read_csv(iteration / "pareto.csv")
+    assert len(front) >= 2 and (front.latency_us <= 20000).all()  # a trade-off, inside the constraint
+    assert sorted(p.stem for p in (iteration / "pareto").glob("*.toml")) == sorted(str(s) for s in front.step)

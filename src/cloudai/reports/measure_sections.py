@@ -105,7 +105,11 @@ def pareto_section(traj: Trajectory, entry: Entry, base: str) -> str | None:
     alt = "Pareto front of " + " vs ".join(names)
     text = (f"{len(front)} of {len(points)} ok trials are Pareto-optimal (none better in every objective); "
             "grey: dominated. Files: pareto.csv, pareto/<step>.toml.")  # fmt: skip
-    parts = [h.para(text), h.img(plots_measure.pareto(points, names, directions), alt), h.table(header, rows)]
+    parts = [
+        h.para(text),
+        h.img(plots_measure.pareto(points, [entry.label(n) for n in names], directions), alt),
+        h.table(header, rows),
+    ]
     return h.section(f"{base}--pareto", "Pareto front", parts, 3, data="pareto")
 
 
