@@ -150,8 +150,8 @@ def test_dry_run_names_objectives_and_constraints(case: Callable[..., Case]) -> 
 
 def test_the_shipped_pareto_example_runs(tmp_path: Path) -> None:
     conf = Path(__file__).resolve().parents[2] / "conf" / "common"
-    args = ["run", "--tests-dir", str(conf / "test"), "--test-scenario", str(conf / "test_scenario" / "dse_pareto.toml"),
-            "--output-dir", str(tmp_path)]  # fmt: skip
+    scenario = conf / "test_scenario" / "dse_pareto.toml"
+    args = ["run", "--tests-dir", str(conf / "test"), "--test-scenario", str(scenario), "--output-dir", str(tmp_path)]
     result = invoke(args)
     assert result.exit_code == 0, result.output
     (iteration,) = tmp_path.glob("*/pareto/0")
