@@ -50,7 +50,7 @@ def test_exit_0_without_metrics_is_failed_in_job_json_and_trajectory_alike(case:
     assert jobs[2]["reason"] == reasons[2]
     assert f"failed reward=-1 best=- ({reasons[2]})" in result.output  # the progress line (not a TTY)
     report = (c.run_dir() / "report.html").read_text()
-    assert "Trials that did not score (2)" in report and "exit code 3: broken" in report
+    assert "Trials that did not succeed (2)" in report and "exit code 3: broken" in report
 
 
 def test_a_missing_metric_names_what_was_found(case: Callable[..., Case]) -> None:

@@ -48,7 +48,8 @@ def test_dse_run_with_env_params_has_every_section(dse_run: Path) -> None:
 
     assert {"overview", "agent", "reward", "knobs", "importance", "top", "regimes"} <= page.kinds()
     assert "episodes" not in page.kinds()
-    assert len(page.images) == 3  # reward, knobs, regimes (importance is a table with CSS bars)
+    assert {"observations", "time", "trials"} <= page.kinds()
+    assert len(page.images) == 5  # reward, observations, knobs, time, regimes (importance: a table with CSS bars)
     assert_self_contained(page)
     assert {"threads", "algo", "chunk"} <= set(page.cells)  # importance and top-10 tables name the knobs
     assert "Optuna get_param_importances" in page.all_text
@@ -60,7 +61,7 @@ def test_dse_run_with_env_params_has_every_section(dse_run: Path) -> None:
 def test_top_trials_table_lists_each_configuration_once(dse_run: Path) -> None:
     text = generate_report([dse_run]).read_text()
     top = text.split('id="Tests.1-0--top"')[1].split("</section>")[0]
-    assert "Top 9 trials" in top  # the fake agent tries 9 configurations
+    assert "Top 9 configurations" in top  # the fake agent tries 9 configurations
     assert top.count("<tr>") == 10  # header + 9
 
 
@@ -74,7 +75,7 @@ def test_live_rl_run_shows_episode_returns(live_run: Path) -> None:
     page = parse(generate_report([live_run]))
 
     assert {"agent", "reward", "episodes", "regimes"} <= page.kinds()
-    assert len(page.images) == 4  # reward, knobs, regimes, episodes
+    assert len(page.images) == 5  # reward, knobs, time, regimes, episodes (metrics not named: no observations)
     assert read_summary(live_run)[0]["kind"] == "live_rl"
     assert_self_contained(page)
 

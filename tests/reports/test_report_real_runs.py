@@ -101,7 +101,7 @@ def test_a_dse_run_with_env_params_reports_every_section(real_dse: RealRun) -> N
     page = parse(report)
     assert {"overview", "agent", "reward", "knobs", "importance", "top", "regimes"} <= page.kinds()
     assert "episodes" not in page.kinds()
-    assert_pngs(page.images, 3)  # reward, knob effects, regimes
+    assert_pngs(page.images, 5)  # reward, observations, knob effects, time spent, regimes
     assert page.external == [] and page.scripts == 0
 
     steps = read_csv(real_dse.it_dir("Tests.dse") / "trajectory.csv")
@@ -115,8 +115,14 @@ def test_a_dse_run_with_env_params_reports_every_section(real_dse: RealRun) -> N
 
     importance = tables(report)["Tests.dse-0--importance"]
     assert sorted(c[0] for c in importance[1:]) == ["algo", "chunk_kb", "num_channels"]
-    top = tables(report)["Tests.dse-0--top"]
-    assert top[1][:3] == [best["step"], "1", fmt(float(best["reward"]))]
+    header, first, *_ = tables(report)["Tests.dse-0--top"]
+    groups: dict[str, list[dict[str, str]]] = defaultdict(list)
+    for r in scored(steps):
+        groups[canonical(r["action"])].append(r)
+    top = max(groups.values(), key=lambda rs: (sum(float(r["reward"]) for r in rs) / len(rs), -int(rs[0]["step"])))
+    mean = sum(float(r["reward"]) for r in top) / len(top)
+    assert header[:3] == ["first step", "mean reward = identity(bus_bw [GB/s]) ± 95 % CI", "n"]
+    assert first[0] == top[0]["step"] and first[2] == str(len(top)) and first[1].startswith(f"{mean:.6g}")
 
 
 def test_the_regime_table_is_the_best_configuration_per_env_params_value(real_dse: RealRun) -> None:
@@ -146,7 +152,7 @@ def test_a_live_rl_run_reports_the_return_of_each_episode(real_live: RealRun) ->
     report = real_live.path / "report.html"
     page = parse(report)
     assert {"agent", "reward", "episodes", "regimes"} <= page.kinds()
-    assert_pngs(page.images, 4)  # reward, knob effects, regimes, episode returns
+    assert_pngs(page.images, 5)  # reward, knob effects, time spent, regimes, episode returns
 
     steps = read_csv(real_live.it_dir("Tests.live") / "trajectory.csv")
     returns: dict[str, float] = defaultdict(float)

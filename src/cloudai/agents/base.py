@@ -10,7 +10,10 @@ Subclasses implement two methods; ``run`` is the loop and rarely needs overridin
 
 Class attributes: ``samples_env_params`` says whether the agent copes with a randomized
 environment (env_params); ``can_ask_ahead`` whether it may have several trials in flight
-(``agent_config.max_parallel``); ``config_model`` validates ``agent_config`` at load time.
+(``agent_config.max_parallel``); ``parallel_reproducible`` whether the same seed asks the same
+points under ``max_parallel`` > 1 (not when the asks depend on which trial finished first);
+``config_model`` validates ``agent_config`` at load time and ``entry_problems`` checks it against
+the entry (e.g. a single-objective sampler given several objectives).
 
 ``run`` honours ``done`` only in live-RL mode (``env.live``): there ``done=True`` ends the
 episode and the env is reset; in offline DSE ``done`` never stops the sweep.
@@ -71,7 +74,13 @@ class BaseAgent(ABC):
     samples_env_params: ClassVar[bool] = False
     can_ask_ahead: ClassVar[bool] = True
     asks_depend_on_feedback: ClassVar[bool] = True  # False: a sweep, whose asks ignore what it was told
+    parallel_reproducible: ClassVar[bool] = True
     config_model: ClassVar[type[AgentConfig]] = AgentConfig
+
+    @classmethod
+    def entry_problems(cls, config: AgentConfig, objectives: int) -> list[tuple[str, str]]:
+        """``(agent_config field, message)`` for what this agent cannot do with a valid config here."""
+        return []
 
     def __init__(self, env: BaseGym, config: AgentConfig, max_steps: int) -> None:
         self.env = env
@@ -92,6 +101,11 @@ class BaseAgent(ABC):
 
     @abstractmethod
     def update_policy(self, feedback: Feedback) -> None: ...
+
+    @classmethod
+    def list_notes(cls) -> list[str]:
+        """Extra lines ``cloudai list`` prints for this agent (e.g. which samplers are installed)."""
+        return []
 
     def best_notes(self) -> list[str]:
         """Comment lines the agent adds to best.toml (e.g. the bandit's best per env_params regime)."""

@@ -1,4 +1,9 @@
-"""``optuna``: Optuna's TPE sampler through ``study.ask()`` / ``study.tell()``, maximizing reward.
+"""``optuna``: an Optuna sampler (TPE by default) through ``study.ask()`` / ``study.tell()``, maximizing reward.
+
+``agent_config.sampler`` picks the sampler (``cloudai.agents.optuna_samplers``). With several
+``agent_objectives`` the study is multi-objective: each objective's metric is told with its
+direction (TPE becomes MOTPE; ``nsga2`` is NSGA-II) and ``agent_constraints`` are told as Optuna
+constraints. The study lives in a journal file Optuna's tools open (``optuna_storage``).
 
 Each dimension becomes an Optuna distribution: a list → ``CategoricalDistribution`` (its
 values when they are all None/bool/int/float/str, else their indices, mapped back on ask),
@@ -19,26 +24,22 @@ ones that do not fit the current space are skipped. Optuna's INFO logging is sil
 from __future__ import annotations
 
 import math
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, Literal
 
 import optuna
 from optuna.distributions import BaseDistribution, CategoricalDistribution, FloatDistribution, IntDistribution
-from pydantic import Field
 
 from cloudai.agents.base import AgentConfig, BaseAgent
+from cloudai.agents.objective_values import constraint_values, objective_values
+from cloudai.agents.optuna_config import OptunaConfig
+from cloudai.agents.optuna_pruners import build_pruner
+from cloudai.agents.optuna_samplers import build_sampler, sampler_note, sampler_problem
+from cloudai.agents.optuna_storage import fresh_storage, study_name
 from cloudai.envs.base import BaseGym, Feedback, Observation
 from cloudai.space import Categorical, Range
 
-_INFEASIBLE = "cloudai_infeasible"  # constraint key: > 0 for failed/timeout/constraint steps
 _NATIVE = (type(None), bool, int, float, str)
-
-
-class OptunaConfig(AgentConfig):
-    """``agent_config`` for ``optuna``: TPESampler's knobs a user may want to turn."""
-
-    n_startup_trials: int = Field(default=10, ge=0)  # random trials before TPE models the landscape
-    multivariate: bool = True  # model dimensions jointly (Optuna 5's default for one objective)
-    constant_liar: bool = True  # treat in-flight trials as bad, so parallel asks spread out
 
 
 class OptunaAgent(BaseAgent):
@@ -46,6 +47,19 @@ class OptunaAgent(BaseAgent):
     samples_env_params = True
     can_ask_ahead = True
     config_model = OptunaConfig
+    parallel_reproducible = False  # TPE is told in finishing order, which timing decides
+
+    @classmethod
+    def entry_problems(cls, config: AgentConfig, objectives: int) -> list[tuple[str, str]]:
+        assert isinstance(config, OptunaConfig)
+        problems = [("sampler", p) for p in [sampler_problem(config.sampler, objectives)] if p]
+        if config.pruner is not None and objectives > 1:
+            problems.append(("pruner", "Optuna prunes single-objective studies only; drop the pruner or objectives"))
+        return problems
+
+    @classmethod
+    def list_notes(cls) -> list[str]:
+        return [sampler_note()]
 
     def __init__(self, env: BaseGym, config: AgentConfig, max_steps: int) -> None:
         super().__init__(env, config, max_steps)
@@ -59,14 +73,38 @@ class OptunaAgent(BaseAgent):
             for d in self.space.dims
             if isinstance(d, Categorical) and not all(isinstance(c, _NATIVE) for c in d.choices)
         }
-        sampler = optuna.samplers.TPESampler(
-            seed=cfg.seed,
-            n_startup_trials=cfg.n_startup_trials,
-            multivariate=cfg.multivariate,
-            constant_liar=cfg.constant_liar,
+        self.metrics = env.define_observation_space()
+        self.objectives = env.objectives if len(env.objectives) > 1 else ()  # one objective: the reward
+        directions: list[Literal["maximize", "minimize"]] = [
+            "maximize" if o.direction == "max" else "minimize" for o in self.objectives
+        ] or ["maximize"]
+        self.study = optuna.create_study(
+            storage=fresh_storage(env.record_dir),
+            study_name=study_name(env.record_dir),
+            directions=directions,
+            sampler=build_sampler(cfg),
+            pruner=build_pruner(cfg.pruner) if cfg.pruner is not None else None,
         )
-        self.study = optuna.create_study(direction="maximize", sampler=sampler)
         self._running: dict[int, optuna.Trial] = {}  # step -> asked, not yet told
+        if cfg.pruner is not None and not self.objectives:
+            env.watch_progress(self._should_prune, cfg.pruner.poll_s)
+
+    def _should_prune(self, step: int, new: Sequence[tuple[int, float]]) -> bool:
+        """Report ``step``'s new intermediate rewards to its trial; Optuna's pruner decides."""
+        trial = self._running.get(step)
+        if trial is None:
+            return False
+        for at, value in new:
+            trial.report(value, at)
+        return trial.should_prune()
+
+    def run(self) -> int:
+        try:
+            return super().run()
+        finally:  # asked but never told (interrupt, error): not in trajectory.csv, so FAIL in the study
+            for trial in self._running.values():
+                self.study.tell(trial, state=optuna.trial.TrialState.FAIL)
+            self._running.clear()
 
     def select_action(self, observation: Observation) -> tuple[int, dict[str, Any]] | None:
         trial = self.study.ask(self.distributions)
@@ -75,23 +113,61 @@ class OptunaAgent(BaseAgent):
         return step, {name: self._external(name, value) for name, value in trial.params.items()}
 
     def update_policy(self, feedback: Feedback) -> None:
-        infeasible = 0.0 if feedback.status in ("ok", "cached") else 1.0
+        constraints = constraint_values(feedback, self.metrics, self.env.constraints)
+        values = self._values(feedback)
+        attrs: dict[str, Any] = {"step": feedback.step, "status": feedback.status}
+        if feedback.info.get("reason"):
+            attrs["reason"] = str(feedback.info["reason"])
         trial = self._running.pop(feedback.step, None)
+        if feedback.status == "pruned":
+            self._tell_pruned(feedback, trial, attrs)
+            return
         if trial is not None:
-            trial.set_constraint(_INFEASIBLE, infeasible)
-            self.study.tell(trial, feedback.reward)
+            for key, value in constraints.items():
+                trial.set_constraint(key, value)
+            for key, value in attrs.items():
+                trial.set_user_attr(key, value)
+            self.study.tell(trial, values)
             return
         try:
             params = {name: self._internal(name, feedback.action[name]) for name in self.distributions}
             recorded = optuna.trial.create_trial(
                 params=params,
                 distributions=self.distributions,
-                value=feedback.reward,
-                constraints={_INFEASIBLE: infeasible},
+                values=values,
+                constraints=constraints,
+                user_attrs=attrs,
             )
         except (KeyError, ValueError):
             return  # not a point of this space (e.g. the space changed since the recorded run)
         self.study.add_trial(recorded)
+
+    def _tell_pruned(self, feedback: Feedback, trial: optuna.Trial | None, attrs: dict[str, Any]) -> None:
+        """PRUNED: Optuna ranks it by its last intermediate value (replayed: the recorded one, at its step)."""
+        if trial is not None:
+            for key, value in attrs.items():
+                trial.set_user_attr(key, value)
+            self.study.tell(trial, state=optuna.trial.TrialState.PRUNED)
+            return
+        at = int(feedback.info.get("pruned_at", 0))
+        intermediate = {at: feedback.reward} if math.isfinite(feedback.reward) else None
+        try:
+            params = {name: self._internal(name, feedback.action[name]) for name in self.distributions}
+            recorded = optuna.trial.create_trial(
+                state=optuna.trial.TrialState.PRUNED,
+                params=params,
+                distributions=self.distributions,
+                user_attrs=attrs,
+                intermediate_values=intermediate,
+            )
+        except (KeyError, ValueError):
+            return
+        self.study.add_trial(recorded)
+
+    def _values(self, feedback: Feedback) -> Sequence[float]:
+        if not self.objectives:
+            return [feedback.reward]
+        return objective_values(feedback, self.metrics, self.objectives, self.config.penalty_reward)
 
     def _external(self, name: str, value: Any) -> Any:
         return self._by_index[name][value] if name in self._by_index else value

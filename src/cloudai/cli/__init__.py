@@ -309,6 +309,11 @@ def list_() -> None:
         click.echo(f"{title}:")
         for name in registry.names():
             click.echo(f"  {name}")
+            if registry is AGENTS:
+                from cloudai.agents.describe import describe_agent
+
+                for line in describe_agent(AGENTS.get(name)):
+                    click.echo(f"      {line}")
 
 
 @cli.command()

@@ -16,6 +16,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from cloudai.config.fields import NodeCount, StrictPositiveInt, check_one_line
+from cloudai.config.objectives import Constraint, Objective, default_reward, observed_metrics, parse_constraint
 from cloudai.config.test import AgentFields, EnvParamSpec, WorkloadConfig, checked_cmd_args, checked_env_vars
 from cloudai.config.timelimit import parse_time_limit
 from cloudai.config.tomlfile import read_toml, validate
@@ -96,6 +97,8 @@ class AgentSettings:
     env_params: dict[str, EnvParamSpec] | None = None
     seed: int | None = None
     explicit: bool = False  # some agent field was set in TOML
+    objectives: tuple[Objective, ...] = ()  # agent_objectives; () = maximize the reward
+    constraints: tuple[Constraint, ...] = ()  # agent_constraints on measured metrics
 
 
 @dataclass(frozen=True)
@@ -290,12 +293,18 @@ def _agent_settings(test: AgentFields, entry: AgentFields) -> AgentSettings:
         return getattr(test, name) if value is None else value
 
     defaults = AgentSettings()
-    names = ("agent", "agent_steps", "agent_metrics", "agent_reward_function", "agent_config", "env_params", "seed")
+    names = ("agent", "agent_steps", "agent_metrics", "agent_reward_function", "agent_config", "env_params", "seed",
+             "agent_objectives", "agent_constraints")  # fmt: skip
+    objectives = tuple(Objective(m, d) for m, d in (pick("agent_objectives") or {}).items())
+    constraints = tuple(parse_constraint(m, t) for m, t in (pick("agent_constraints") or {}).items())
+    metrics = observed_metrics(pick("agent_metrics"), objectives, constraints, defaults.metrics)
     return AgentSettings(
         name=pick("agent") or defaults.name,
         steps=pick("agent_steps"),
-        metrics=tuple(pick("agent_metrics") or defaults.metrics),
-        reward=pick("agent_reward_function") or defaults.reward,
+        metrics=metrics,
+        reward=pick("agent_reward_function") or default_reward(objectives) or defaults.reward,
+        objectives=objectives,
+        constraints=constraints,
         config=pick("agent_config"),
         env_params=pick("env_params"),
         seed=pick("seed"),

@@ -65,8 +65,19 @@ class AgentFields(BaseModel):
     agent_metrics: list[str] | None = Field(default=None, min_length=1)
     agent_reward_function: str | None = None
     agent_config: dict[str, Any] | None = None
+    agent_objectives: dict[str, Literal["max", "min"]] | None = Field(default=None, min_length=1)
+    agent_constraints: dict[str, str] | None = None  # metric -> "<= 50" (cloudai.config.objectives)
     env_params: dict[str, EnvParamSpec] | None = None
     seed: Seed | None = None
+
+    @field_validator("agent_constraints")
+    @classmethod
+    def _constraints(cls, constraints: dict[str, str] | None) -> dict[str, str] | None:
+        from cloudai.config.objectives import parse_constraint
+
+        for metric, text in (constraints or {}).items():
+            parse_constraint(metric, text)
+        return constraints
 
 
 def checked_cmd_args(cmd_args: dict[str, Any]) -> dict[str, Any]:

@@ -15,18 +15,24 @@ episodes; ``next_step`` is the number the next ``step``/``step_async`` will get.
 * ``env_param_sampler()``: the env_params sampler (None without env_params). It is
   deterministic per step, so an agent may peek at ``sample(next_step)`` before choosing.
 * ``live``: True in live-RL mode, where ``done`` ends an episode and the agent resets.
+* ``objectives`` / ``constraints``: ``agent_objectives`` / ``agent_constraints`` (empty: maximize the
+  reward); their metrics are slots of the observation. ``record_dir``: where the env records
+  (an agent may keep its own files there, e.g. Optuna's journal); None when nothing is recorded.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from cloudai.config.objectives import Constraint, Objective
 from cloudai.space import Space
 
 if TYPE_CHECKING:
     from cloudai.envs.env_params import EnvParamSampler
+    from cloudai.envs.pruning import PruneJudge
 
 Observation = list[float]
 
@@ -52,6 +58,9 @@ class Feedback:
 class BaseGym(ABC):
     live: bool = False
     max_in_flight: int = 1  # how many trials step_async may keep running at once
+    objectives: tuple[Objective, ...] = ()
+    constraints: tuple[Constraint, ...] = ()
+    record_dir: Path | None = None
 
     def __init__(self) -> None:
         self._ready: list[Feedback] = []  # finished by the default step_async, not yet handed out
@@ -102,6 +111,13 @@ class BaseGym(ABC):
 
     def measure_again(self) -> None:
         """From now on, run every step even when an equal one was measured (confirmation re-runs)."""
+
+    def watch_progress(self, judge: PruneJudge, poll_s: float) -> bool:
+        """Ask the env to poll running trials' intermediate values and stop those ``judge`` prunes.
+
+        Returns whether this env can (default: no; the offline DSE env can when its workload reports progress).
+        """
+        return False
 
     def close(self) -> None:
         """Release what the env holds (jobs, connections). Safe to call twice."""

@@ -72,6 +72,8 @@ class LiveGymEnv(BaseGym):
         super().__init__()
         entry = setup.entry
         self.setup = setup
+        self.record_dir = setup.out_dir
+        self.objectives = entry.agent.objectives
         self.env_names = tuple(setup.sampler.names) if setup.sampler else ()
         prefix = f"{entry.field_prefix}.cmd_args"
         cmd_args = {k: v for k, v in entry.cmd_args.items() if k not in self.env_names}

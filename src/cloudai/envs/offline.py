@@ -36,18 +36,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from cloudai.config.objectives import broken_constraints
 from cloudai.envs.base import BaseGym, Feedback, Observation
+from cloudai.envs.pruning import ProgressWatch, PruneJudge
 from cloudai.envs.rewards import REWARDS
 from cloudai.errors import AgentError, ConfigError
 from cloudai.jobs.spec import build_spec, finish_job
 from cloudai.space import Categorical, Space, split_knobs
 from cloudai.systems.base import Job, JobStatus, System, held_interrupts, redeliver
 from cloudai.trajectory.records import SYNC_INTERVAL_S, Row, TrajectoryWriter, env_cell
+from cloudai.workloads.base import Workload
 
 if TYPE_CHECKING:
     from cloudai.config.scenario import RunEntry
     from cloudai.envs.env_params import EnvParamSampler
-    from cloudai.workloads.base import Workload
 
 SCORED = ("ok", "cached")
 
@@ -94,6 +96,8 @@ class CloudAIGymEnv(BaseGym):
             raise ConfigError("the offline env runs jobs: it needs the entry's workload", field="test_template_name")
         self.setup, self.workload = setup, setup.workload
         self.metrics = tuple(setup.entry.agent.metrics)
+        self.objectives, self.constraints = setup.entry.agent.objectives, setup.entry.agent.constraints
+        self.record_dir = setup.out_dir
         self.reward_fn = REWARDS.get(setup.entry.agent.reward)
         self.env_names = tuple(setup.sampler.names) if setup.sampler else ()
         self.action_space = setup.space.without(set(self.env_names))
@@ -110,6 +114,13 @@ class CloudAIGymEnv(BaseGym):
         self._unwritten: deque[int] = deque()  # started steps not yet in trajectory.csv, ascending
         self._finished: dict[int, tuple[Feedback, float]] = {}  # finished, waiting for earlier steps
         self._reuse = True  # answer a repeated (action, env_params) from the cache; off: measure again
+        self._watch: ProgressWatch | None = None  # pruning (watch_progress)
+
+    def watch_progress(self, judge: PruneJudge, poll_s: float) -> bool:
+        if type(self.workload).progress is Workload.progress:
+            return False  # the workload reports no intermediate values
+        self._watch = ProgressWatch(self.workload, self.reward_fn, judge, poll_s)
+        return True
 
     def define_action_space(self) -> Space:
         return self.action_space
@@ -175,10 +186,13 @@ class CloudAIGymEnv(BaseGym):
         deadline = None if timeout is None else time.monotonic() + timeout
         while self._pending:
             wait_s = 0.0 if self._ready else (None if deadline is None else max(0.0, deadline - time.monotonic()))
+            if self._watch is not None:
+                wait_s = self._watch.poll_s if wait_s is None else min(wait_s, self._watch.poll_s)
             self.setup.system.wait([t.job for t in self._pending.values() if t.job is not None], wait_s)
             for trial in [t for t in self._pending.values() if t.job is not None and t.job.done]:
                 self._finish(trial)
-            if self._ready or wait_s == 0.0:
+            self._judge_running()
+            if self._ready or wait_s == 0.0 or (deadline is not None and time.monotonic() >= deadline):
                 break
         ready, self._ready = self._ready, []
         return ready
@@ -221,6 +235,33 @@ class CloudAIGymEnv(BaseGym):
         self._running.setdefault(trial.key, trial)  # a twin measured again (measure_again) is not a follower
         trial.job = self.setup.system.submit(spec)
 
+    def _judge_running(self) -> None:
+        """Poll each running trial's progress (pruning); cancel and record the ones the agent prunes."""
+        if self._watch is None:
+            return
+        for trial in [t for t in self._pending.values() if t.job is not None and not t.job.done]:
+            assert trial.job is not None
+            if self._watch.check(trial.step, trial.job.spec.job_dir):
+                self.setup.system.cancel([trial.job], "pruned")
+                if trial.job.status is JobStatus.CANCELLED:
+                    self._pruned(trial)
+                else:  # it ended on its own before the cancel reached it: keep what it measured
+                    self._finish(trial)
+
+    def _pruned(self, trial: _Trial) -> None:
+        del self._pending[trial.step]
+        del self._running[trial.key]
+        assert trial.job is not None and self._watch is not None
+        finish_job(trial.job, self.workload)  # job.json: cancelled, reason "pruned"
+        at, value = self._watch.forget(trial.step) or (0, math.nan)
+        observation = [value, *self._nothing()[1:]]
+        reward = self.reward_fn(value) if math.isfinite(value) else self.setup.penalty_reward
+        reason = f"pruned at progress step {at}: {self.metrics[0]} = {value:.6g}"
+        info = {"metrics": {}, "reason": reason, "job_dir": str(trial.job.spec.job_dir), "pruned_at": at}
+        self._complete(trial, observation, reward, "pruned", info)
+        for follower in trial.followers:
+            self._submit(follower)
+
     def _cached(self, trial: _Trial, hit: Feedback) -> None:
         info = {"metrics": hit.info.get("metrics", {}), "cached_from": hit.step}
         self._complete(trial, hit.observation, hit.reward, "cached", info)
@@ -242,6 +283,8 @@ class CloudAIGymEnv(BaseGym):
         observation = [metrics.get(name, math.nan) for name in self.metrics]
         status = {JobStatus.OK: "ok", JobStatus.TIMEOUT: "timeout"}.get(job.status, "failed")
         reason = job.reason
+        if status == "ok" and (broken := broken_constraints(self.constraints, metrics)):
+            status, reason = "constraint", broken  # measured, but outside agent_constraints
         reward = self.reward_fn(observation[0]) if status == "ok" else self.setup.penalty_reward
         info = {"metrics": metrics, "reason": reason, "job_dir": str(job.spec.job_dir)}
         feedback = self._complete(trial, observation, reward, status, info)

@@ -8,7 +8,7 @@ run does exactly what validation accepted.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from pydantic import ValidationError
@@ -90,6 +90,10 @@ def check_agent_entry(entry: RunEntry, space: Space, live: bool) -> list[Problem
         config = agent_config(entry, agent_cls)
         if not live:  # a live server defines its space when the run starts: checked then
             problems += check_enqueue(entry, agent_space(entry, space), config.enqueue)
+        problems += [
+            Problem(file, f"{prefix}.agent_config.{name}", message)
+            for name, message in agent_cls.entry_problems(config, len(entry.agent.objectives))
+        ]
     except ValidationError as exc:
         problems += [
             Problem(
@@ -122,12 +126,19 @@ def _check_metrics(entry: RunEntry) -> list[Problem]:
             )
         ]
     return check_metric_names(
-        entry.workload, entry.agent.metrics, str(entry.scenario_file), f"{entry.field_prefix}.agent_metrics"
+        entry.workload,
+        entry.agent.metrics,
+        str(entry.scenario_file),
+        f"{entry.field_prefix}.agent_metrics",
+        lambda name: _metric_field(entry, name),
     )
 
 
-def check_metric_names(workload: str, metrics: Sequence[str], file: str, field: str) -> list[Problem]:
-    """Metric names against the workload's declared ``metrics`` (a workload that declares none is trusted)."""
+def check_metric_names(
+    workload: str, metrics: Sequence[str], file: str, field: str, field_of: Callable[[str], str] | None = None
+) -> list[Problem]:
+    """Metric names against the workload's declared ``metrics`` (a workload that declares none is trusted);
+    ``field_of(name)``: the field that brought a metric in (agent_metrics, agent_objectives, ...)."""
     declared = getattr(WORKLOADS.get(workload), "metrics", None)
     problems = []
     if len(set(metrics)) != len(metrics):
@@ -136,8 +147,17 @@ def check_metric_names(workload: str, metrics: Sequence[str], file: str, field: 
         for name in metrics:
             if name not in declared:
                 hint = f"{did_you_mean(name, declared)} ({workload} reports: {', '.join(declared)})"
-                problems.append(Problem(file, field, f"unknown metric '{name}'", hint))
+                problems.append(Problem(file, field_of(name) if field_of else field, f"unknown metric '{name}'", hint))
     return problems
+
+
+def _metric_field(entry: RunEntry, name: str) -> str:
+    """The field that brought metric ``name`` into the observation (agent_metrics, objectives, constraints)."""
+    if any(o.metric == name for o in entry.agent.objectives):
+        return f"{entry.field_prefix}.agent_objectives.{name}"
+    if any(c.metric == name for c in entry.agent.constraints):
+        return f"{entry.field_prefix}.agent_constraints.{name}"
+    return f"{entry.field_prefix}.agent_metrics"
 
 
 def _check_space(entry: RunEntry, space: Space, agent_cls: type[BaseAgent]) -> list[Problem]:

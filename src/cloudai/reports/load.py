@@ -39,6 +39,23 @@ class Entry:
     agent: str | None = None
     agent_metrics: tuple[str, ...] = ("default",)
     env_params: tuple[str, ...] = ()
+    reward_function: str = ""
+    objectives: dict[str, str] = field(default_factory=dict)  # metric -> "max" | "min"
+    constraints: tuple[str, ...] = ()
+    log_knobs: tuple[str, ...] = ()
+    units: dict[str, str] = field(default_factory=dict)
+
+    def label(self, metric: str) -> str:
+        """``bus_bw [GB/s]``: a metric name with its unit when the workload declares one."""
+        unit = self.units.get(metric)
+        return f"{metric} [{unit}]" if unit else metric
+
+    @property
+    def reward_label(self) -> str:
+        """What the reward is: ``reward = identity(bus_bw [GB/s])`` (just "reward" when unknown, e.g. live RL)."""
+        if self.live_rl or not self.reward_function:
+            return "reward"
+        return f"reward = {self.reward_function}({self.label(self.agent_metrics[0])})"
 
 
 @dataclass(frozen=True)
@@ -68,6 +85,7 @@ class AgentRun:
     failure: str = ""  # dse_failure.txt: the run failed hard
     finished: bool = True  # best.toml was written: the agent ran to its last step
     confirmed: list[Estimate] = field(default_factory=list)  # confirm.csv: the re-run candidates' estimates
+    reasons: dict[int, str] = field(default_factory=dict)  # step -> why it did not succeed (its job.json)
 
     @property
     def status(self) -> str:
@@ -151,6 +169,11 @@ def _entries(manifest: dict[str, Any]) -> list[Entry]:
                 agent=raw.get("agent"),
                 agent_metrics=tuple(str(m) for m in raw.get("agent_metrics") or ("default",)),
                 env_params=tuple(str(p) for p in raw.get("env_params") or ()),
+                reward_function=str(raw.get("reward_function") or ""),
+                objectives={str(k): str(v) for k, v in (raw.get("objectives") or {}).items()},
+                constraints=tuple(str(c) for c in raw.get("constraints") or ()),
+                log_knobs=tuple(str(k) for k in raw.get("log_knobs") or ()),
+                units={str(k): str(v) for k, v in (raw.get("units") or {}).items()},
             )
         )
     return entries
@@ -203,7 +226,32 @@ def _agent_run(entry: Entry, it_dir: Path, iteration: int) -> AgentRun:
         trajectory = Trajectory(notes=["no trajectory.csv: the agent completed no step"])
     failure = (it_dir / FAILURE_FILE).read_text(errors="replace") if (it_dir / FAILURE_FILE).exists() else ""
     confirmed = confirmed_in(trajectory, it_dir)
-    return AgentRun(entry.id, iteration, trajectory, failure, (it_dir / BEST_FILE).exists(), confirmed)
+    reasons = _reasons(it_dir, trajectory)
+    return AgentRun(
+        entry.id, iteration, trajectory, failure, (it_dir / BEST_FILE).exists(), confirmed=confirmed, reasons=reasons
+    )
+
+
+def _reasons(it_dir: Path, trajectory: Trajectory) -> dict[int, str]:
+    """Why each unsuccessful step failed: its job.json reason; a constraint step without a job was never run."""
+    reasons: dict[int, str] = {}
+    for step in trajectory.steps:
+        if step.status in ("ok", "cached"):
+            continue
+        if step.reason:  # trajectory.csv's reason column (runs since it exists)
+            reasons[step.step] = step.reason
+            continue
+        path = it_dir / str(step.step) / JOB_RECORD
+        try:
+            record = json.loads(path.read_text())
+            if step.status == "constraint" and record.get("status") == "ok":
+                reasons[step.step] = "measured outside agent_constraints"
+            else:
+                reasons[step.step] = str(record.get("reason") or record.get("status") or "")
+        except (OSError, ValueError):
+            if step.status == "constraint":
+                reasons[step.step] = "infeasible point: not run (the workload's constraint)"
+    return reasons
 
 
 def _metrics(raw: object) -> dict[str, float]:

@@ -11,6 +11,7 @@ import base64
 import io
 import math
 import random
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, TypeVar
 
 from cloudai.reports.analysis import best_so_far, knob_kind
@@ -28,6 +29,7 @@ STATUS_STYLE = {
     "failed": ("tab:red", "x"),
     "constraint": ("tab:orange", "x"),
     "timeout": ("tab:purple", "x"),
+    "pruned": ("tab:olive", "v"),
 }
 T = TypeVar("T")
 MAX_CATEGORIES = 20
@@ -78,7 +80,7 @@ def _sampled_note(ax: Axes, total: int) -> None:
         ax.set_title(f"an even sample of the {total} points is drawn", fontsize="small")
 
 
-def reward_curve(traj: Trajectory) -> str:
+def reward_curve(traj: Trajectory, ylabel: str = "reward") -> str:
     """Reward per step coloured by status, with the best-so-far line: how fast the search converged."""
     fig, (ax,) = _figure()
     size = 6 if len(traj.steps) > 2000 else 18
@@ -90,13 +92,14 @@ def reward_curve(traj: Trajectory) -> str:
             ax.scatter(xs, ys, s=size, c=color, marker=marker, label=status, alpha=0.6)
     ax.step([s.step for s in traj.steps], best_so_far(traj), where="post", color="black", label="best so far")
     ax.set_xlabel("step")
-    ax.set_ylabel("reward")
+    ax.set_ylabel(ylabel)
     ax.legend(loc="lower right", fontsize="small")
     return _uri(fig)
 
 
-def knob_effects(traj: Trajectory) -> str:
-    """Reward against each knob's value: box + strip for categorical knobs, scatter for ranges."""
+def knob_effects(traj: Trajectory, log_knobs: Sequence[str] = (), ylabel: str = "reward") -> str:
+    """Reward against each knob's value: box + strip for categorical knobs, scatter for ranges (log axis
+    for ``log = true`` ranges)."""
     knobs = traj.knobs
     ncols = min(3, len(knobs))
     nrows = -(-len(knobs) // ncols)
@@ -109,9 +112,12 @@ def knob_effects(traj: Trajectory) -> str:
         else:
             numeric = _even([(v, r) for v, r in pairs if isinstance(v, int | float)])
             ax.scatter([float(v) for v, _ in numeric], [r for _, r in numeric], s=8, alpha=0.5)
+            if knob in log_knobs and all(float(v) > 0 for v, _ in numeric):
+                ax.set_xscale("log")
+                ax.set_xlabel(f"{knob} (log scale)", fontsize="small")
         sampled = f" (an even sample of {len(pairs)} points)" if len(pairs) > MAX_POINTS else ""
         ax.set_title(knob + sampled, fontsize="medium" if not sampled else "small")
-        ax.set_ylabel("reward")
+        ax.set_ylabel(ylabel, fontsize="small")
     for ax in axes[len(knobs) :]:
         ax.set_visible(False)
     return _uri(fig)

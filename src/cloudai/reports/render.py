@@ -1,8 +1,9 @@
 """One run dir's report page: the plain jobs table, then one section per agent-driven (test, iteration).
 
 Section ids (``data-section`` in brackets) are stable, for links and tests: ``overview``, ``jobs``, and per
-agent run ``<test id>-<iteration>`` [agent] with sub-sections ``<base>--reward`` [reward], ``--knobs``
-[knobs], ``--importance`` [importance], ``--top`` [top], ``--regimes`` [regimes], ``--episodes`` [episodes],
+agent run ``<test id>-<iteration>`` [agent] with sub-sections ``<base>--reward`` [reward], ``--observations``,
+``--pareto`` (several objectives), ``--knobs`` [knobs], ``--importance`` [importance], ``--top`` [top],
+``--time``, ``--trials``, ``--regimes`` [regimes], ``--episodes`` [episodes] (see ``measure_sections``),
 ``--confirm`` (the re-run candidates, when the run confirmed).
 A section that cannot be computed says why instead of disappearing.
 """
@@ -14,6 +15,7 @@ from datetime import UTC, datetime
 
 from cloudai.reports import analysis, confirm, plots, regimes
 from cloudai.reports import html as h
+from cloudai.reports import measure_sections as ms
 from cloudai.reports.load import AgentRun, RunData
 from cloudai.reports.trajectory import Step, Trajectory
 
@@ -64,15 +66,27 @@ def agent_section(run: RunData, ar: AgentRun) -> str:
     parts += _confirmed(ar, base)
     if best is not None:
         action = json.dumps(best.action, sort_keys=True)
-        single = f"reward {h.fmt(best.reward)} at step {best.step} (a single measurement), action {action}."
-        parts.append(h.para(f"Best {'search step' if ar.confirmed else 'step'}: {single}"))
-    parts.append(h.section(f"{base}--reward", "Reward per step", [h.img(plots.reward_curve(traj), "reward")], 3))
+        measured = ", ".join(
+            f"{entry.label(m)} = {h.fmt(v)}" for m, v in zip(entry.agent_metrics, best.observation, strict=False)
+        )
+        single = f"{entry.reward_label} = {h.fmt(best.reward)} at step {best.step} (a single measurement; {measured})"
+        parts.append(h.para(f"Best {'search step' if ar.confirmed else 'step'}: {single}, action {action}."))
+    reward_img = h.img(plots.reward_curve(traj, entry.reward_label), entry.reward_label)
+    parts.append(h.section(f"{base}--reward", f"Reward per step ({entry.reward_label})", [reward_img], 3))
+    if not entry.live_rl or entry.agent_metrics != ("default",):
+        parts.append(ms.observations_section(traj, entry, base))
+    pareto = ms.pareto_section(traj, entry, base)
+    if pareto is not None:
+        parts.append(pareto)
     if traj.knobs and traj.scored():
-        parts.append(h.section(f"{base}--knobs", "Knob effects", [h.img(plots.knob_effects(traj), "knobs")], 3))
+        knobs_img = h.img(plots.knob_effects(traj, entry.log_knobs, entry.reward_label), "knobs")
+        logs = [k for k in traj.knobs if k in entry.log_knobs]
+        knob_parts = [knobs_img, *([h.note(f"Log axes: {', '.join(logs)} (ranges with log = true).")] if logs else [])]
+        parts.append(h.section(f"{base}--knobs", "Knob effects", knob_parts, 3))
     parts.append(_importance(traj, base))
-    parts.append(_top(traj, base))
-    if any(not s.scored for s in traj.steps):
-        parts.append(_unscored(traj, base))
+    parts.append(ms.top_section(traj, entry, base))
+    parts.append(ms.time_section(traj, base))
+    parts.append(ms.trials_section(ar, base))
     if traj.env_params:
         parts.append(_regimes(traj, base, confirm.headline_step(traj, ar.confirmed)))
     if entry.live_rl or traj.episodes > 1:
@@ -100,34 +114,6 @@ def _basis(imp: analysis.Importance) -> str:
     if imp.trials < imp.of:
         return f"an even sample of {imp.trials} of the {imp.of} distinct ok trials"
     return f"the {imp.trials} distinct ok trials"
-
-
-def _top(traj: Trajectory, base: str) -> str:
-    top = analysis.top_trials(traj)
-    if not top:
-        return h.section(f"{base}--top", "Top 10 trials", [h.note("No ok or cached trial yet.")], 3)
-    header = ["step", "episode", "reward", "status", *traj.knobs, "evaluations"]
-    rows = [
-        [t.step.step, t.step.episode, t.step.reward, t.step.status, *(_cell(t.step.action.get(k)) for k in traj.knobs),
-         t.evaluations]
-        for t in top
-    ]  # fmt: skip
-    return h.section(f"{base}--top", f"Top {len(top)} trials", [h.table(header, rows, status_col=3)], 3)
-
-
-MAX_UNSCORED_ROWS = 50
-
-
-def _unscored(traj: Trajectory, base: str) -> str:
-    """Every step that did not score, with the one-line reason recorded for it (the first 50)."""
-    steps = [s for s in traj.steps if not s.scored]
-    header = ["step", "status", "reason", *traj.knobs]
-    rows = [[s.step, s.status, s.reason or "(not recorded)", *(_cell(s.action.get(k)) for k in traj.knobs)]
-            for s in steps[:MAX_UNSCORED_ROWS]]  # fmt: skip
-    parts = [h.table(header, rows, status_col=1)]
-    if len(steps) > MAX_UNSCORED_ROWS:
-        parts.append(h.note(f"{len(steps) - MAX_UNSCORED_ROWS} more in trajectory.csv (column reason)."))
-    return h.section(f"{base}--unscored", f"Trials that did not score ({len(steps)})", parts, 3)
 
 
 def _confirmed(ar: AgentRun, base: str) -> list[str]:

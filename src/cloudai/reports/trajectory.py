@@ -19,7 +19,7 @@ from pathlib import Path
 
 COLUMNS = ("step", "episode", "action", "reward", "observation", "status", "elapsed_s", "reason")
 LEGACY_COLUMNS = COLUMNS[:-1]  # trajectories written before the reason column still report
-STATUSES = frozenset({"ok", "cached", "failed", "constraint", "timeout"})
+STATUSES = frozenset({"ok", "cached", "failed", "constraint", "timeout", "pruned"})
 SCORED = frozenset({"ok", "cached"})  # statuses whose reward measures the action
 Value = bool | int | float | str | None
 

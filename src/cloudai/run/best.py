@@ -37,13 +37,13 @@ REGIME_BINS = 3  # regimes per range env param
 SCORED = ("ok", "cached")
 
 
-def best_test(entry: RunEntry, space: Space, best: Feedback) -> dict[str, Any]:
-    """The test table of the best trial: plain, every cmd_arg a scalar."""
+def best_test(entry: RunEntry, space: Space, best: Feedback, kind: str = "best") -> dict[str, Any]:
+    """The test table of the best (or another ``kind`` of) trial: plain, every cmd_arg a scalar."""
     values = space.full({**best.action, **best.env_params})
     cmd_args, env_vars, _ = split_knobs(values)
     test: dict[str, Any] = {
-        "name": f"{entry.test_name}_best",
-        "description": f"best trial of {entry.id}: step {best.step}, reward {best.reward:.6g}",
+        "name": f"{entry.test_name}_{kind}",
+        "description": f"{kind} trial of {entry.id}: step {best.step}, reward {best.reward:.6g}",
         "test_template_name": entry.workload,
         "cmd_args": cmd_args,
     }
@@ -65,16 +65,20 @@ def best_text(
     best: Feedback,
     recorded: int,
     notes: Sequence[str] = (),
+    kind: str = "best",
     *,
     confirmed: Sequence[Estimate] = (),
 ) -> str:
-    """best.toml's text; with ``confirmed``, the confirmed winner's estimate leads and ``best`` is its search step."""
+    """best.toml's text; with ``confirmed``, the confirmed winner's estimate leads and ``best`` is its search step.
+
+    ``kind``: "best", or e.g. "pareto_12" for one Pareto-optimal trial (the test is named after it)."""
     metrics = best.info.get("metrics") or dict(zip(entry.agent.metrics, best.observation, strict=False))
     live = bool(entry.cmd_args.get("live_rl_mode"))
     reward = "the live server's reward" if live else f"{entry.agent.reward}({entry.agent.metrics[0]})"
+    title = "Best trial" if kind == "best" else "Pareto-optimal trial"
     lines = [
         *_confirmed_lines(confirmed),
-        f"# Best trial of '{entry.id}' over {recorded} recorded step(s): step {best.step} ({best.status}),",
+        f"# {title} of '{entry.id}' over {recorded} recorded step(s): step {best.step} ({best.status}),",
         f"# reward {best.reward:.6g} = {reward} (a single measurement).",
         "# Metrics: " + ", ".join(f"{k}={_num(v)}" for k, v in metrics.items()),
         f"# Action: {', '.join(f'{k}={v!r}' for k, v in best.action.items())}",
@@ -85,7 +89,7 @@ def best_text(
     if NUM_NODES in best.action or nodes != 1:
         lines.append(f"# num_nodes = {nodes}: set it on the scenario entry (not a test field).")
     lines += [f"# {note}" for note in notes]
-    test = best_test(entry, space, best)
+    test = best_test(entry, space, best, kind)
     lines.append(f'# Run it: copy this file into a tests dir; in a scenario: test_name = "{test["name"]}".')
     return "\n".join(lines) + "\n\n" + toml.dumps(test)
 

@@ -46,6 +46,11 @@ def dry_run_entries(plan: Plan, run_dir: Path, system: System, echo: Echo, n: in
             echo("  knobs the test declares or narrows (the server adds its others when the run starts):")
         else:
             echo(f"  reward {entry.agent.reward}({entry.agent.metrics[0]}); observation {list(entry.agent.metrics)}")
+            if len(entry.agent.objectives) > 1:
+                objectives = ", ".join(f"{o.metric} ({o.direction})" for o in entry.agent.objectives)
+                echo(f"  objectives: {objectives}: the run writes the Pareto front (pareto.csv, pareto/<step>.toml)")
+            if entry.agent.constraints:
+                echo(f"  constraints: {', '.join(c.text for c in entry.agent.constraints)}")
         for dim in checked.space.dims:
             sampled = " (env_param: sampled by the environment)" if dim.name not in action.names else ""
             echo(f"  {_describe(dim)}{sampled}")

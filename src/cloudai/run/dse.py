@@ -26,6 +26,7 @@ import json
 import os
 import shlex
 import traceback
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -215,7 +216,27 @@ def _run_iteration(
     echo(f"  test TOML: {path}")
     for line in regimes:
         echo(f"  {line}")
+    _after_run(checked, [*history, *finished], out_dir, echo)
     return 0
+
+
+def _after_run(checked: CheckedEntry, steps: list[Feedback], out_dir: Path, echo: Echo) -> None:
+    """Status counts, the Pareto front (several objectives), trials.csv and the Optuna study's dashboard command."""
+    from cloudai.atomicfile import atomic_write
+    from cloudai.reports.trials_csv import TRIALS_FILE, trials_from_dir
+    from cloudai.run.pareto_out import write_pareto
+
+    counts = Counter(f.status for f in steps)
+    if set(counts) - {"ok"}:
+        echo("  steps: " + ", ".join(f"{n} {status}" for status, n in sorted(counts.items(), key=lambda x: -x[1])))
+    write_pareto(checked.entry, checked.space, steps, out_dir, echo)
+    if (out_dir / "trajectory.csv").is_file():
+        atomic_write(out_dir / TRIALS_FILE, trials_from_dir(out_dir, checked.entry.agent.metrics))
+    if checked.entry.agent.name == "optuna":  # only its runs have a study (and only they may import optuna)
+        from cloudai.agents.optuna_storage import JOURNAL_FILE, dashboard_command
+
+        if (out_dir / JOURNAL_FILE).is_file():
+            echo(f"  Optuna study: {dashboard_command(out_dir)}")
 
 
 def check_resume(plan: Plan, run_dir: Path, warm_command: str = "") -> None:

@@ -42,6 +42,16 @@ def create_run_dir(root: Path, scenario_name: str) -> Path:
         ) from None
 
 
+def _units(workload: str) -> dict[str, str]:
+    """The workload's declared metric units ({} for a plugin that declares none or is unknown)."""
+    from cloudai.workloads import WORKLOADS
+
+    try:
+        return dict(getattr(WORKLOADS.get(workload), "units", {}))
+    except Exception:  # an unknown workload (live RL has none): no units
+        return {}
+
+
 def write_run_manifest(plan: Plan, run_dir: Path) -> None:
     """``run.json``: what ran, so reports and ``--resume`` need not re-read the TOML."""
     entries = [
@@ -55,6 +65,10 @@ def write_run_manifest(plan: Plan, run_dir: Path) -> None:
             "agent": c.entry.agent.name if c.agent_driven else None,
             "agent_metrics": list(c.entry.agent.metrics),
             "reward_function": c.entry.agent.reward,
+            "objectives": {o.metric: o.direction for o in c.entry.agent.objectives},
+            "constraints": [k.text for k in c.entry.agent.constraints],
+            "log_knobs": [d.name for d in c.space.dims if getattr(d, "log", False)],
+            "units": _units(c.entry.workload),
             "env_params": sorted(c.entry.agent.env_params or {}),
         }
         for c in plan.checked.values()

@@ -40,7 +40,7 @@ ENV_FILE = "env.csv"
 COLUMNS = ("step", "episode", "action", "reward", "observation", "status", "elapsed_s", "reason")
 LEGACY_COLUMNS = COLUMNS[:-1]  # before the reason column
 SYNC_INTERVAL_S = 1.0  # a run's fsync cadence: an fsync per row cost more than a `sleep 0` trial (RELIABILITY.md)
-STATUSES = frozenset({"ok", "cached", "failed", "constraint", "timeout"})
+STATUSES = frozenset({"ok", "cached", "failed", "constraint", "timeout", "pruned"})
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,9 @@ A workload is system-agnostic: it never starts processes itself. Contract:
   or None; the system decides how (Slurm: pyxis ``srun --container-image``; standalone: not at all).
 * ``ntasks(args)``: 1 for a command that is not an MPI program (Slurm then runs one task, not one
   per allocated task), else None.
+* ``progress(job_dir)`` (optional): the intermediate values of the headline (first) metric the
+  running job has reported so far, as ``[(step, value), ...]`` in step order; the DSE env polls it
+  while a trial runs, for pruning. Default: none. It must be cheap and tolerate a torn last line.
 * ``read_metrics(job_dir)`` reads ``metrics.json`` (``{"name": number}``; ``default`` is the
   headline metric) and raises ``WorkloadError`` when it is missing or malformed.
 * ``failure_reason(job_dir)`` gives the tool's own error line for a job that failed (added to
@@ -57,6 +60,7 @@ class Workload(ABC):
     produces_metrics: ClassVar[bool] = False  # True: a job without valid metrics.json has failed
     metrics: ClassVar[tuple[str, ...] | None] = None  # the metric names it reports; None: not declared, () none
     noisy: ClassVar[bool] = False  # the same point measures differently when re-run: confirm the best by default
+    units: ClassVar[dict[str, str]] = {}  # metric -> unit, shown on report axes and tables
 
     @abstractmethod
     def argv(self, args: Mapping[str, Any], job: JobContext) -> list[str]: ...
@@ -99,6 +103,9 @@ class Workload(ABC):
 
     def failure_reason(self, job_dir: Path) -> str | None:
         return None
+
+    def progress(self, job_dir: Path) -> list[tuple[int, float]]:
+        return []
 
 
 def read_metrics_file(path: Path) -> dict[str, float]:

@@ -12,13 +12,14 @@ from __future__ import annotations
 import shlex
 import sys
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from cloudai.workloads import synthetic_model
 from cloudai.workloads.base import JobContext, Workload
-from cloudai.workloads.synthetic_model import infeasible
+from cloudai.workloads.synthetic_model import PROGRESS_FILE, infeasible, read_progress_lines
 
 MODEL_SCRIPT = synthetic_model.__file__
 
@@ -34,6 +35,7 @@ class SyntheticArgs(BaseModel):
     jitter: float = Field(default=0.0, ge=0, le=1, description="noise amplitude; 0 = deterministic")
     seed: int = 0
     duration_s: float = Field(default=0, ge=0, description="how long the trial sleeps")
+    progress_chunks: int = Field(default=0, ge=0, le=1000, description="progress lines over duration_s (pruning)")
     fail_rate: float = Field(default=0.0, ge=0, le=1, description="chance the trial fails (exit 1)")
 
 
@@ -42,6 +44,7 @@ class Synthetic(Workload):
     args_model = SyntheticArgs
     produces_metrics = True
     metrics = ("bus_bw", "alg_bw", "latency_us", "default")  # what the model writes: agent_metrics are checked
+    units = {"bus_bw": "GB/s", "alg_bw": "GB/s", "latency_us": "us", "default": "GB/s"}  # for reports
 
     def argv(self, args: Mapping[str, Any], job: JobContext) -> list[str]:
         values = SyntheticArgs.model_validate(args).model_dump()
@@ -56,9 +59,13 @@ class Synthetic(Workload):
         (A node-dependent violation then still fails the trial: the model exits 3.)
         """
         rest = {k: v for k, v in args.items() if k != "num_nodes"}
-        values = SyntheticArgs.model_validate(rest).model_dump(exclude={"duration_s", "fail_rate"})
+        values = SyntheticArgs.model_validate(rest).model_dump(exclude={"duration_s", "fail_rate", "progress_chunks"})
         nodes = args.get("num_nodes")
         return infeasible(values, None if nodes is None else int(nodes))
+
+    def progress(self, job_dir: Path) -> list[tuple[int, float]]:
+        """``progress.txt``: one ``<chunk> <bus_bw so far>`` line per finished chunk (``progress_chunks``)."""
+        return read_progress_lines(job_dir / PROGRESS_FILE)
 
 
 def _extra(extra: Mapping[str, Any] | str) -> list[str]:

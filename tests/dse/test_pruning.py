@@ -1,0 +1,91 @@
+"""Pruning on the standalone system: a pruned trial's process group is gone and the step recorded ``pruned``."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from tests.dse.conftest import Case, invoke
+
+from cloudai.workloads.synthetic import Synthetic
+
+PRUNING = """name = "x"
+test_template_name = "Synthetic"
+agent = "optuna"
+agent_steps = 7
+agent_metrics = ["bus_bw"]
+agent_reward_function = "identity"
+[agent_config]
+seed = 0
+n_startup_trials = 2
+pruner = {{ type = "percentile", percentile = 10.0, n_startup_trials = 2, poll_s = 0.05 }}
+[cmd_args]
+duration_s = {duration}
+progress_chunks = 10
+message_size = [1048576, 268435456]
+num_channels = [1, 2, 4, 8, 16]
+algo = ["ring", "tree"]
+"""
+
+
+def check_pruned_run(c: Case, gone: Callable[[dict], bool]) -> pd.DataFrame:
+    """Some step was pruned: recorded with its last intermediate value, its job cancelled and gone."""
+    frame = c.trajectory()
+    assert len(frame) == 7
+    pruned = frame[frame.status == "pruned"]
+    assert len(pruned) >= 1, frame[["step", "status", "reward"]]
+    for row in pruned.to_dict("records"):
+        job_dir = c.iteration_dir() / str(row["step"])
+        job = json.loads((job_dir / "job.json").read_text())
+        assert job["status"] == "cancelled" and job["reason"] == "pruned"
+        assert gone(job)
+        progress = Synthetic().progress(job_dir)
+        assert 1 <= len(progress) < 10 and not (job_dir / "metrics.json").exists()  # stopped early
+        seen = [value for _, value in progress]
+        assert json.loads(row["observation"])[0] in seen  # its last intermediate value (judged then)
+        assert row["reward"] == json.loads(row["observation"])[0]
+    return frame
+
+
+def _group_gone(job: dict) -> bool:
+    try:
+        os.killpg(int(job["job_id"]), 0)
+    except ProcessLookupError:
+        return True
+    return False
+
+
+def test_pruned_trials_are_stopped_and_recorded(case: Callable[..., Case]) -> None:
+    c = case(PRUNING.format(duration=1.0))
+    result = invoke(c.args())
+    assert result.exit_code == 0, result.output
+    frame = check_pruned_run(c, _group_gone)
+    assert f"{(frame.status == 'pruned').sum()} pruned" in result.output
+    full = frame[frame.status == "ok"]
+    for step in full.step:  # full trials ran every chunk
+        assert len(Synthetic().progress(c.iteration_dir() / str(step))) == 10
+
+
+def test_pruner_with_several_objectives_is_exit_2(case: Callable[..., Case]) -> None:
+    test = PRUNING.format(duration=0).replace(
+        'agent_metrics = ["bus_bw"]', 'agent_objectives = { bus_bw = "max", latency_us = "min" }'
+    )
+    result = invoke(case(test).args())
+    assert result.exit_code == 2 and "agent_config.pruner" in result.output, result.output
+
+
+def test_progress_reader_stops_at_a_torn_line(tmp_path: Path) -> None:
+    (tmp_path / "progress.txt").write_text("1 10.5\n2 11\n3 1")
+    assert Synthetic().progress(tmp_path) == [(1, 10.5), (2, 11.0)]
+    assert Synthetic().progress(tmp_path / "missing") == []
+
+
+@pytest.mark.parametrize("pruner", ["median", "successive_halving", "hyperband"])
+def test_every_pruner_type_builds(pruner: str) -> None:
+    from cloudai.agents.optuna_pruners import PrunerConfig, build_pruner
+
+    assert build_pruner(PrunerConfig(type=pruner)) is not None  # pyright: ignore[reportArgumentType]
