@@ -22,7 +22,6 @@ import os
 import shutil
 import subprocess
 import sys
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -86,23 +85,10 @@ def _run_case(case_dir: Path, root: Path) -> _Outcome:
     return _Outcome(case, work, result, out.exists(), before, after)
 
 
-@pytest.fixture(scope="module")
-def outcomes(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> dict[str, _Outcome]:
-    """Every selected case, run concurrently (each is its own CLI process in its own dirs)."""
-    selected = {
-        item.callspec.params["case_dir"]
-        for item in request.session.items
-        if item.module is request.module and "case_dir" in getattr(getattr(item, "callspec", None), "params", {})
-    }
-    root = tmp_path_factory.mktemp("corpus")
-    with ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 2)) as pool:
-        done = pool.map(lambda d: _run_case(d, root), sorted(selected))
-        return {o.work.parent.name: o for o in done}
-
-
 @pytest.mark.parametrize("case_dir", CASES, ids=[p.name for p in CASES])
-def test_bad_input(case_dir: Path, outcomes: dict[str, _Outcome]) -> None:
-    o = outcomes[case_dir.name]
+def test_bad_input(case_dir: Path, tmp_path: Path) -> None:
+    """One case, its own CLI process (a fork of a warm interpreter: cases spread over the xdist workers)."""
+    o = _run_case(case_dir, tmp_path)
     assert o.result.returncode == o.case.get("exit_code", 2), (o.result.stdout, o.result.stderr)
     assert "Traceback" not in o.result.stderr
     for fragment in o.case["message"]:
