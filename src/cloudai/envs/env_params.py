@@ -1,4 +1,4 @@
-"""env_params: knobs the environment samples each trial (domain randomization), and their checks.
+"""env_params: knobs the environment samples each trial (domain randomization), and their sampler.
 
 An ``[env_params.<name>]`` table marks the list- or range-valued ``cmd_args.<name>`` as drawn
 by the environment, never chosen by the agent (``Space.without`` removes it from the action
@@ -12,9 +12,7 @@ agent, on ``max_parallel``, on which steps were sampled before, or on an interru
 peeking free: an agent may ask for step n's draw before it chooses step n's action (the
 contextual ``bandit`` does, through ``env.env_param_sampler()``).
 
-``check_env_params`` holds every rule that needs the entry's space or agent; the rules a
-table can break on its own (weights negative or all zero, normal without mean/std, weights
-with a distribution) live in the ``EnvParamSpec`` model and fire at load time.
+The load-time checks live in ``cloudai.plan.env_param_checks`` (they need the agent registry).
 """
 
 from __future__ import annotations

@@ -1,17 +1,4 @@
-"""``GymServer``: a running environment a live-RL trial steps, and the factory that finds one.
-
-In live-RL mode a trial is one step of a live environment (an inference server retuned
-online, a simulator, a remote sandbox). ``cloudai.envs.live.LiveGymEnv`` reaches it only through this
-protocol. Call order: ``action_space()``/``observation_space()`` any time, then
-``reset(seed, options)`` before the first ``step`` and after every ``done=True``, then
-``step(action)`` until ``done``; ``close()`` (optional) once at the end.
-
-* ``action_space()``: ``{name: list | ContinuousSpace}``: the knobs an agent chooses.
-* ``observation_space()``: metric names (each observation slot one float, in this order) or
-  ``{leaf: ObsLeafDescriptor}`` for a structured observation.
-* ``reset(seed=None, options=None) -> (observation, info)``: ``options`` may carry
-  ``{"env_params": {...}}``, the environment parameters sampled for this episode.
-* ``step(action) -> (observation, reward, done, info)``.
+"""Which ``GymServer`` a live-RL test talks to (``create_gym_server``), and the load-time check of its args.
 
 ``create_gym_server(cmd_args)`` builds one from a test's ``cmd_args``: ``env_url`` gives a
 ``RemoteGymServer`` (OpenEnv wire protocol), otherwise ``env_class`` names a class by dotted
@@ -19,6 +6,7 @@ path. A class gets as constructor kwargs the scalar ``cmd_args`` whose names its
 takes, then ``cmd_args.env_kwargs`` on top (an explicit kwarg the constructor does not take
 is an error). Lists and ranges in ``cmd_args`` are never constructor kwargs: they declare or
 narrow knobs. ``validate_live_rl_args`` checks the same at load time without constructing.
+The protocol itself: ``cloudai.gymserver.protocol``.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""``GymServer``: a running environment a live-RL trial steps, and the factory that finds one.
+"""``GymServer``: a running environment a live-RL trial steps (the protocol; finding one: ``cloudai.envs.servers``).
 
 In live-RL mode a trial is one step of a live environment (an inference server retuned
 online, a simulator, a remote sandbox). ``cloudai.envs.live.LiveGymEnv`` reaches it only through this
@@ -12,13 +12,6 @@ protocol. Call order: ``action_space()``/``observation_space()`` any time, then
 * ``reset(seed=None, options=None) -> (observation, info)``: ``options`` may carry
   ``{"env_params": {...}}``, the environment parameters sampled for this episode.
 * ``step(action) -> (observation, reward, done, info)``.
-
-``create_gym_server(cmd_args)`` builds one from a test's ``cmd_args``: ``env_url`` gives a
-``RemoteGymServer`` (OpenEnv wire protocol), otherwise ``env_class`` names a class by dotted
-path. A class gets as constructor kwargs the scalar ``cmd_args`` whose names its signature
-takes, then ``cmd_args.env_kwargs`` on top (an explicit kwarg the constructor does not take
-is an error). Lists and ranges in ``cmd_args`` are never constructor kwargs: they declare or
-narrow knobs. ``validate_live_rl_args`` checks the same at load time without constructing.
 """
 
 from __future__ import annotations

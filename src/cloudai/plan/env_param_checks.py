@@ -1,20 +1,9 @@
-"""env_params: knobs the environment samples each trial (domain randomization), and their checks.
+"""The load-time rules of env_params that need the entry's space or its agent (``check_env_params``).
 
-An ``[env_params.<name>]`` table marks the list- or range-valued ``cmd_args.<name>`` as drawn
-by the environment, never chosen by the agent (``Space.without`` removes it from the action
-space). The candidates stay in ``cmd_args``; ``EnvParamSpec`` says how to draw from them.
-
-Contract of ``EnvParamSampler.sample(step)``: a pure function of (seed, name, step). Each
-value comes from its own generator seeded with a stable string of the three (SHA-512 inside
-``random.Random``; never the salted ``hash()``), so the draws of a step do not depend on the
-agent, on ``max_parallel``, on which steps were sampled before, or on an interrupt and
-``--resume`` in between; a different seed gives a different sequence. That also makes
-peeking free: an agent may ask for step n's draw before it chooses step n's action (the
-contextual ``bandit`` does, through ``env.env_param_sampler()``).
-
-``check_env_params`` holds every rule that needs the entry's space or agent; the rules a
-table can break on its own (weights negative or all zero, normal without mean/std, weights
-with a distribution) live in the ``EnvParamSpec`` model and fire at load time.
+What env_params are and how they are drawn: ``cloudai.envs.env_params``. The rules a table can break on
+its own (weights negative or all zero, normal without mean/std, weights with a distribution) live in the
+``EnvParamSpec`` model and fire while the TOML loads; the ones here need the knobs (the param must name a
+list- or range-valued cmd_arg) or the agent (it must sample env_params), so they run in ``plan``.
 """
 
 from __future__ import annotations

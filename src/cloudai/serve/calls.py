@@ -1,11 +1,9 @@
-"""How ``cloudai serve`` runs: env calls in one thread, uvicorn in another, and the shutdown on SIGINT/SIGTERM.
+"""Env calls of ``cloudai serve``, one at a time, in submission order, in whichever thread runs ``work()``.
 
-Env calls run in the main thread (``EnvCalls.work``) and uvicorn in a second one, so SIGINT and
-SIGTERM interrupt a running trial exactly as in ``cloudai run``: ``KeyboardInterrupt`` is raised
-inside the trial's wait, the env's ``close()`` cancels its job (the whole process group), every
-finished step is already written and the files are closed; the request waiting on that trial
-gets 503 / ``SESSION_ERROR``; ``run`` raises ``Interrupted`` (exit 130). In-process use (tests,
-``create_app`` under any ASGI server) runs ``EnvCalls.work`` in a worker thread instead.
+The env is not thread-safe and a trial must be interruptible by Ctrl-C, so every HTTP/WebSocket handler
+submits its env call here instead of calling the env: ``serve.run`` runs ``EnvCalls.work`` in the main
+thread (where signals land), in-process use (tests, ``create_app`` under any ASGI server) in a worker
+thread. ``ShuttingDown`` is how a refused or cancelled call answers (503 / ``SESSION_ERROR``).
 """
 
 from __future__ import annotations
@@ -14,10 +12,7 @@ import queue
 from collections.abc import Callable
 from concurrent.futures import Future
 from contextlib import suppress
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    pass
+from typing import Any
 
 MAX_BODY = 1 << 20  # bytes: HTTP bodies and WebSocket frames
 
