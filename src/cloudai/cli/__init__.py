@@ -6,27 +6,23 @@ Heavy modules are imported inside the commands, so ``cloudai --help`` stays fast
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
-import shutil
-import signal
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
 
-from cloudai.cli.logs import LOG, debug_log, log_file_option, log_options
+from cloudai.cli.logs import LOG, VERBOSE, debug_log, log_file_option, log_options, setup_logging
+from cloudai.cli.running import How, run_in
+from cloudai.cli.signals import interrupts_end_the_run
 from cloudai.errors import CloudAIError, ConfigError
 
 if TYPE_CHECKING:
     from cloudai.plan.load import Plan
     from cloudai.systems.base import System
-
-_VERBOSE = {"on": False}
 
 
 class _Group(click.Group):
@@ -40,7 +36,7 @@ class _Group(click.Group):
         try:
             return super().invoke(ctx)
         except CloudAIError as exc:
-            if _VERBOSE["on"]:
+            if VERBOSE["on"]:
                 logging.getLogger("cloudai").exception("failed")
             for line in exc.problems if isinstance(exc, ConfigError) and exc.problems else [exc]:
                 click.echo(f"error: {line}", err=True)
@@ -49,7 +45,7 @@ class _Group(click.Group):
             click.echo("error: interrupted", err=True)
             ctx.exit(130)
         except OSError as exc:  # disk full, permissions: the user's to fix, not a bug to trace
-            if _VERBOSE["on"]:
+            if VERBOSE["on"]:
                 logging.getLogger("cloudai").exception("failed")
             where = f" ({exc.filename})" if exc.filename else ""
             click.echo(f"error: {exc.strerror or exc}{where}", err=True)
@@ -58,7 +54,7 @@ class _Group(click.Group):
             raise
         except Exception as exc:  # the last line of defence: a bug is one line, never a raw traceback
             logging.getLogger("cloudai").debug("internal error", exc_info=True)  # shown with -v, kept in --log-file
-            click.echo(internal_error_line(exc, verbose=_VERBOSE["on"]), err=True)
+            click.echo(internal_error_line(exc, verbose=VERBOSE["on"]), err=True)
             ctx.exit(1)
 
 
@@ -67,46 +63,6 @@ def internal_error_line(exc: BaseException, *, verbose: bool) -> str:
     text = " ".join(str(exc).split())[:300] or "(no message)"
     more = "the traceback is above; please report" if verbose else "run with -v for the traceback; please report"
     return f"internal error: {type(exc).__name__}: {text} ({more})"
-
-
-def _setup_logging(verbose: bool, log_file: Path | None) -> None:
-    """Console at ``--log-level`` (WARNING by default; ``-v`` is DEBUG with tracebacks), ``--log-file`` at DEBUG."""
-    level = "DEBUG" if verbose else (LOG["level"] or "WARNING")
-    _VERBOSE["on"] = level == "DEBUG"
-    log_file = log_file if log_file is not None else LOG["file"]
-    root = logging.getLogger("cloudai")
-    root.setLevel(logging.DEBUG)
-    console = logging.StreamHandler(sys.stderr)
-    console.setLevel(level)
-    console.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
-    root.addHandler(console)
-    if log_file is not None:
-        try:
-            handler = logging.FileHandler(log_file)
-        except OSError as exc:
-            raise ConfigError(f"cannot open the log file: {exc.strerror}", file=log_file) from None
-        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-        root.addHandler(handler)
-
-
-def _sigterm_as_interrupt() -> None:
-    """SIGINT and SIGTERM raise ``KeyboardInterrupt`` once; later ones only say the stop is under way.
-
-    A second Ctrl-C (or ``uv run`` forwarding the terminal's SIGINT a second time) must not cut the
-    clean-up short: the running jobs are cancelled, trajectory.csv/env.csv closed whole, the report
-    and summary written and the resume command printed, whatever the number of interrupts.
-    """
-    seen = {"n": 0}
-
-    def handler(signum: int, frame: object) -> None:
-        seen["n"] += 1
-        if seen["n"] == 1:
-            os.write(2, b"interrupted: stopping the running jobs, then the summary and how to resume\n")
-            raise KeyboardInterrupt
-        os.write(2, b"interrupted again: still stopping (the records stay whole); please wait\n")
-
-    signal.signal(signal.SIGINT, handler)
-    signal.signal(signal.SIGTERM, handler)
 
 
 def _common(func: Callable[..., Any]) -> Callable[..., Any]:
@@ -181,61 +137,13 @@ def run(
     run_dir = resume if resume is not None else create_run_dir(root, plan.scenario.name)
     if resume is None:
         write_run_manifest(plan, run_dir)
-    _sigterm_as_interrupt()
+    interrupts_end_the_run()
     click.echo(f"Running scenario '{plan.scenario.name}' on {system.name}; results in {run_dir}")
-    how = _How(
-        (system_config, tests_dir, test_scenario), single_sbatch, resume, warm_dirs, root if fresh_root else None
-    )
+    how = How((system_config, tests_dir, test_scenario), single_sbatch, resume, warm_dirs, root if fresh_root else None)
     with debug_log(run_dir):
-        code = _run_in(plan, system, run_dir, how)
+        code = run_in(plan, system, run_dir, how)
     click.echo(f"Results: {run_dir}")
     sys.exit(code)
-
-
-@dataclass(frozen=True)
-class _How:
-    """How ``cloudai run`` was asked to run: the files, ``--single-sbatch``, ``--resume``, ``--warm-start``, and
-    the output root this run created (removed again when bad input stops the run before any result)."""
-
-    files: tuple[Path | None, Path, Path]
-    single_sbatch: bool
-    resume: Path | None
-    warm_dirs: tuple[Path, ...]
-    made_root: Path | None
-
-
-def _run_in(plan: Plan, system: System, run_dir: Path, how: _How) -> int:
-    """The run itself, once its results dir exists; a report of what finished whatever stopped it."""
-    (system_config, tests_dir, test_scenario), resume = how.files, how.resume
-    try:
-        if how.single_sbatch:
-            from cloudai.run.single_sbatch import run_single_sbatch
-
-            code = run_single_sbatch(plan, run_dir, system, click.echo)
-        elif plan.agent_driven:
-            from cloudai.run.dse import resume_command, run_agent_entries
-            from cloudai.run.hooks import run_around_hooks
-
-            again = resume_command(system_config, tests_dir, test_scenario, run_dir)
-            code = run_around_hooks(plan, run_dir, system, click.echo, lambda: run_agent_entries(
-                plan, run_dir, system, click.echo, resume is not None, resume_command=again, warm_dirs=how.warm_dirs
-            ))  # fmt: skip
-        else:
-            from cloudai.run.plain import run_plain
-
-            code = run_plain(plan, run_dir, system, click.echo)
-    except ConfigError:  # bad input only found once the run began (e.g. a live server's constructor)
-        if resume is None and not _has_results(run_dir):
-            shutil.rmtree(run_dir, ignore_errors=True)  # bad input leaves no output dir behind
-            if how.made_root is not None:
-                with contextlib.suppress(OSError):
-                    how.made_root.rmdir()  # only when empty
-        raise
-    finally:
-        system.cancel_all()  # nothing outlives the run, whatever stopped it
-        if run_dir.is_dir():
-            _report(run_dir)
-    return code
 
 
 @cli.command(name="dry-run")
@@ -282,7 +190,7 @@ def dry_run(
 @_common
 def verify_configs(paths: tuple[Path, ...], tests_dir: Path | None, verbose: bool, log_file: Path | None) -> None:
     """Validate system, test and scenario files (or directories of them); report every error."""
-    _setup_logging(verbose, log_file)
+    setup_logging(verbose, log_file)
     from cloudai.plan.verify import verify_paths
 
     checked, problems = verify_paths(list(paths), tests_dir)
@@ -349,9 +257,8 @@ def serve(
     log_file: Path | None,
 ) -> None:
     """Serve one agent-driven test as an OpenEnv-compatible environment (WebSocket /ws, HTTP)."""
-    import os
 
-    _setup_logging(verbose, log_file)
+    setup_logging(verbose, log_file)
     from cloudai.gym.from_toml import load_env
     from cloudai.serve.app import create_app
     from cloudai.serve.run import bind, run
@@ -404,7 +311,7 @@ def generate_report(
     ``cloudai generate-report DIR...`` or CloudAI's ``--system-config S --tests-dir T --test-scenario F
     --result-dir R`` (the run's own ``run.json`` says what ran, so S, T and F are not re-read).
     """
-    _setup_logging(verbose, log_file)
+    setup_logging(verbose, log_file)
     dirs = [*results_dirs, *([result_dir] if result_dir is not None else [])]
     if not dirs:
         raise click.UsageError("give the results dir: cloudai generate-report DIR (or --result-dir DIR)")
@@ -422,7 +329,7 @@ def _prepare(
     log_file: Path | None,
 ) -> tuple[Plan, System]:
     """Logging set up, every file loaded and checked, flags checked, the system built: nothing written yet."""
-    _setup_logging(verbose, log_file)
+    setup_logging(verbose, log_file)
     from cloudai.plan.load import build_system, load_plan
 
     plan = load_plan(system_config, tests_dir, test_scenario)
@@ -437,35 +344,6 @@ def _check_flags(plan: Any, single_sbatch: bool) -> None:
     problems = check_single_sbatch(plan.checked, single_sbatch, getattr(plan.system_config, "scheduler", ""))
     if problems:
         raise ConfigError(problems=problems)
-
-
-def _has_results(run_dir: Path) -> bool:
-    """Whether anything ran into ``run_dir``: a job record or a recorded step."""
-    if any(run_dir.rglob("job.json")):
-        return True
-    return any(len(path.read_bytes().splitlines()) > 1 for path in run_dir.rglob("trajectory.csv"))  # beyond a header
-
-
-def _report(run_dir: Path) -> None:
-    """The terminal summary and the report of what finished, also after a failure or Ctrl-C.
-
-    The report renders in a background process (``cloudai.reports.background``) so that neither the
-    summary nor the exit waits for it; ``CLOUDAI_REPORT=inline`` renders it here first. A report that
-    cannot be written must not mask the run's own outcome: it is a warning.
-    """
-    from cloudai.errors import CloudAIError
-    from cloudai.reports import generate_report, print_summary
-    from cloudai.reports.background import inline_mode, start_report
-
-    try:
-        if inline_mode():
-            generate_report([run_dir])
-            print_summary(run_dir)  # ends with where the report is
-        else:
-            pid = start_report(run_dir)
-            print_summary(run_dir, rendering=pid)
-    except (CloudAIError, OSError, ValueError) as exc:
-        click.echo(f"warning: no report for {run_dir}: {exc}", err=True)
 
 
 def main() -> None:

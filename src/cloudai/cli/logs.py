@@ -2,18 +2,21 @@
 
 ``--log-level`` and ``--log-file`` may come before the command (CloudAI's spelling,
 ``cloudai --log-level INFO run ...``) or after it; either way they land in ``LOG``, which
-``cloudai.cli._setup_logging`` reads. ``debug_log`` keeps a run's whole log in its results dir.
+``setup_logging`` below reads. ``debug_log`` keeps a run's whole log in its results dir.
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import click
+
+from cloudai.errors import ConfigError
 
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 LOG: dict[str, Any] = {"level": None, "file": None}  # this invocation's --log-level/--log-file
@@ -64,3 +67,26 @@ def log_file_option(func: Callable[..., Any]) -> Callable[..., Any]:
         callback=_remember("file"),
         help="Also log to FILE (any command; a run also keeps debug.log in its results dir).",
     )(func)
+
+
+VERBOSE = {"on": False}  # this invocation shows tracebacks (-v or --log-level DEBUG)
+
+
+def setup_logging(verbose: bool, log_file: Path | None) -> None:
+    """Console at ``--log-level`` (WARNING by default; ``-v`` is DEBUG with tracebacks), ``--log-file`` at DEBUG."""
+    level = "DEBUG" if verbose else (LOG["level"] or "WARNING")
+    VERBOSE["on"] = level == "DEBUG"
+    log_file = log_file if log_file is not None else LOG["file"]
+    root = logging.getLogger("cloudai")
+    root.setLevel(logging.DEBUG)
+    console = logging.StreamHandler(sys.stderr)
+    console.setLevel(level)
+    console.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+    root.addHandler(console)
+    if log_file is not None:
+        try:
+            handler = logging.FileHandler(log_file)
+        except OSError as exc:
+            raise ConfigError(f"cannot open the log file: {exc.strerror}", file=log_file) from None
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        root.addHandler(handler)

@@ -1,0 +1,97 @@
+"""The body of ``cloudai run`` once its results dir exists: run the plan, report whatever finished.
+
+A ``How`` carries what the command line asked for; ``run_in`` runs the plan (single sbatch, DSE with its
+hooks, or plain jobs), removes a results dir that bad input left empty, cancels everything on the way out
+and writes the report and summary of what finished, whatever stopped the run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import click
+
+from cloudai.errors import ConfigError
+
+if TYPE_CHECKING:
+    from cloudai.plan.load import Plan
+    from cloudai.systems.base import System
+
+
+@dataclass(frozen=True)
+class How:
+    """How ``cloudai run`` was asked to run: the files, ``--single-sbatch``, ``--resume``, ``--warm-start``, and
+    the output root this run created (removed again when bad input stops the run before any result)."""
+
+    files: tuple[Path | None, Path, Path]
+    single_sbatch: bool
+    resume: Path | None
+    warm_dirs: tuple[Path, ...]
+    made_root: Path | None
+
+
+def run_in(plan: Plan, system: System, run_dir: Path, how: How) -> int:
+    """The run itself, once its results dir exists; a report of what finished whatever stopped it."""
+    (system_config, tests_dir, test_scenario), resume = how.files, how.resume
+    try:
+        if how.single_sbatch:
+            from cloudai.run.single_sbatch import run_single_sbatch
+
+            code = run_single_sbatch(plan, run_dir, system, click.echo)
+        elif plan.agent_driven:
+            from cloudai.run.dse import resume_command, run_agent_entries
+            from cloudai.run.hooks import run_around_hooks
+
+            again = resume_command(system_config, tests_dir, test_scenario, run_dir)
+            code = run_around_hooks(plan, run_dir, system, click.echo, lambda: run_agent_entries(
+                plan, run_dir, system, click.echo, resume is not None, resume_command=again, warm_dirs=how.warm_dirs
+            ))  # fmt: skip
+        else:
+            from cloudai.run.plain import run_plain
+
+            code = run_plain(plan, run_dir, system, click.echo)
+    except ConfigError:  # bad input only found once the run began (e.g. a live server's constructor)
+        if resume is None and not _has_results(run_dir):
+            shutil.rmtree(run_dir, ignore_errors=True)  # bad input leaves no output dir behind
+            if how.made_root is not None:
+                with contextlib.suppress(OSError):
+                    how.made_root.rmdir()  # only when empty
+        raise
+    finally:
+        system.cancel_all()  # nothing outlives the run, whatever stopped it
+        if run_dir.is_dir():
+            _report(run_dir)
+    return code
+
+
+def _has_results(run_dir: Path) -> bool:
+    """Whether anything ran into ``run_dir``: a job record or a recorded step."""
+    if any(run_dir.rglob("job.json")):
+        return True
+    return any(len(path.read_bytes().splitlines()) > 1 for path in run_dir.rglob("trajectory.csv"))  # beyond a header
+
+
+def _report(run_dir: Path) -> None:
+    """The terminal summary and the report of what finished, also after a failure or Ctrl-C.
+
+    The report renders in a background process (``cloudai.reports.background``) so that neither the
+    summary nor the exit waits for it; ``CLOUDAI_REPORT=inline`` renders it here first. A report that
+    cannot be written must not mask the run's own outcome: it is a warning.
+    """
+    from cloudai.errors import CloudAIError
+    from cloudai.reports import generate_report, print_summary
+    from cloudai.reports.background import inline_mode, start_report
+
+    try:
+        if inline_mode():
+            generate_report([run_dir])
+            print_summary(run_dir)  # ends with where the report is
+        else:
+            pid = start_report(run_dir)
+            print_summary(run_dir, rendering=pid)
+    except (CloudAIError, OSError, ValueError) as exc:
+        click.echo(f"warning: no report for {run_dir}: {exc}", err=True)
