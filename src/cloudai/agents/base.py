@@ -40,10 +40,9 @@ from collections import deque
 from dataclasses import replace
 from typing import Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field
 
-from cloudai.config.fields import Seed
-from cloudai.config.timelimit import parse_time_limit
+from cloudai.config.fields import Seed, TimeLimitText
 from cloudai.envs.base import BaseGym, Feedback, Observation
 
 
@@ -59,14 +58,7 @@ class AgentConfig(BaseModel):
     confirm: int | None = Field(default=None, ge=0, le=50)  # top-k re-run after the search; None: by noise
     confirm_repeats: int = Field(default=3, ge=1, le=100)  # re-runs per confirmed candidate
     # A trial's job pending longer (Slurm) is cancelled and the trial failed; overrides the system's.
-    pending_timeout: str | int | None = None
-
-    @field_validator("pending_timeout")
-    @classmethod
-    def _pending_timeout(cls, value: str | int | None) -> str | int | None:
-        if value is not None:
-            parse_time_limit(value)  # ValueError names the accepted forms
-        return value
+    pending_timeout: TimeLimitText | None = None
 
 
 class BaseAgent(ABC):

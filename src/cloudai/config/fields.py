@@ -20,7 +20,7 @@ import re
 from collections.abc import Mapping
 from typing import Annotated, Any
 
-from pydantic import BeforeValidator, Field, Strict
+from pydantic import AfterValidator, BeforeValidator, Field, Strict
 
 MAX_SEED = 2**32 - 1
 StrictPositiveInt = Annotated[int, Strict(), Field(ge=1)]
@@ -29,6 +29,16 @@ StrictPositiveInt = Annotated[int, Strict(), Field(ge=1)]
 def _digits_to_int(value: Any) -> Any:
     return int(value) if isinstance(value, str) and value.isascii() and value.isdigit() else value
 
+
+def _time_limit_text(value: str | int) -> str | int:
+    from cloudai.config.timelimit import parse_time_limit
+
+    parse_time_limit(value)  # ValueError names the accepted forms
+    return value
+
+
+# A Slurm-style duration kept as written (``"00:10:00"`` or whole minutes), checked when read.
+TimeLimitText = Annotated[str | int, AfterValidator(_time_limit_text)]
 
 # CloudAI's own scenarios write ``num_nodes = "2"``: a string of digits is a count too (``true`` is not).
 NodeCount = Annotated[int, BeforeValidator(_digits_to_int), Strict(), Field(ge=1)]

@@ -21,7 +21,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
-from cloudai.config.fields import check_env, check_one_line
+from cloudai.config.fields import TimeLimitText, check_env, check_one_line
 from cloudai.config.timelimit import parse_time_limit
 from cloudai.errors import did_you_mean
 
@@ -70,7 +70,7 @@ class SlurmSystemConfig(BaseModel):
     container_runtime: Literal["pyxis", "none"] = "pyxis"
     container_mount_home: bool = False  # False: --no-container-mount-home, as CloudAI renders
     exclude_nodes: list[str] = Field(default_factory=list)  # never used by any job: #SBATCH --exclude
-    pending_timeout: str | int | None = None  # a job pending longer is cancelled and failed with squeue's reason
+    pending_timeout: TimeLimitText | None = None  # a job pending longer is cancelled and failed with squeue's reason
     # Accepted for CloudAI compatibility, unused here.
     cache_docker_images_locally: bool = False
     extra_transient_status_errors: list[str] = Field(default_factory=list)
@@ -117,13 +117,6 @@ class SlurmSystemConfig(BaseModel):
             raise ValueError(
                 f"'{value}' is not a declared partition ([[partitions]] name); {did_you_mean(value, names)}"
             )
-        return value
-
-    @field_validator("pending_timeout")
-    @classmethod
-    def _pending_timeout(cls, value: str | int | None) -> str | int | None:
-        if value is not None:
-            parse_time_limit(value)  # ValueError names the accepted forms
         return value
 
     @property
