@@ -30,15 +30,23 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Annotated, Any, ClassVar
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, BeforeValidator, ValidationError
 
 from cloudai.config.fields import shown
 from cloudai.config.files import UnsafeFileError, read_regular
 from cloudai.config.tomlfile import problems_from
 from cloudai.errors import Problem, WorkloadError
 from cloudai.space import Categorical, Space
+
+
+def _int_as_text(value: Any) -> Any:
+    return str(value) if isinstance(value, int) and not isinstance(value, bool) else value
+
+
+# A size as the tools write it ("128", "4G", "2:128"); a bare number (``minbytes = 128``) means the same text.
+SizeText = Annotated[str, BeforeValidator(_int_as_text)]
 
 METRICS_FILE = "metrics.json"
 STDOUT_FILE = "stdout.txt"

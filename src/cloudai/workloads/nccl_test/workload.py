@@ -19,10 +19,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, field_validator
+from pydantic import BaseModel, ConfigDict
 
 from cloudai.errors import WorkloadError
-from cloudai.workloads.base import JobContext, Workload, cloudai_extra_args, read_stdout, write_metrics
+from cloudai.workloads.base import JobContext, SizeText, Workload, cloudai_extra_args, read_stdout, write_metrics
 from cloudai.workloads.nccl_test import parse
 from cloudai.workloads.table import write_csv
 
@@ -69,9 +69,9 @@ class NcclTestArgs(BaseModel):
     subtest_name: Subtest = "all_reduce_perf_mpi"
     nthreads: int = 1
     ngpus: int = 1
-    minbytes: str = "32M"
-    maxbytes: str = "32M"
-    stepbytes: str = "1M"
+    minbytes: SizeText = "32M"
+    maxbytes: SizeText = "32M"
+    stepbytes: SizeText = "1M"
     op: Literal["sum", "prod", "min", "max", "avg", "all"] = "sum"
     datatype: Literal["uint8", "float"] = "float"
     root: int = 0
@@ -83,12 +83,6 @@ class NcclTestArgs(BaseModel):
     check: int = 1
     blocking: int = 0
     cudagraph: int = 0
-
-    @field_validator("minbytes", "maxbytes", "stepbytes", mode="before")
-    @classmethod
-    def _size_text(cls, value: Any) -> Any:
-        """``minbytes = 128`` (a number) means the same as ``"128"``."""
-        return str(value) if isinstance(value, int) and not isinstance(value, bool) else value
 
 
 class NcclTest(Workload):

@@ -14,10 +14,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, field_validator
+from pydantic import BaseModel, ConfigDict
 
 from cloudai.errors import WorkloadError
-from cloudai.workloads.base import JobContext, Workload, cloudai_extra_args, read_stdout, write_metrics
+from cloudai.workloads.base import JobContext, SizeText, Workload, cloudai_extra_args, read_stdout, write_metrics
 from cloudai.workloads.osu_bench import parse
 from cloudai.workloads.table import write_csv
 
@@ -56,16 +56,11 @@ class OSUBenchArgs(BaseModel):
     docker_image_url: str
     benchmarks_dir: str
     benchmark: str
-    message_size: str | None = None  # "128" (max), "2:128" (min:max), "2:" (min)
+    message_size: SizeText | None = None  # "128" (max), "2:128" (min:max), "2:" (min)
     iterations: int | None = None
     warmup: int | None = None
     mem_limit: int | None = None
     full: bool = True
-
-    @field_validator("message_size", mode="before")
-    @classmethod
-    def _size_text(cls, value: Any) -> Any:
-        return str(value) if isinstance(value, int) and not isinstance(value, bool) else value
 
 
 class OSUBench(Workload):

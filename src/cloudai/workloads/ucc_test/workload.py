@@ -13,10 +13,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, field_validator
+from pydantic import BaseModel, ConfigDict
 
 from cloudai.errors import WorkloadError
-from cloudai.workloads.base import JobContext, Workload, cloudai_extra_args, read_stdout, write_metrics
+from cloudai.workloads.base import JobContext, SizeText, Workload, cloudai_extra_args, read_stdout, write_metrics
 from cloudai.workloads.table import write_csv
 from cloudai.workloads.ucc_test import parse
 
@@ -48,15 +48,9 @@ class UCCTestArgs(BaseModel):
     docker_image_url: str  # required, as in CloudAI
     collective: Collective = "alltoall"
     b: int = 1
-    e: str = "8M"
+    e: SizeText = "8M"
     gen: str | None = None
     ucc_perftest_path: str = "/opt/hpcx/ucc/bin/ucc_perftest"
-
-    @field_validator("e", mode="before")
-    @classmethod
-    def _size_text(cls, value: Any) -> Any:
-        """``e = 8388608`` (a number) means the same as ``"8388608"``."""
-        return str(value) if isinstance(value, int) and not isinstance(value, bool) else value
 
 
 class UCCTest(Workload):
