@@ -18,7 +18,7 @@ import math
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any, Literal, overload
+from typing import Any, Literal, TypeGuard, overload
 
 from cloudai.errors import ConfigError, Problem
 
@@ -299,3 +299,87 @@ def _parse_range(name: str, spec: Mapping[str, Any]) -> Range:
     ):
         raise ValueError(f"grid_points must be a positive integer, not {grid_points!r}")
     return Range(name, float(low), float(high), log, dtype, grid_points)
+
+
+REGIME_BINS = 3  # regimes per range env param in best.toml, the terminal and the report
+
+
+def env_cell(value: Any) -> str:
+    """How a sampled value is written to env.csv: TOML spelling for booleans, ``str`` otherwise."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+@dataclass(frozen=True)
+class RegimeBins:
+    """How one env param's values fall into *regimes*: the one binning best.toml, the terminal and the report use.
+
+    A list param: one regime per candidate (labelled as env.csv writes it). A range: ``count`` equal-width bins
+    of ``[low, high]`` in the scale it is sampled in (log for ``loguniform``), labelled ``[a, b)`` (the last
+    ``[a, b]``). The run records each param's bins in ``run.json`` (``to_json``) so a report of the run bins
+    exactly as the run did, without the TOML.
+    """
+
+    candidates: tuple[str, ...] | None = None
+    low: float = 0.0
+    high: float = 0.0
+    log: bool = False
+    count: int = REGIME_BINS
+
+    def label(self, value: Any) -> str:
+        """The regime of ``value`` (a sampled value, or its env.csv cell read back as a number or word)."""
+        if self.candidates is not None or not _is_number(value):
+            return env_cell(value)
+        value = float(value)
+        inside = self._width > 0 and (value > 0 or not self.log)
+        index = int((self._scale(value) - self._lo) / self._width * self.count) if inside else 0
+        index = min(max(index, 0), self.count - 1)
+        closing = "]" if index == self.count - 1 else ")"
+        return f"[{self._edge(index):.4g}, {self._edge(index + 1):.4g}{closing}"
+
+    def labels(self) -> list[str]:
+        """Every regime, in order: the candidates, or the bins from low to high."""
+        if self.candidates is not None:
+            return list(dict.fromkeys(self.candidates))
+        return [self.label(self._unscale(self._lo + self._width * (i + 0.5) / self.count)) for i in range(self.count)]
+
+    def to_json(self) -> dict[str, Any]:
+        if self.candidates is not None:
+            return {"candidates": list(self.candidates)}
+        return {"low": self.low, "high": self.high, "log": self.log, "bins": self.count}
+
+    @classmethod
+    def from_json(cls, raw: object) -> RegimeBins | None:
+        """The bins ``to_json`` wrote; None for anything else (a hand-edited or older run.json)."""
+        if not isinstance(raw, dict):
+            return None
+        if isinstance(raw.get("candidates"), list):
+            return cls(candidates=tuple(str(c) for c in raw["candidates"]))
+        low, high, bins = raw.get("low"), raw.get("high"), raw.get("bins")
+        if not (_is_number(low) and _is_number(high) and isinstance(bins, int) and bins >= 1 and high > low):
+            return None
+        if raw.get("log") and low <= 0:
+            return None
+        return cls(low=float(low), high=float(high), log=bool(raw.get("log")), count=bins)
+
+    @property
+    def _lo(self) -> float:
+        return self._scale(self.low)
+
+    @property
+    def _width(self) -> float:
+        return self._scale(self.high) - self._lo
+
+    def _scale(self, value: float) -> float:
+        return math.log(value) if self.log else value
+
+    def _unscale(self, value: float) -> float:
+        return math.exp(value) if self.log else value
+
+    def _edge(self, index: int) -> float:
+        return self._unscale(self._lo + self._width * index / self.count)
+
+
+def _is_number(value: object) -> TypeGuard[int | float]:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)

@@ -25,8 +25,7 @@ from itertools import accumulate
 from typing import TYPE_CHECKING, Any
 
 from cloudai.errors import ConfigError
-from cloudai.space import Categorical, Range, Space
-from cloudai.trajectory.records import env_cell
+from cloudai.space import REGIME_BINS, Categorical, Range, RegimeBins, Space, env_cell
 
 if TYPE_CHECKING:
     from cloudai.config.scenario import RunEntry
@@ -72,16 +71,15 @@ class EnvParamSampler:
         return {p.name: p.encode(values[p.name]) for p in self._params}
 
     def regime(self, values: Mapping[str, Any], bins: int) -> Regime:
-        """Which regime ``values`` fall in: a list's candidate, or one of ``bins`` equal bins of a range.
+        """Which regime ``values`` fall in (``RegimeBins``: a list's candidate, one of ``bins`` bins of a range).
 
-        Bins are equal-width in the range's sampling scale (log for ``loguniform``); ``bins = 1``
-        puts the whole range in one regime (the param is treated as noise, not as context).
+        ``bins = 1`` puts a whole range in one regime (the param is treated as noise, not as context).
         """
-        return tuple(p.label(values[p.name], bins) for p in self._params)
+        return tuple(p.bins(bins).label(values[p.name]) for p in self._params)
 
-    def labels(self, bins: int) -> dict[str, list[str]]:
-        """Every regime label of each param, in order: a list's candidates, a range's ``bins`` bins."""
-        return {p.name: p.labels(bins) for p in self._params}
+    def bins(self, bins: int = REGIME_BINS) -> dict[str, RegimeBins]:
+        """Each param's regimes with ``bins`` bins per range: what run.json records for the report."""
+        return {p.name: p.bins(bins) for p in self._params}
 
 
 class _Param:
@@ -115,26 +113,12 @@ class _Param:
             return [env_cell(c) for c in self.dim.choices].index(env_cell(value))
         return float(value)
 
-    def labels(self, bins: int) -> list[str]:
+    def bins(self, count: int) -> RegimeBins:
+        """Regimes in the scale the param is drawn in: equal-width in log for ``loguniform``."""
         dim = self.dim
         if isinstance(dim, Categorical):
-            return list(dict.fromkeys(env_cell(c) for c in dim.choices))
-        if self.distribution == "loguniform":
-            low, high = math.log(dim.low), math.log(dim.high)
-            return [self.label(math.exp(low + (high - low) * (i + 0.5) / bins), bins) for i in range(bins)]
-        return [self.label(dim.low + (dim.high - dim.low) * (i + 0.5) / bins, bins) for i in range(bins)]
-
-    def label(self, value: Any, bins: int) -> str:
-        dim = self.dim
-        if isinstance(dim, Categorical):
-            return env_cell(value)
-        log = self.distribution == "loguniform"
-        scale: Any = math.log if log else float
-        low, high = scale(dim.low), scale(dim.high)
-        index = min(max(int((scale(float(value)) - low) / (high - low) * bins), 0), bins - 1)
-        edge = (lambda i: math.exp(low + (high - low) * i / bins)) if log else (lambda i: low + (high - low) * i / bins)
-        closing = "]" if index == bins - 1 else ")"
-        return f"[{edge(index):.4g}, {edge(index + 1):.4g}{closing}"
+            return RegimeBins(candidates=tuple(env_cell(c) for c in dim.choices))
+        return RegimeBins(low=dim.low, high=dim.high, log=self.distribution == "loguniform", count=count)
 
 
 def sampler_for(entry: RunEntry, space: Space) -> EnvParamSampler | None:

@@ -42,9 +42,9 @@ from cloudai.envs.pruning import ProgressWatch, PruneJudge
 from cloudai.envs.rewards import REWARDS
 from cloudai.errors import AgentError, ConfigError
 from cloudai.jobs.spec import build_spec, finish_job
-from cloudai.space import Categorical, Space, split_knobs
+from cloudai.space import Categorical, Space, env_cell, split_knobs
 from cloudai.systems.base import Job, JobStatus, System, held_interrupts, redeliver
-from cloudai.trajectory.records import SYNC_INTERVAL_S, Row, TrajectoryWriter, env_cell
+from cloudai.trajectory.records import SYNC_INTERVAL_S, Row, TrajectoryWriter
 from cloudai.workloads.base import Workload
 
 if TYPE_CHECKING:

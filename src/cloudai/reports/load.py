@@ -18,6 +18,7 @@ from typing import Any
 from cloudai.errors import ConfigError
 from cloudai.reports.confirm import Estimate, confirmed_in
 from cloudai.reports.trajectory import Trajectory, read_env, read_trajectory
+from cloudai.space import RegimeBins
 
 RUN_MANIFEST = "run.json"
 JOB_RECORD = "job.json"
@@ -44,6 +45,7 @@ class Entry:
     constraints: tuple[str, ...] = ()
     log_knobs: tuple[str, ...] = ()
     units: dict[str, str] = field(default_factory=dict)
+    regimes: dict[str, RegimeBins] = field(default_factory=dict)  # env param -> its regimes, as the run binned
 
     def label(self, metric: str) -> str:
         """``bus_bw [GB/s]``: a metric name with its unit when the workload declares one."""
@@ -174,9 +176,23 @@ def _entries(manifest: dict[str, Any]) -> list[Entry]:
                 constraints=tuple(str(c) for c in raw.get("constraints") or ()),
                 log_knobs=tuple(str(k) for k in raw.get("log_knobs") or ()),
                 units={str(k): str(v) for k, v in (raw.get("units") or {}).items()},
+                regimes=_regimes(raw.get("env_param_regimes")),
             )
         )
     return entries
+
+
+def _regimes(raw: object) -> dict[str, RegimeBins]:
+    found = {str(k): RegimeBins.from_json(v) for k, v in raw.items()} if isinstance(raw, dict) else {}
+    return {k: v for k, v in found.items() if v is not None}
+
+
+def entry_of(it_dir: Path) -> Entry:
+    """The entry of ``<run dir>/<test id>/<iteration>`` as its run.json declares it (a bare Entry without one)."""
+    test_id, run_dir = it_dir.parent.name, it_dir.parent.parent
+    manifest = _read_manifest(run_dir)
+    found = [e for e in _entries(manifest) if e.id == test_id] if manifest else []
+    return found[0] if found else Entry(test_id, test_id)
 
 
 def _infer_entries(run_dir: Path) -> list[Entry]:

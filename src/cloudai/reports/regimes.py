@@ -1,7 +1,10 @@
 """Does the best configuration hold across environment regimes, or is it good only where the env was easy?
 
-A regime is one value of one env param (``env.csv``), or one quartile bin of a continuous numeric param;
-each param is looked at on its own, so a few params do not explode into a sparse cross product. In every
+A regime is what ``space.RegimeBins`` says, as recorded in ``run.json`` by the run: one candidate of a list
+param, one of ``REGIME_BINS`` equal bins of a range (log scale for a loguniform one) — the same regimes best.toml
+and the terminal name. A run.json without them (older runs) falls back to the observed values, or their
+quartiles for a continuous param, and the page says so. Each param is looked at on its own, so a few params do
+not explode into a sparse cross product. In every
 regime the best configuration's mean and min reward stand beside every measured configuration's mean. The
 verdict calls it a *trap* when it is below the median configuration in some regime it was measured in, and
 *unproven* when some regime never measured it; either way it names the most robust configuration (highest
@@ -14,12 +17,13 @@ import json
 import math
 from bisect import bisect_right
 from collections import defaultdict
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from statistics import fmean
 
 from cloudai.reports.analysis import is_number
 from cloudai.reports.trajectory import Step, Trajectory
+from cloudai.space import RegimeBins
 
 
 @dataclass(frozen=True)
@@ -41,19 +45,27 @@ class Regimes:
     rows: list[Regime]
     verdict: str
     trap: bool  # the best configuration is weak, or unproven, in some regime
+    empty: list[str] = field(default_factory=list)  # "param=label" of declared regimes no scored trial reached
+    guessed: list[str] = field(default_factory=list)  # params binned from observed values (no RegimeBins recorded)
 
 
-def regimes(traj: Trajectory, best: Step | None = None) -> Regimes | None:
+def regimes(traj: Trajectory, best: Step | None = None, bins: Mapping[str, RegimeBins] | None = None) -> Regimes | None:
     """Per env param, group scored steps by regime; None without a scored step or without env data.
 
-    ``best``: the configuration to judge (the confirmed winner's step); default the highest-reward step."""
+    ``best``: the configuration to judge (the confirmed winner's step); default the highest-reward step.
+    ``bins``: each param's regimes as the run recorded them (``Entry.regimes``); a param without falls back
+    to ``labeller`` and is listed in ``Regimes.guessed``."""
     best = best or traj.best()
     if best is None or not traj.env_params:
         return None
+    bins = bins or {}
     rows: list[Regime] = []
+    empty: list[str] = []
     worst_per_param: list[dict[str, float]] = []  # per param: config measured in all its regimes -> worst mean
     for param in traj.env_params:
-        groups = _groups(traj, param)
+        groups = _groups(traj, param, bins.get(param))
+        declared = bins[param].labels() if param in bins else []
+        empty += [f"{param}={label}" for label in declared if label not in groups]
         for label, configs in groups.items():
             means = {k: fmean(r) for k, r in configs.items()}
             mine = configs.get(best.key, [])
@@ -75,14 +87,19 @@ def regimes(traj: Trajectory, best: Step | None = None) -> Regimes | None:
         worst_per_param.append({k: min(fmean(c[k]) for c in groups.values()) for k in everywhere})
     common = set.intersection(*(set(w) for w in worst_per_param))
     worst_of = {k: min(w[k] for w in worst_per_param) for k in common}
-    return Regimes(rows, *_verdict(rows, best, _robust(traj, worst_of)))
+    guessed = [p for p in traj.env_params if p not in bins]
+    return Regimes(rows, *_verdict(rows, empty, best, _robust(traj, worst_of)), empty=empty, guessed=guessed)
 
 
-def _groups(traj: Trajectory, param: str) -> dict[str, dict[str, list[float]]]:
-    label_of = labeller([s.env.get(param) for s in traj.steps])
+def _groups(traj: Trajectory, param: str, bins: RegimeBins | None) -> dict[str, dict[str, list[float]]]:
+    label_of = bins.label if bins else labeller([s.env.get(param) for s in traj.steps])
     groups: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     for s in traj.scored():
-        groups[label_of(s.env.get(param))][s.key].append(s.reward)
+        if s.env.get(param) is not None:
+            groups[label_of(s.env.get(param))][s.key].append(s.reward)
+    if bins:  # the declared order; a value outside every candidate (a hand-edited env.csv) goes last
+        order = {label: i for i, label in enumerate(bins.labels())}
+        return dict(sorted(groups.items(), key=lambda kv: (order.get(kv[0], len(order)), kv[0])))
     return dict(sorted(groups.items(), key=lambda kv: _order(kv[0])))
 
 
@@ -95,7 +112,8 @@ def _order(label: str) -> tuple[int, float, str]:
 
 
 def labeller(values: list[object]) -> Callable[[object], str]:
-    """Value -> regime label: the value itself, or its quartile bin for a continuous numeric param."""
+    """Value -> regime label for a run that recorded no ``RegimeBins`` (older run.json): the value itself, or its
+    quartile bin of the observed values for a continuous numeric param."""
     present = [v for v in values if v is not None]
     numbers = sorted(float(v) for v in present if is_number(v))
     if len(numbers) != len(present) or len(set(numbers)) <= 6:
@@ -120,10 +138,11 @@ def _robust(traj: Trajectory, worst_of: dict[str, float]) -> tuple[Step, float] 
     return step, worst_of[key]
 
 
-def _verdict(rows: list[Regime], best: Step, robust: tuple[Step, float] | None) -> tuple[str, bool]:
+def _verdict(rows: list[Regime], empty: list[str], best: Step, robust: tuple[Step, float] | None) -> tuple[str, bool]:
+    """``empty``: declared regimes no trial reached: the best configuration is unproven there too."""
     hardest = min(rows, key=lambda r: r.all_mean)
     weak = [r for r in rows if r.best_n and r.configs > 1 and r.beaten_by > 0.5]
-    unseen = [r for r in rows if not r.best_n]
+    unseen = [f"{r.param}={r.label}" for r in rows if not r.best_n] + empty
     alternative = ""
     if robust is not None and robust[0].key != best.key:
         alternative = (
@@ -139,8 +158,9 @@ def _verdict(rows: list[Regime], best: Step, robust: tuple[Step, float] | None) 
         )
     if unseen:
         return (
-            f"Unproven: the best configuration was never measured in {len(unseen)} of {len(rows)} regimes "
-            f"(hardest: {hardest.param}={hardest.label}); it may be good only where it was tried.{alternative}",
+            f"Unproven: the best configuration was never measured in {len(unseen)} of {len(rows) + len(empty)} "
+            f"regimes ({_some(unseen)}; hardest measured: {hardest.param}={hardest.label}); it may be good only "
+            f"where it was tried.{alternative}",
             True,
         )
     return (
@@ -148,3 +168,7 @@ def _verdict(rows: list[Regime], best: Step, robust: tuple[Step, float] | None) 
         f"where it averages {hardest.best_mean:.4g}).",
         False,
     )
+
+
+def _some(labels: list[str], most: int = 6) -> str:
+    return ", ".join(labels[:most]) + (f" and {len(labels) - most} more" if len(labels) > most else "")

@@ -16,8 +16,9 @@ from datetime import UTC, datetime
 from cloudai.reports import analysis, confirm, plots, regimes
 from cloudai.reports import html as h
 from cloudai.reports import measure_sections as ms
-from cloudai.reports.load import AgentRun, RunData
+from cloudai.reports.load import AgentRun, Entry, RunData
 from cloudai.reports.trajectory import Step, Trajectory
+from cloudai.space import REGIME_BINS
 
 
 def run_page(run: RunData) -> str:
@@ -88,7 +89,7 @@ def agent_section(run: RunData, ar: AgentRun) -> str:
     parts.append(ms.time_section(traj, base))
     parts.append(ms.trials_section(ar, base))
     if traj.env_params:
-        parts.append(_regimes(traj, base, confirm.headline_step(traj, ar.confirmed)))
+        parts.append(_regimes(traj, entry, base, confirm.headline_step(traj, ar.confirmed)))
     if entry.live_rl or traj.episodes > 1:
         returns = analysis.episode_returns(traj)
         table = h.table(["episode", "return", "steps"], [(ep, ret, n) for ep, (ret, n) in returns.items()])
@@ -128,9 +129,9 @@ def _confirmed(ar: AgentRun, base: str) -> list[str]:
     return [h.para(f"Confirmed best: {top.text()}."), table]
 
 
-def _regimes(traj: Trajectory, base: str, best: Step | None = None) -> str:
+def _regimes(traj: Trajectory, entry: Entry, base: str, best: Step | None = None) -> str:
     title = "Best configuration across environment regimes"
-    reg = regimes.regimes(traj, best)
+    reg = regimes.regimes(traj, best, entry.regimes)
     if reg is None:
         return h.section(f"{base}--regimes", title, [h.note("No scored trial to place in a regime.")], 3)
     header = ["env param", "regime", "best mean", "best min", "best n", "all configs mean", "configs", "share better"]
@@ -139,8 +140,25 @@ def _regimes(traj: Trajectory, base: str, best: Step | None = None) -> str:
         h.note(reg.verdict, "trap" if reg.trap else "note"),
         h.img(plots.regime_bars(reg), "regimes"),
         h.table(header, rows),
+        h.note(_binning(reg)),
     ]
     return h.section(f"{base}--regimes", title, parts, 3)
+
+
+def _binning(reg: regimes.Regimes) -> str:
+    """How the regimes were formed: the run's own bins (as in best.toml and the terminal), or a fallback."""
+    text = (
+        f"Regimes as best.toml and the terminal name them: a list's candidates, {REGIME_BINS} equal bins of a "
+        "range (log scale for a loguniform one)."
+    )
+    if reg.empty:
+        text += f" No scored trial in: {', '.join(reg.empty)}."
+    if reg.guessed:
+        text += (
+            f" {', '.join(reg.guessed)}: no regimes recorded in run.json (an older run), binned by the observed "
+            "values (quartiles for a continuous param)."
+        )
+    return text
 
 
 def _cell(value: object) -> object:

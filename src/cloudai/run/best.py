@@ -8,8 +8,9 @@ comment lines (e.g. the bandit's best per env_params regime) through ``best_note
 
 With env_params, one lucky draw can make a configuration look best: ``regime_notes`` puts
 the best action's reward in every env_params regime (one param at a time: a list's
-candidate, one of ``REGIME_BINS`` bins of a range) beside the mean and min across them,
-and names the regimes it was never measured in, in best.toml and on the terminal.
+candidate, one of ``REGIME_BINS`` bins of a range; ``space.RegimeBins``, the regimes the report
+uses too) beside the mean and min across them, and names the regimes it was never measured
+in, in best.toml and on the terminal.
 """
 
 from __future__ import annotations
@@ -33,7 +34,6 @@ if TYPE_CHECKING:
     from cloudai.space import Space
 
 BEST_FILE = "best.toml"
-REGIME_BINS = 3  # regimes per range env param
 SCORED = ("ok", "cached")
 
 
@@ -125,6 +125,7 @@ def regime_verdict(out_dir: Path) -> str | None:
     """The report's trap/robust verdict for this iteration (None without env_params): the same files, the same
     functions as ``cloudai generate-report``, so the terminal and the report agree."""
     from cloudai.reports.confirm import confirmed_in, headline_step
+    from cloudai.reports.load import entry_of
     from cloudai.reports.regimes import regimes
     from cloudai.reports.trajectory import read_env, read_trajectory
 
@@ -133,7 +134,7 @@ def regime_verdict(out_dir: Path) -> str | None:
         return None
     traj = read_trajectory(path)
     read_env(out_dir / "env.csv", traj)
-    found = regimes(traj, headline_step(traj, confirmed_in(traj, out_dir)))
+    found = regimes(traj, headline_step(traj, confirmed_in(traj, out_dir)), entry_of(out_dir).regimes)
     return None if found is None else found.verdict
 
 
@@ -141,15 +142,16 @@ def regime_notes(steps: Sequence[Feedback], best: Feedback, sampler: EnvParamSam
     """The best action's reward per env_params regime and across them; [] without env_params."""
     if sampler is None:
         return []
+    bins = sampler.bins()
     groups: dict[tuple[str, str], list[float]] = {}
     for f in steps:
-        if f.status in SCORED and f.action == best.action and all(n in f.env_params for n in sampler.names):
-            for name, label in zip(sampler.names, sampler.regime(f.env_params, REGIME_BINS), strict=True):
-                groups.setdefault((name, label), []).append(f.reward)
+        if f.status in SCORED and f.action == best.action and all(n in f.env_params for n in bins):
+            for name, regimes in bins.items():
+                groups.setdefault((name, regimes.label(f.env_params[name])), []).append(f.reward)
     lines = ["Reward of this action per env_params regime (mean / min over n trials):"]
     missing = []
-    for name, labels in sampler.labels(REGIME_BINS).items():
-        for label in labels:
+    for name, regimes in bins.items():
+        for label in regimes.labels():
             rewards = groups.get((name, label))
             if rewards:
                 lines.append(f"  {name}={label}: {fmean(rewards):.6g} / {min(rewards):.6g} (n={len(rewards)})")

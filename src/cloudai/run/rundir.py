@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from cloudai.plan.load import Plan
+    from cloudai.plan.route import CheckedEntry
 
 import json
 import time
@@ -52,6 +53,14 @@ def _units(workload: str) -> dict[str, str]:
         return {}
 
 
+def _regimes(checked: CheckedEntry) -> dict[str, object]:
+    """Each env param's regimes (``space.RegimeBins``), so the report bins as best.toml and the terminal do."""
+    from cloudai.envs.env_params import sampler_for
+
+    sampler = sampler_for(checked.entry, checked.space) if checked.entry.agent.env_params else None
+    return {name: bins.to_json() for name, bins in sampler.bins().items()} if sampler else {}
+
+
 def write_run_manifest(plan: Plan, run_dir: Path) -> None:
     """``run.json``: what ran, so reports and ``--resume`` need not re-read the TOML."""
     entries = [
@@ -70,6 +79,7 @@ def write_run_manifest(plan: Plan, run_dir: Path) -> None:
             "log_knobs": [d.name for d in c.space.dims if getattr(d, "log", False)],
             "units": _units(c.entry.workload),
             "env_params": sorted(c.entry.agent.env_params or {}),
+            "env_param_regimes": _regimes(c),
         }
         for c in plan.checked.values()
     ]

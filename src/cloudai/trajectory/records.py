@@ -34,6 +34,7 @@ from typing import Any
 
 from cloudai.atomicfile import atomic_write
 from cloudai.errors import ConfigError
+from cloudai.space import env_cell
 
 TRAJECTORY_FILE = "trajectory.csv"
 ENV_FILE = "env.csv"
@@ -56,13 +57,6 @@ class Row:
     elapsed_s: float
     env: dict[str, str] = field(default_factory=dict)
     reason: str = ""
-
-
-def env_cell(value: Any) -> str:
-    """How a sampled value is written to env.csv: TOML spelling for booleans, ``str`` otherwise."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return str(value)
 
 
 def _json(value: Any) -> str:
