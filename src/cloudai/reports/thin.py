@@ -1,0 +1,61 @@
+"""Which points a figure draws: all of them when there are few, a bounded subset that keeps the shape otherwise.
+
+Drawing (and PNG-encoding) markers is what grows with a run's length, so every series a figure draws goes
+through here and the figure's cost stays bounded at any N. The subsets, and what the page says about them:
+
+- ``envelope``: for a series against step, the lowest and the highest point of each of ``limit // 2``
+  consecutive bins: the outline of the cloud (outliers included) survives, only its inside thins out;
+- ``even``: every k-th item, for clouds with no order to keep (reward against a knob's value);
+- ``changes``: a step function (best so far) reduced to the points where it changes: exact, no note needed.
+
+Pure Python on lists: ``import cloudai.reports`` stays free of numpy.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import TypeVar
+
+T = TypeVar("T")
+# At most this many markers per series: an even sample or an envelope of a longer one is drawn, and the
+# figure (its title) and the page (a note) say so.
+MAX_POINTS = 1500
+
+
+def even(items: list[T], limit: int = MAX_POINTS) -> list[T]:
+    """Every k-th item, at most ``limit`` of them (all when there are few)."""
+    return items if len(items) <= limit else items[:: -(-len(items) // limit)]
+
+
+def envelope(points: list[tuple[float, float]], limit: int = MAX_POINTS) -> list[tuple[float, float]]:
+    """``points`` (in x order) cut into ``limit // 2`` consecutive bins of (nearly) equal size; of each bin its
+    lowest and highest point (by y), in x order. All points when there are at most ``limit``."""
+    bins = max(1, limit // 2)
+    if len(points) <= limit:
+        return points
+    kept: list[tuple[float, float]] = []
+    for b in range(bins):
+        chunk = points[len(points) * b // bins : len(points) * (b + 1) // bins]
+        lo = min(range(len(chunk)), key=lambda i: chunk[i][1])
+        hi = max(range(len(chunk)), key=lambda i: chunk[i][1])
+        kept.extend(chunk[i] for i in sorted({lo, hi}))
+    return kept
+
+
+def changes(xs: Sequence[float], ys: Sequence[float]) -> tuple[list[float], list[float]]:
+    """A step function (``where="post"``) with only the points where ``y`` changes, plus the last: the same line."""
+    keep = [i for i in range(len(ys)) if i == 0 or i == len(ys) - 1 or not _same(ys[i], ys[i - 1])]
+    return [xs[i] for i in keep], [ys[i] for i in keep]
+
+
+def _same(a: float, b: float) -> bool:
+    return a == b or (math.isnan(a) and math.isnan(b))
+
+
+def envelope_note(series: int, limit: int = MAX_POINTS) -> str:
+    """What a figure against step says when some series has more than ``limit`` points (else "")."""
+    if series <= limit:
+        return ""
+    return (f"Plots against step draw at most {limit} points per status: a longer series is drawn as the lowest "
+            f"and highest point of each of {limit // 2} step bins (its outline; every step is in trajectory.csv).")  # fmt: skip
