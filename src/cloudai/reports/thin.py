@@ -57,5 +57,7 @@ def envelope_note(series: int, limit: int = MAX_POINTS) -> str:
     """What a figure against step says when some series has more than ``limit`` points (else "")."""
     if series <= limit:
         return ""
-    return (f"Plots against step draw at most {limit} points per status: a longer series is drawn as the lowest "
-            f"and highest point of each of {limit // 2} step bins (its outline; every step is in trajectory.csv).")  # fmt: skip
+    return (
+        f"Plots against step draw at most {limit} points per status: a longer series is drawn as the lowest "
+        f"and highest point of each of {limit // 2} step bins (its outline; every step is in trajectory.csv)."
+    )
