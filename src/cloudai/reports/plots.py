@@ -10,12 +10,11 @@ from __future__ import annotations
 import base64
 import io
 import math
-import random
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from cloudai.reports.analysis import best_so_far, knob_kind
-from cloudai.reports.thin import MAX_POINTS, changes, envelope, even
+from cloudai.reports.analysis import best_so_far
+from cloudai.reports.thin import MAX_POINTS, changes, envelope
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -32,8 +31,6 @@ STATUS_STYLE = {
     "timeout": ("tab:purple", "x"),
     "pruned": ("tab:olive", "v"),
 }
-MAX_CATEGORIES = 20  # boxes per categorical knob: the most often tried values (the figure and page say so)
-MAX_LABEL = 14  # characters of a category shown under its box
 
 
 LEFT, RIGHT, TOP = 0.75, 0.2, 0.35  # margins in inches: y tick labels and label, right edge, title
@@ -95,7 +92,8 @@ def by_step(ax: Axes, series: dict[str, list[tuple[float, float]]], size: float,
         scatter(ax, envelope(points), s=size, c=color, marker=marker, label=status, **style)
     if all(len(points) <= MAX_POINTS for points in series.values()):
         return ""
-    return f"{sum(map(len, series.values()))} points, drawn as each of {MAX_POINTS // 2} step bins' min and max"
+    total = sum(map(len, series.values()))
+    return f"{total} points: each of {MAX_POINTS // 4} step bins' min and max, and an even sample, drawn"
 
 
 def status_series(traj: Trajectory, value: Callable[[Step], float]) -> dict[str, list[tuple[float, float]]]:
@@ -120,67 +118,6 @@ def reward_curve(traj: Trajectory, ylabel: str = "reward") -> str:
     ax.set_ylabel(ylabel)
     ax.legend(loc="lower right", fontsize="small")
     return _uri(fig)
-
-
-def knob_effects(traj: Trajectory, log_knobs: Sequence[str] = (), ylabel: str = "reward") -> tuple[str, list[str]]:
-    """Reward against each knob's value: box + strip for categorical knobs, scatter for ranges (log axis
-    for ``log = true`` ranges). Returns the figure and one sentence per knob drawn in part (the page's notes)."""
-    knobs = traj.knobs
-    ncols = min(3, len(knobs))
-    nrows = -(-len(knobs) // ncols)
-    fig, axes = _figure(4.0 * ncols, 3.2 * nrows, nrows, ncols, bottom=0.9, count=len(knobs))
-    scored = traj.scored()
-    notes = []
-    for ax, knob in zip(axes, knobs, strict=False):
-        pairs = [(s.action.get(knob), s.reward) for s in scored if s.action.get(knob) is not None]
-        if knob_kind([v for v, _ in pairs]) == "categorical":
-            shown, of = _categorical(ax, [(str(v), r) for v, r in pairs])
-            if shown < of:
-                notes.append(f"{knob}: the {shown} most often tried of its {of} values are drawn.")
-        else:
-            numeric = [(float(v), r) for v, r in pairs if isinstance(v, int | float)]
-            scatter(ax, even(numeric), s=8, alpha=0.5)
-            if knob in log_knobs and all(v > 0 for v, _ in numeric):
-                ax.set_xscale("log")
-                ax.set_xlabel(f"{knob} (log scale)", fontsize="small")
-        sampled = f" (an even sample of {len(pairs)} points)" if len(pairs) > MAX_POINTS else ""
-        if sampled:
-            notes.append(f"{knob}: an even sample of its {len(pairs)} points is drawn.")
-        title(ax, knob + sampled, "small" if sampled else "medium")
-        ax.set_ylabel(ylabel, fontsize="small")
-    return _uri(fig), notes
-
-
-def _categorical(ax: Axes, pairs: list[tuple[str, float]]) -> tuple[int, int]:
-    """Box (quartiles, whiskers at 1.5 IQR, median) + jittered points for the ``MAX_CATEGORIES`` most frequent
-    values; returns (values drawn, values there are). Boxes are two line collections rather than
-    ``ax.boxplot``'s six artists per box: with 20 boxes those artists were most of the figure's cost."""
-    from matplotlib.cbook import boxplot_stats
-    from matplotlib.collections import LineCollection
-
-    groups: dict[str, list[float]] = {}
-    for label, reward in pairs:
-        groups.setdefault(label, []).append(reward)
-    order = sorted(groups, key=lambda g: -len(groups[g]))[:MAX_CATEGORIES]
-    frame, medians = [], []
-    for i, box in enumerate(boxplot_stats([groups[g] for g in order]), start=1):
-        lo, hi, q1, q3 = i - 0.25, i + 0.25, box["q1"], box["q3"]
-        frame += [[(lo, q1), (hi, q1), (hi, q3), (lo, q3), (lo, q1)], [(i, q1), (i, box["whislo"])],
-                  [(i, q3), (i, box["whishi"])]]  # fmt: skip
-        frame += [[(i - 0.125, w), (i + 0.125, w)] for w in (box["whislo"], box["whishi"])]
-        medians.append([(lo, box["med"]), (hi, box["med"])])
-    ax.add_collection(LineCollection(frame, colors="black", linewidths=1.0))
-    ax.add_collection(LineCollection(medians, colors="tab:orange", linewidths=1.5))
-    jitter = random.Random(0)
-    points = [(i + jitter.uniform(-0.15, 0.15), y)
-              for i, label in enumerate(order, start=1)
-              for y in even(groups[label], MAX_POINTS // len(order))]  # fmt: skip  # the boxes use every point
-    scatter(ax, points, s=6, alpha=0.4, color="tab:blue")
-    labels = [g if len(g) <= MAX_LABEL else g[: MAX_LABEL - 1] + "…" for g in order]
-    ax.set_xticks(range(1, len(order) + 1), labels, rotation=30 if len(order) > 4 else 0, fontsize="small")
-    ax.set_xlim(0.5, len(order) + 0.5)
-    ax.autoscale_view(scalex=False)
-    return len(order), len(groups)
 
 
 def regime_bars(regimes: Regimes) -> str:
@@ -215,7 +152,7 @@ def episode_returns(returns: dict[int, tuple[float, int]]) -> str:
     xy = list(zip(*drawn, strict=True)) if drawn else [[], []]
     ax.plot(xy[0], xy[1], marker="o" if len(drawn) <= 200 else "")
     if len(drawn) < len(points):
-        title(ax, f"{len(points)} episodes: the min and max of each of {MAX_POINTS // 2} bins drawn")
+        title(ax, f"{len(points)} episodes: each of {MAX_POINTS // 4} bins' min and max, and an even sample, drawn")
     ax.set_xlabel("episode")
     ax.set_ylabel("return (sum of rewards)")
     return _uri(fig)

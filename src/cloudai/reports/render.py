@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime
 
-from cloudai.reports import analysis, confirm, plots, regimes, thin
+from cloudai.reports import analysis, confirm, plots, plots_knobs, regimes, thin
 from cloudai.reports import html as h
 from cloudai.reports import measure_sections as ms
 from cloudai.reports.load import AgentRun, RunData
@@ -81,7 +81,7 @@ def agent_section(run: RunData, ar: AgentRun) -> str:
     if pareto is not None:
         parts.append(pareto)
     if traj.knobs and traj.scored():
-        knobs_img, drawn = plots.knob_effects(traj, entry.log_knobs, entry.reward_label)
+        knobs_img, drawn = plots_knobs.knob_effects(traj, entry.log_knobs, entry.reward_label)
         logs = [k for k in traj.knobs if k in entry.log_knobs]
         knob_parts = [h.img(knobs_img, "knobs"), *(h.note(n) for n in drawn)]
         knob_parts += [h.note(f"Log axes: {', '.join(logs)} (ranges with log = true).")] if logs else []

@@ -3,8 +3,8 @@
 Drawing (and PNG-encoding) markers is what grows with a run's length, so every series a figure draws goes
 through here and the figure's cost stays bounded at any N. The subsets, and what the page says about them:
 
-- ``envelope``: for a series against step, the lowest and the highest point of each of ``limit // 2``
-  consecutive bins: the outline of the cloud (outliers included) survives, only its inside thins out;
+- ``envelope``: for a series against step, the lowest and the highest point of each of ``limit // 4``
+  consecutive bins (the outline of the cloud, outliers included) and an even sample of its inside;
 - ``even``: every k-th item, for clouds with no order to keep (reward against a knob's value);
 - ``changes``: a step function (best so far) reduced to the points where it changes: exact, no note needed.
 
@@ -29,18 +29,18 @@ def even(items: list[T], limit: int = MAX_POINTS) -> list[T]:
 
 
 def envelope(points: list[tuple[float, float]], limit: int = MAX_POINTS) -> list[tuple[float, float]]:
-    """``points`` (in x order) cut into ``limit // 2`` consecutive bins of (nearly) equal size; of each bin its
-    lowest and highest point (by y), in x order. All points when there are at most ``limit``."""
-    bins = max(1, limit // 2)
+    """At most ``limit`` of ``points`` (in x order), in x order: of each of ``limit // 4`` consecutive bins of
+    (nearly) equal size its lowest and highest point (by y), and an even sample (every k-th point) for the inside
+    of the cloud, which the extremes alone would leave empty. All points when there are at most ``limit``."""
     if len(points) <= limit:
         return points
-    kept: list[tuple[float, float]] = []
+    bins = max(1, limit // 4)
+    keep = set(range(0, len(points), -(-len(points) // max(1, limit - 2 * bins))))
     for b in range(bins):
-        chunk = points[len(points) * b // bins : len(points) * (b + 1) // bins]
-        lo = min(range(len(chunk)), key=lambda i: chunk[i][1])
-        hi = max(range(len(chunk)), key=lambda i: chunk[i][1])
-        kept.extend(chunk[i] for i in sorted({lo, hi}))
-    return kept
+        rows = range(len(points) * b // bins, len(points) * (b + 1) // bins)
+        keep.add(min(rows, key=lambda i: points[i][1]))
+        keep.add(max(rows, key=lambda i: points[i][1]))
+    return [points[i] for i in sorted(keep)]
 
 
 def changes(xs: Sequence[float], ys: Sequence[float]) -> tuple[list[float], list[float]]:
@@ -59,5 +59,6 @@ def envelope_note(series: int, limit: int = MAX_POINTS) -> str:
         return ""
     return (
         f"Plots against step draw at most {limit} points per status: a longer series is drawn as the lowest "
-        f"and highest point of each of {limit // 2} step bins (its outline; every step is in trajectory.csv)."
+        f"and highest point of each of {limit // 4} step bins (its outline) and an even sample of the rest "
+        "(every step is in trajectory.csv)."
     )
