@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import gc
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 from cloudai.atomicfile import atomic_write
 from cloudai.errors import ConfigError
+from cloudai.reports.collector import paused
 from cloudai.reports.load import load_run
 from cloudai.reports.render import run_page
 from cloudai.reports.summary import REPORT_FILE, write_summary_csv
@@ -28,7 +26,7 @@ def generate_report(run_dirs: list[Path], output: Path | None = None) -> Path:
     dirs = list(dict.fromkeys(Path(d) for d in run_dirs))
     if not dirs:
         raise ConfigError("no results directory given", hint="pass one or more dirs written by `cloudai run`")
-    with _collector_paused():
+    with paused():  # see collector: ~15 % of the time otherwise
         return _write(dirs, output)
 
 
@@ -44,19 +42,3 @@ def _write(dirs: list[Path], output: Path | None) -> Path:
     from cloudai.reports.compare import comparison_page  # only for several dirs
 
     return atomic_write(output or dirs[0].parent / COMPARISON_FILE, comparison_page(runs))
-
-
-@contextmanager
-def _collector_paused() -> Iterator[None]:
-    """The cyclic garbage collector off while a report is built, back on (if it was) after.
-
-    A report allocates many long-lived objects (a record per step, matplotlib's artists) and little cyclic
-    garbage, so the collector's full passes, each over every live object, found almost nothing and were ~15 %
-    of the report's time at 10 000 steps. The few figures' reference cycles wait for the next collection."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
