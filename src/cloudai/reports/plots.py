@@ -86,14 +86,14 @@ def scatter(ax: Axes, points: Sequence[tuple[float, float]], **style: Any) -> No
 
 def by_step(ax: Axes, series: dict[str, list[tuple[float, float]]], size: float, **style: Any) -> str:
     """Status -> (step, value) points, each status in its own colour and marker; a series longer than
-    ``MAX_POINTS`` as its envelope (``thin.envelope``). Returns what to add to the title then ("" if nothing)."""
+    ``MAX_POINTS`` as its envelope (``thin.envelope``, which the page's note explains). Returns what to add to the
+    title then ("" if nothing)."""
     for status, points in series.items():
         color, marker = STATUS_STYLE[status]
         scatter(ax, envelope(points), s=size, c=color, marker=marker, label=status, **style)
     if all(len(points) <= MAX_POINTS for points in series.values()):
         return ""
-    total = sum(map(len, series.values()))
-    return f"{total} points: each of {MAX_POINTS // 4} step bins' min and max, and an even sample, drawn"
+    return f"{sum(map(len, series.values()))} points: their outline and an even sample drawn"
 
 
 def status_series(traj: Trajectory, value: Callable[[Step], float]) -> dict[str, list[tuple[float, float]]]:
@@ -152,7 +152,7 @@ def episode_returns(returns: dict[int, tuple[float, int]]) -> str:
     xy = list(zip(*drawn, strict=True)) if drawn else [[], []]
     ax.plot(xy[0], xy[1], marker="o" if len(drawn) <= 200 else "")
     if len(drawn) < len(points):
-        title(ax, f"{len(points)} episodes: each of {MAX_POINTS // 4} bins' min and max, and an even sample, drawn")
+        title(ax, f"{len(points)} episodes: each of {MAX_POINTS // 4} bins' min and max and an even sample drawn")
     ax.set_xlabel("episode")
     ax.set_ylabel("return (sum of rewards)")
     return _uri(fig)

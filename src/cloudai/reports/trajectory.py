@@ -130,16 +130,17 @@ def read_env(path: Path, traj: Trajectory) -> None:
         traj.notes.append(f"{path.name}: expected a header starting with 'step'; regimes not shown")
         return
     params = rows[0][1:]
-    by_step: dict[int, dict[str, Value]] = {}
-    values: dict[str, Value] = {}  # cell text -> value: an env param takes few distinct values
+    good = []
     for lineno, row in enumerate(rows[1:], start=2):
-        if len(row) != len(rows[0]) or not row[0].strip().isdigit():
+        if len(row) == len(rows[0]) and row[0].strip().isdigit():
+            good.append(row)
+        else:
             traj.notes.append(f"{path.name} line {lineno}: unparseable row; dropped")
-            continue
-        for text in row[1:]:
-            if text not in values:
-                values[text] = _value(text)
-        by_step.setdefault(int(row[0]), {p: values[v] for p, v in zip(params, row[1:], strict=True)})
+    # each distinct cell text converted once (an env param takes few values), then rows by lookups
+    value = {text: _value(text) for text in {text for row in good for text in row[1:]}}.__getitem__
+    by_step: dict[int, dict[str, Value]] = {}
+    for row in good:
+        by_step.setdefault(int(row[0]), dict(zip(params, map(value, row[1:]), strict=True)))
     missing = sum(1 for s in traj.steps if s.step not in by_step)
     if missing:
         traj.notes.append(f"{path.name}: {missing} step(s) have no env row")
