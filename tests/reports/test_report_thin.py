@@ -103,3 +103,24 @@ def test_the_pareto_figure_of_a_long_run_is_a_png(objectives: int) -> None:
     uri = pareto(points, [f"m{i}" for i in range(objectives)], ["max"] * objectives)
     with Image.open(io.BytesIO(base64.b64decode(uri.removeprefix("data:image/png;base64,")))) as img:
         assert img.format == "PNG" and img.width > 300
+
+
+def test_a_log_knob_is_placed_by_its_log_within_its_band() -> None:
+    from cloudai.reports.plots_knobs import PAD, Row, _numeric
+
+    row = Row()
+    _numeric(row, 1, [(10.0, 0.0), (100.0, 1.0), (1000.0, 2.0)], log=True)
+
+    assert [x for x, _ in row.points] == pytest.approx([1 + PAD, 1.5, 2 - PAD])  # band 1 spans x in [1, 2)
+    assert dict(zip(row.labels, row.ticks, strict=True)) == pytest.approx({"10": 1 + PAD, "100": 1.5, "1000": 2 - PAD})
+
+
+def test_a_wide_categorical_knob_draws_its_most_tried_values_from_every_point() -> None:
+    from cloudai.reports.plots_knobs import MAX_CATEGORIES, Row, _categorical
+
+    pairs = [(f"v{i}", float(r)) for i in range(50) for r in range(60 - i)]  # v0 tried most, each with rewards 0..
+    row = Row()
+
+    assert _categorical(row, 0, pairs) == (MAX_CATEGORIES, 50)
+    assert row.labels == [f"v{i}" for i in range(MAX_CATEGORIES)]
+    assert [m[0][1] for m in row.medians] == [(59 - i) / 2 for i in range(MAX_CATEGORIES)]  # medians of all points

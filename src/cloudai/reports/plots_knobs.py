@@ -59,7 +59,7 @@ def knob_effects(traj: Trajectory, log_knobs: Sequence[str] = (), ylabel: str = 
                 if shown < of:
                     notes.append(f"{knob}: the {shown} most often tried of its {of} values are drawn.")
             else:
-                numeric = [(float(v), r) for v, r in pairs if isinstance(v, int | float)]
+                numeric = [(float(v), r) for v, r in pairs if isinstance(v, int | float) and math.isfinite(v)]
                 log = knob in log_knobs and all(v > 0 for v, _ in numeric)
                 _numeric(row, band, numeric, log)
                 name += " (log scale)" if log else ""
