@@ -107,7 +107,7 @@ def _numeric(row: Row, band: int, pairs: list[tuple[float, float]], log: bool) -
     row.points += [(x(v), r) for v, r in even(pairs)]
     locator = LogLocator(numticks=5) if log else MaxNLocator(nbins=4)
     ticks = [float(t) for t in locator.tick_values(lo, hi) if lo <= t <= hi]
-    for t in ticks if len(ticks) >= 2 else sorted({lo, hi}):
+    for t in ticks if len(ticks) >= 2 else sorted({lo, hi, *ticks}):  # a range within a decade: its ends too
         row.ticks.append(x(t))
         row.labels.append(f"{t:g}")
         row.rotated.append(False)
