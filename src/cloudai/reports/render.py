@@ -58,11 +58,12 @@ def agent_section(run: RunData, ar: AgentRun) -> str:
         parts.append(
             h.note("Incomplete: the run stopped before its last step (no best.toml); --resume continues it.", "warn")
         )
-    counts = ", ".join(f"{n} {s}" for s, n in traj.status_counts().items()) or "none"
+    by_status = traj.status_counts()
+    counts = ", ".join(f"{n} {s}" for s, n in by_status.items()) or "none"
     parts.append(h.para(f"{len(traj.steps)} steps: {counts}."))
     if not traj.steps:
         return h.section(base, title, parts, data="agent")
-    if thinned := thin.envelope_note(max(traj.status_counts().values())):
+    if thinned := thin.envelope_note(max(by_status.values())):
         parts.append(h.note(thinned))
     best = traj.best()
     parts += _confirmed(ar, base)
