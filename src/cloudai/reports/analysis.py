@@ -37,9 +37,9 @@ def is_number(value: object) -> TypeGuard[int | float]:
 
 def knob_kind(values: Sequence[object]) -> KnobKind:
     """Categorical for strings, bools, mixed or few distinct values; an int or float range otherwise."""
-    present = [_choice(v) for v in values if v is not None]
+    present = [v for v in values if v is not None]
     if not present or not all(is_number(v) for v in present) or len(set(present)) <= FEW_VALUES:
-        return "categorical"
+        return "categorical"  # numbers are hashable as they are: no ``_choice`` pass over every value
     return "int" if all(isinstance(v, int) for v in present) else "float"
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime
 
-from cloudai.reports import analysis, confirm, plots, regimes
+from cloudai.reports import analysis, confirm, plots, plots_knobs, regimes, thin
 from cloudai.reports import html as h
 from cloudai.reports import measure_sections as ms
 from cloudai.reports.load import AgentRun, Entry, RunData
@@ -59,10 +59,13 @@ def agent_section(run: RunData, ar: AgentRun) -> str:
         parts.append(
             h.note("Incomplete: the run stopped before its last step (no best.toml); --resume continues it.", "warn")
         )
-    counts = ", ".join(f"{n} {s}" for s, n in traj.status_counts().items()) or "none"
+    by_status = traj.status_counts()
+    counts = ", ".join(f"{n} {s}" for s, n in by_status.items()) or "none"
     parts.append(h.para(f"{len(traj.steps)} steps: {counts}."))
     if not traj.steps:
         return h.section(base, title, parts, data="agent")
+    if thinned := thin.envelope_note(max(by_status.values())):
+        parts.append(h.note(thinned))
     best = traj.best()
     parts += _confirmed(ar, base)
     if best is not None:
@@ -80,9 +83,10 @@ def agent_section(run: RunData, ar: AgentRun) -> str:
     if pareto is not None:
         parts.append(pareto)
     if traj.knobs and traj.scored():
-        knobs_img = h.img(plots.knob_effects(traj, entry.log_knobs, entry.reward_label), "knobs")
+        knobs_img, drawn = plots_knobs.knob_effects(traj, entry.log_knobs, entry.reward_label)
         logs = [k for k in traj.knobs if k in entry.log_knobs]
-        knob_parts = [knobs_img, *([h.note(f"Log axes: {', '.join(logs)} (ranges with log = true).")] if logs else [])]
+        knob_parts = [h.img(knobs_img, "knobs"), *(h.note(n) for n in drawn)]
+        knob_parts += [h.note(f"Log axes: {', '.join(logs)} (ranges with log = true).")] if logs else []
         parts.append(h.section(f"{base}--knobs", "Knob effects", knob_parts, 3))
     parts.append(_importance(traj, base))
     parts.append(ms.top_section(traj, entry, base))

@@ -22,6 +22,7 @@ LEGACY_COLUMNS = COLUMNS[:-1]  # trajectories written before the reason column s
 STATUSES = frozenset({"ok", "cached", "failed", "constraint", "timeout", "pruned"})
 SCORED = frozenset({"ok", "cached"})  # statuses whose reward measures the action
 Value = bool | int | float | str | None
+_canonical = json.JSONEncoder(sort_keys=True).encode  # Step.key: as json.dumps(action, sort_keys=True), made once
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,11 +37,11 @@ class Step:
     key: str  # the action as canonical JSON: equal configurations, equal keys
     env: dict[str, Value] = field(default_factory=dict)
     reason: str = ""  # why a failed/timeout/constraint step did not score
+    # The reward is a real measurement of the action. Set once: every figure and table filters on it.
+    scored: bool = field(init=False, compare=False, repr=False)
 
-    @property
-    def scored(self) -> bool:
-        """The reward is a real measurement of the action."""
-        return self.status in SCORED and not math.isnan(self.reward)
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "scored", self.status in SCORED and not math.isnan(self.reward))
 
 
 @dataclass
@@ -111,7 +112,7 @@ def _parse_row(row: list[str]) -> Step | None:
             observation=observation,
             status=status,
             elapsed_s=float(elapsed) if elapsed else math.nan,
-            key=json.dumps(action, sort_keys=True),
+            key=_canonical(action),
             reason=reason,
         )
     except (ValueError, TypeError):
@@ -129,12 +130,17 @@ def read_env(path: Path, traj: Trajectory) -> None:
         traj.notes.append(f"{path.name}: expected a header starting with 'step'; regimes not shown")
         return
     params = rows[0][1:]
-    by_step: dict[int, dict[str, Value]] = {}
+    good = []
     for lineno, row in enumerate(rows[1:], start=2):
-        if len(row) != len(rows[0]) or not row[0].strip().isdigit():
+        if len(row) == len(rows[0]) and row[0].strip().isdigit():
+            good.append(row)
+        else:
             traj.notes.append(f"{path.name} line {lineno}: unparseable row; dropped")
-            continue
-        by_step.setdefault(int(row[0]), {p: _value(v) for p, v in zip(params, row[1:], strict=True)})
+    # each distinct cell text converted once (an env param takes few values), then rows by lookups
+    value = {text: _value(text) for text in {text for row in good for text in row[1:]}}.__getitem__
+    by_step: dict[int, dict[str, Value]] = {}
+    for row in good:
+        by_step.setdefault(int(row[0]), dict(zip(params, map(value, row[1:]), strict=True)))
     missing = sum(1 for s in traj.steps if s.step not in by_step)
     if missing:
         traj.notes.append(f"{path.name}: {missing} step(s) have no env row")
