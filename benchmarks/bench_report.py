@@ -40,7 +40,9 @@ def synthetic_run(root: Path, steps: int, seed: int = 0, *, kind: str = "dse") -
     it_dir.mkdir(parents=True)
     entry = {"id": "Tests.1", "test_name": "nccl", "workload": "NcclTest", "iterations": 1, "agent_driven": True,
              "live_rl": False, "agent": "optuna", "agent_metrics": ["default"], "reward_function": "inverse",
-             "env_params": ["background_load", "link_latency_us"]}  # fmt: skip
+             "env_params": ["background_load", "link_latency_us"],
+             "env_param_regimes": {"background_load": {"candidates": ["0.0", "0.3", "0.6", "0.9"]},
+                                   "link_latency_us": {"low": 0.5, "high": 20.0, "log": False, "bins": 3}}}  # fmt: skip
     if kind == "live":
         entry.update(live_rl=True, agent="bandit")
     manifest = {"scenario": "bench-scenario", "started_at": time.time(), "system": "standalone", "entries": [entry]}

@@ -18,6 +18,7 @@ import math
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
+from itertools import pairwise
 from typing import Any, Literal, TypeGuard, overload
 
 from cloudai.errors import ConfigError, Problem
@@ -331,18 +332,15 @@ class RegimeBins:
         """The regime of ``value`` (a sampled value, or its env.csv cell read back as a number or word)."""
         if self.candidates is not None or not _is_number(value):
             return env_cell(value)
+        lo, width = self._extent
         value = float(value)
-        inside = self._width > 0 and (value > 0 or not self.log)
-        index = int((self._scale(value) - self._lo) / self._width * self.count) if inside else 0
-        index = min(max(index, 0), self.count - 1)
-        closing = "]" if index == self.count - 1 else ")"
-        return f"[{self._edge(index):.4g}, {self._edge(index + 1):.4g}{closing}"
+        inside = width > 0 and (value > 0 or not self.log)
+        index = int(((math.log(value) if self.log else value) - lo) / width * self.count) if inside else 0
+        return self._texts[min(max(index, 0), self.count - 1)]
 
     def labels(self) -> list[str]:
         """Every regime, in order: the candidates, or the bins from low to high."""
-        if self.candidates is not None:
-            return list(dict.fromkeys(self.candidates))
-        return [self.label(self._unscale(self._lo + self._width * (i + 0.5) / self.count)) for i in range(self.count)]
+        return list(dict.fromkeys(self.candidates)) if self.candidates is not None else list(self._texts)
 
     def to_json(self) -> dict[str, Any]:
         if self.candidates is not None:
@@ -363,22 +361,20 @@ class RegimeBins:
             return None
         return cls(low=float(low), high=float(high), log=bool(raw.get("log")), count=bins)
 
-    @property
-    def _lo(self) -> float:
-        return self._scale(self.low)
+    @cached_property
+    def _extent(self) -> tuple[float, float]:
+        """(low, high - low) in the sampling scale."""
+        lo, hi = (math.log(self.low), math.log(self.high)) if self.log else (self.low, self.high)
+        return lo, hi - lo
 
-    @property
-    def _width(self) -> float:
-        return self._scale(self.high) - self._lo
-
-    def _scale(self, value: float) -> float:
-        return math.log(value) if self.log else value
-
-    def _unscale(self, value: float) -> float:
-        return math.exp(value) if self.log else value
-
-    def _edge(self, index: int) -> float:
-        return self._unscale(self._lo + self._width * index / self.count)
+    @cached_property
+    def _texts(self) -> tuple[str, ...]:
+        """Each bin's label: ``[a, b)``, the last one closed."""
+        lo, width = self._extent
+        edges = [lo + width * i / self.count for i in range(self.count + 1)]
+        edges = [math.exp(e) for e in edges] if self.log else edges
+        last = self.count - 1
+        return tuple(f"[{a:.4g}, {b:.4g}{']' if i == last else ')'}" for i, (a, b) in enumerate(pairwise(edges)))
 
 
 def _is_number(value: object) -> TypeGuard[int | float]:

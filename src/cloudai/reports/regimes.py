@@ -93,10 +93,14 @@ def regimes(traj: Trajectory, best: Step | None = None, bins: Mapping[str, Regim
 
 def _groups(traj: Trajectory, param: str, bins: RegimeBins | None) -> dict[str, dict[str, list[float]]]:
     label_of = bins.label if bins else labeller([s.env.get(param) for s in traj.steps])
+    labels: dict[tuple[type, object], str] = {}  # one label per distinct value (1 and True are different keys)
     groups: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     for s in traj.scored():
-        if s.env.get(param) is not None:
-            groups[label_of(s.env.get(param))][s.key].append(s.reward)
+        value = s.env.get(param)
+        if value is not None:
+            key = (type(value), value)
+            label = labels[key] if key in labels else labels.setdefault(key, label_of(value))
+            groups[label][s.key].append(s.reward)
     if bins:  # the declared order; a value outside every candidate (a hand-edited env.csv) goes last
         order = {label: i for i, label in enumerate(bins.labels())}
         return dict(sorted(groups.items(), key=lambda kv: (order.get(kv[0], len(order)), kv[0])))
