@@ -243,15 +243,14 @@ def _after_run(checked: CheckedEntry, steps: list[Feedback], counts: Counter[str
     """Status counts, the Pareto front (several objectives), trials.csv and the Optuna study's dashboard command.
 
     ``steps``: the scored ones (and every recorded one on resume); ``counts``: every step's status."""
-    from cloudai.atomicfile import atomic_write
-    from cloudai.reports.trials_csv import TRIALS_FILE, trials_chunks
+    from cloudai.reports.trials_csv import write_trials
     from cloudai.run.pareto_out import write_pareto
 
     if set(counts) - {"ok"}:
         echo("  steps: " + ", ".join(f"{n} {status}" for status, n in sorted(counts.items(), key=lambda x: -x[1])))
     write_pareto(checked.entry, checked.space, steps, out_dir, echo, recorded=counts.total())
     if (out_dir / "trajectory.csv").is_file():
-        atomic_write(out_dir / TRIALS_FILE, trials_chunks(out_dir, checked.entry.agent.metrics))
+        write_trials(out_dir, checked.entry.agent.metrics)
     if checked.entry.agent.name == "optuna":  # only its runs have a study (and only they may import optuna)
         from cloudai.agents.optuna_storage import JOURNAL_FILE, dashboard_command
 
