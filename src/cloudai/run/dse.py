@@ -28,6 +28,7 @@ import shlex
 import traceback
 from collections import Counter
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -42,7 +43,6 @@ if TYPE_CHECKING:
     from cloudai.systems.base import System
 
 FAILURE_FILE = "dse_failure.txt"
-SCORED = ("ok", "cached")
 
 
 def build_env(
@@ -129,7 +129,7 @@ def _run_iteration(
     from cloudai.plan.agent_checks import agent_config, default_steps
     from cloudai.reports.confirm import action_key, winner
     from cloudai.run.best import BEST_FILE, best_text, outcome_lines, regime_notes
-    from cloudai.run.confirm import confirm_plan, run_confirmation, search_steps
+    from cloudai.run.confirm import SCORED, confirm_plan, run_confirmation, search_steps
     from cloudai.run.progress import StepProgress
 
     entry = checked.entry
@@ -235,8 +235,7 @@ def _slim(feedback: Feedback, metrics: tuple[str, ...]) -> Feedback:
         info["metrics"] = measured
     if env := feedback.info.get("env_params"):
         info["env_params"] = env
-    f = feedback
-    return Feedback(f.step, f.episode, f.action, f.reward, f.observation, f.status, f.done, info)
+    return replace(feedback, info=info)
 
 
 def _after_run(checked: CheckedEntry, steps: list[Feedback], counts: Counter[str], out_dir: Path, echo: Echo) -> None:
