@@ -9,17 +9,19 @@ from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
 
 
-def atomic_write(path: Path, text: str, *, fsync: bool = False) -> Path:
-    """Write ``text`` to a temp file beside ``path``, then ``os.replace`` it into place; return ``path``."""
+def atomic_write(path: Path, text: str | Iterable[str], *, fsync: bool = False) -> Path:
+    """Write ``text`` (or its pieces, as they come: a big file need not be built first) to a temp file beside
+    ``path``, then ``os.replace`` it into place; return ``path``."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         os.chmod(tmp, 0o644)  # mkstemp makes it 0600; results are meant to be shared
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
-            fh.write(text)
+            fh.writelines([text] if isinstance(text, str) else text)
             if fsync:
                 fh.flush()
                 os.fsync(fh.fileno())

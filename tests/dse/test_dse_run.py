@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 from tests.dse.conftest import Case, invoke
@@ -136,6 +136,8 @@ def test_failed_and_incomplete_trials_are_recorded_and_the_sweep_goes_on(case: C
     assert obs[0] == [None, None]  # exit code 3: nothing measured
     assert obs[3] == [None, 8.0]  # bus_bw missing, default measured
     assert all(len(o) == 2 for o in obs)
+    assert "best of 4 step(s) is step 3" in result.output  # the failed steps were searched too
+    assert "  steps: 3 failed, 1 ok" in result.output
 
 
 def test_no_successful_trial_exits_1(case: Callable[..., Case]) -> None:
@@ -195,6 +197,30 @@ def test_a_repeated_action_is_cached_and_launches_no_job(case: Callable[..., Cas
     assert list(frame.status) == ["ok", "ok", "cached", "cached", "cached"]
     assert list(frame.reward) == [1.0, 11.0, 1.0, 11.0, 1.0]
     assert [p.name for p in c.job_dirs()] == ["1", "2"]
+
+
+class _RepeatAndKeep(_Repeat):
+    name = "repeat_and_keep"
+    told: ClassVar[list[Feedback]] = []
+
+    def update_policy(self, feedback: Feedback) -> None:
+        self.told.append(feedback)
+
+
+@pytest.mark.parametrize("metrics", [["bus_bw", "default"], ["default", "bus_bw"], ["default"]])
+def test_a_cache_hit_repeats_the_measured_metrics(case: Callable[..., Case], metrics: list[str]) -> None:
+    """All of them, in the workload's order: the agent metrics in another order, or only some of them."""
+    AGENTS.register("repeat_and_keep", _RepeatAndKeep)
+    _RepeatAndKeep.told = []
+    test = GRID.replace("y = [0, 1, 2]", "y = 1").replace('["bus_bw", "default"]', json.dumps(metrics))
+    c = case(test.replace("[cmd_args]", 'agent = "repeat_and_keep"\nagent_steps = 4\n[cmd_args]'))
+    assert invoke(c.args()).exit_code == 0
+    told = {f.step: f for f in _RepeatAndKeep.told}
+    assert [told[s].status for s in (1, 2, 3, 4)] == ["ok", "ok", "cached", "cached"]
+    for measured, cached in ((1, 3), (2, 4)):
+        assert list(told[cached].info["metrics"].items()) == list(told[measured].info["metrics"].items())
+        assert told[cached].info["cached_from"] == measured
+    assert list(told[1].info["metrics"]) == ["default", "bus_bw"]  # as the job wrote them
 
 
 class _Crash(_Repeat):

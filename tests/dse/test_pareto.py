@@ -85,6 +85,8 @@ def test_agent_constraints_make_constraint_steps(case: Callable[..., Case]) -> N
     assert "constraint" in set(frame.status) and "ok" in set(frame.status)
     front = pd.read_csv(c.iteration_dir() / "pareto.csv")
     assert (front.latency_us <= 2000).all()
+    for step in front.step:  # every recorded step counts, the constraint ones too
+        assert "over 12 recorded step(s)" in (c.iteration_dir() / "pareto" / f"{step}.toml").read_text()
 
 
 def test_single_objective_keeps_reward_meaning(case: Callable[..., Case]) -> None:

@@ -37,9 +37,9 @@ if TYPE_CHECKING:
 Observation = list[float]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Feedback:
-    """One completed step: what ``update_policy`` learns from."""
+    """One completed step: what ``update_policy`` learns from (slots: a run may keep one per step)."""
 
     step: int
     episode: int

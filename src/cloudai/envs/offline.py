@@ -82,6 +82,17 @@ class _Trial:
     followers: list[_Trial] = field(default_factory=list)  # the same key asked while this one ran
 
 
+@dataclass(frozen=True, slots=True)
+class _Measured:
+    """What a cache hit repeats of a successful step; ``metrics`` None when they are the observation itself
+    (``agent_metrics`` in order: the usual case, no dict kept per step of a 10^5-step run)."""
+
+    step: int
+    reward: float
+    observation: Observation
+    metrics: dict[str, Any] | None
+
+
 def cache_key(action: Mapping[str, Any], env_params: Mapping[str, Any]) -> str:
     """Canonical JSON of (action, env_params): equal configurations in an equal environment, equal keys."""
     return json.dumps([action, env_params], sort_keys=True, default=str)
@@ -106,7 +117,8 @@ class CloudAIGymEnv(BaseGym):
             setup.out_dir, self.env_names, resume=setup.resume, sync_interval_s=SYNC_INTERVAL_S
         )
         self._history = [self._replayed(row) for row in self.writer.rows]
-        self._cache = {cache_key(f.action, f.env_params): f for f in self._history if f.status in SCORED}
+        scored = (f for f in self._history if f.status in SCORED)
+        self._cache = {cache_key(f.action, f.env_params): self._measured(f) for f in scored}
         self._next = max(self.writer.last_step, _highest_step_dir(setup.out_dir)) + 1
         self._episode = self._history[-1].episode if self._history else 1
         self._pending: dict[int, _Trial] = {}  # in flight, by step
@@ -262,8 +274,9 @@ class CloudAIGymEnv(BaseGym):
         for follower in trial.followers:
             self._submit(follower)
 
-    def _cached(self, trial: _Trial, hit: Feedback) -> None:
-        info = {"metrics": hit.info.get("metrics", {}), "cached_from": hit.step}
+    def _cached(self, trial: _Trial, hit: _Measured) -> None:
+        metrics = dict(zip(self.metrics, hit.observation, strict=False)) if hit.metrics is None else hit.metrics
+        info = {"metrics": metrics, "cached_from": hit.step}
         self._complete(trial, hit.observation, hit.reward, "cached", info)
 
     def _finish(self, trial: _Trial) -> None:
@@ -290,7 +303,7 @@ class CloudAIGymEnv(BaseGym):
         feedback = self._complete(trial, observation, reward, status, info)
         for follower in trial.followers:  # a failure is not shared: each follower gets its own chance
             if status == "ok":
-                self._cached(follower, feedback)
+                self._cached(follower, self._measured(feedback))
             else:
                 self._submit(follower)
 
@@ -303,7 +316,7 @@ class CloudAIGymEnv(BaseGym):
         self._ready.append(feedback)
         self._finished[step] = (feedback, time.monotonic() - trial.started)
         if status == "ok":
-            self._cache[trial.key] = feedback
+            self._cache[trial.key] = self._measured(feedback)
         self._write_ready()
         if self.setup.on_step is not None:
             self.setup.on_step(feedback)
@@ -327,6 +340,11 @@ class CloudAIGymEnv(BaseGym):
 
     def _check(self, action: Mapping[str, Any]) -> None:
         check_action(self.action_space, action)
+
+    def _measured(self, feedback: Feedback) -> _Measured:
+        metrics = feedback.info.get("metrics", {})
+        plain = list(metrics.items()) == list(zip(self.metrics, feedback.observation, strict=False))
+        return _Measured(feedback.step, feedback.reward, feedback.observation, None if plain else metrics)
 
     def _nothing(self) -> Observation:
         return [math.nan] * len(self.metrics)

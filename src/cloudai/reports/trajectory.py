@@ -14,6 +14,7 @@ import csv
 import io
 import json
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -71,28 +72,50 @@ class Trajectory:
 
 def read_trajectory(path: Path) -> Trajectory:
     """Parse ``path``; rows that do not parse are dropped with a note (a torn last line is expected)."""
-    with path.open(newline="", encoding="utf-8", errors="replace") as fh:
-        text = fh.read()
-    rows = list(csv.reader(io.StringIO(text)))
     traj = Trajectory()
-    if len(rows) > 1 and not text.endswith("\n"):
-        # no newline: the writer never committed this row, parseable or not (as cloudai.trajectory.records)
-        rows[-1] = []
-    if not rows or tuple(rows[0]) not in (COLUMNS, LEGACY_COLUMNS):
-        found = rows[0] if rows else "(empty file)"
-        traj.notes.append(f"{path.name}: unexpected header {found}; expected {','.join(COLUMNS)}")
-        return traj
     knobs: dict[str, None] = {}
-    for lineno, row in enumerate(rows[1:], start=2):
-        step = _parse_row(row)
-        if step is None or (traj.steps and step.step <= traj.steps[-1].step):
-            why = "torn last line (interrupted run)" if lineno == len(rows) else "unparseable or out-of-order row"
-            traj.notes.append(f"{path.name} line {lineno}: {why}; dropped")
-            continue
+    for step in iter_steps(path, traj.notes):
         knobs.update(dict.fromkeys(step.action))
         traj.steps.append(step)
     traj.knobs = list(knobs)
     return traj
+
+
+def iter_steps(path: Path, notes: list[str]) -> Iterator[Step]:
+    """The steps ``read_trajectory`` keeps, in file order, one row in memory at a time (a 10^5-step file is
+    never held whole); what it drops is described in ``notes``."""
+    torn = _ends_without_newline(path)
+    with path.open(newline="", encoding="utf-8", errors="replace") as fh:
+        rows = csv.reader(fh)
+        header = next(rows, None)
+        if header is None or tuple(header) not in (COLUMNS, LEGACY_COLUMNS):
+            found = header if header is not None else "(empty file)"
+            notes.append(f"{path.name}: unexpected header {found}; expected {','.join(COLUMNS)}")
+            return
+        last: int | None = None  # the last kept step
+        row = next(rows, None)
+        lineno = 2
+        while row is not None:
+            following = next(rows, None)
+            if following is None and torn:
+                row = []  # no newline: the writer never committed this row, parseable or not (as trajectory.records)
+            step = _parse_row(row)
+            if step is None or (last is not None and step.step <= last):
+                why = "torn last line (interrupted run)" if following is None else "unparseable or out-of-order row"
+                notes.append(f"{path.name} line {lineno}: {why}; dropped")
+            else:
+                last = step.step
+                yield step
+            row, lineno = following, lineno + 1
+
+
+def _ends_without_newline(path: Path) -> bool:
+    """Whether the file's last byte is not a newline: its last row is torn (an empty file is not)."""
+    with path.open("rb") as fh:
+        if fh.seek(0, io.SEEK_END) == 0:
+            return False
+        fh.seek(-1, io.SEEK_END)
+        return fh.read(1) != b"\n"
 
 
 def _parse_row(row: list[str]) -> Step | None:
@@ -124,29 +147,53 @@ def _parse_row(row: list[str]) -> Step | None:
 
 def read_env(path: Path, traj: Trajectory) -> None:
     """Join ``env.csv`` onto ``traj`` by step. Unparseable rows (a torn last line) are skipped with a note."""
-    with path.open(newline="", errors="replace") as fh:
-        rows = list(csv.reader(fh))
-    if not rows or not rows[0] or rows[0][0] != "step":
-        traj.notes.append(f"{path.name}: expected a header starting with 'step'; regimes not shown")
+    params = env_params(path, traj.notes)
+    if params is None:
         return
-    params = rows[0][1:]
-    good = []
-    for lineno, row in enumerate(rows[1:], start=2):
-        if len(row) == len(rows[0]) and row[0].strip().isdigit():
-            good.append(row)
-        else:
-            traj.notes.append(f"{path.name} line {lineno}: unparseable row; dropped")
-    # each distinct cell text converted once (an env param takes few values), then rows by lookups
-    value = {text: _value(text) for text in {text for row in good for text in row[1:]}}.__getitem__
     by_step: dict[int, dict[str, Value]] = {}
-    for row in good:
-        by_step.setdefault(int(row[0]), dict(zip(params, map(value, row[1:]), strict=True)))
+    for step, values in iter_env(path, params, traj.notes):
+        by_step.setdefault(step, values)
     missing = sum(1 for s in traj.steps if s.step not in by_step)
     if missing:
         traj.notes.append(f"{path.name}: {missing} step(s) have no env row")
     for s in traj.steps:  # each step's own (empty) env dict, filled in place: no copy of 10^5 steps
         s.env.update(by_step.get(s.step, {}))
     traj.env_params = params
+
+
+def env_params(path: Path, notes: list[str]) -> list[str] | None:
+    """The params ``env.csv``'s header names; None (and a note) when it does not start with ``step``."""
+    with path.open(newline="", errors="replace") as fh:
+        header = next(csv.reader(fh), None)
+    if not header or header[0] != "step":
+        notes.append(f"{path.name}: expected a header starting with 'step'; regimes not shown")
+        return None
+    return header[1:]
+
+
+ENV_CELL_MEMO = 4096
+
+
+def iter_env(path: Path, params: list[str], notes: list[str]) -> Iterator[tuple[int, dict[str, Value]]]:
+    """``env.csv``'s rows as ``(step, {param: value})`` in file order, one at a time; unparseable ones noted."""
+    known: dict[str, Value] = {}  # cell text -> value: an env param takes few values, each converted once
+
+    def value(text: str) -> Value:
+        if text in known:
+            return known[text]
+        converted = _value(text)
+        if len(known) < ENV_CELL_MEMO:  # a continuous param's 10^5 distinct cells are not all kept
+            known[text] = converted
+        return converted
+
+    with path.open(newline="", errors="replace") as fh:
+        rows = csv.reader(fh)
+        next(rows, None)  # the header (``env_params``)
+        for lineno, row in enumerate(rows, start=2):
+            if len(row) != len(params) + 1 or not row[0].strip().isdigit():
+                notes.append(f"{path.name} line {lineno}: unparseable row; dropped")
+                continue
+            yield int(row[0]), dict(zip(params, map(value, row[1:]), strict=True))
 
 
 def _value(text: str) -> Value:

@@ -28,8 +28,9 @@ import shlex
 import traceback
 from collections import Counter
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from cloudai.envs.base import BaseGym, Feedback
 from cloudai.errors import ConfigError, Interrupted
@@ -139,15 +140,18 @@ def _run_iteration(
     config = agent_config(entry, agent_cls)
     confirm = confirm_plan(entry, config, checked.live_rl)
     progress = StepProgress(f"{entry.id}/{iteration}", steps + confirm[0] * confirm[1], echo)
-    finished: list[Feedback] = []
+    finished: list[Feedback] = []  # this process's scored steps, slim: all the end-of-run notes read
+    counts: Counter[str] = Counter()  # every step's status, this process's and the recorded ones
 
     def on_step(feedback: Feedback) -> None:
-        if feedback.status in ("ok", "cached"):  # all regime_notes reads: 10^5 failed steps cost no memory
-            finished.append(feedback)
+        counts[feedback.status] += 1
+        if feedback.status in SCORED:  # 10^5 failed steps cost no memory
+            finished.append(_slim(feedback, entry.agent.metrics))
         progress.update(feedback)
 
     env = build_env(plan, checked, run_dir, iteration=iteration, system=system, resume=resume, on_step=on_step)
     history = env.history()
+    counts.update(f.status for f in history)
     progress.done = len(history)
     progress.best = max((f.reward for f in history if f.status in ("ok", "cached")), default=None)
     if agent_cls.can_ask_ahead and not env.live and config.max_parallel > env.max_in_flight:
@@ -175,6 +179,7 @@ def _run_iteration(
             if warm is not None:
                 agent.warm_start(warm.told)
             ran = agent.run()
+            searched = len(search_steps(history, out_dir)) + counts.total() - len(history)  # failed ones too
             search = search_steps([*history, *finished], out_dir)
             parallel = config.max_parallel if agent_cls.can_ask_ahead else 1
             confirmed = run_confirmation(env, search, [*history, *finished], confirm, out_dir, parallel)
@@ -211,27 +216,40 @@ def _run_iteration(
     notes = [*regimes, *agent.best_notes()]
     text = best_text(entry, checked.space, best, recorded, notes, confirmed=confirmed)
     path = atomic_write(out_dir / BEST_FILE, text)
-    for line in outcome_lines(f"{entry.id}/{iteration}", single, len(search), confirmed, out_dir):
+    for line in outcome_lines(f"{entry.id}/{iteration}", single, searched, confirmed, out_dir):
         echo(line)
     echo(f"  test TOML: {path}")
     for line in regimes:
         echo(f"  {line}")
-    _after_run(checked, [*history, *finished], out_dir, echo)
+    _after_run(checked, [*history, *finished], counts, out_dir, echo)
     return 0
 
 
-def _after_run(checked: CheckedEntry, steps: list[Feedback], out_dir: Path, echo: Echo) -> None:
-    """Status counts, the Pareto front (several objectives), trials.csv and the Optuna study's dashboard command."""
-    from cloudai.atomicfile import atomic_write
-    from cloudai.reports.trials_csv import TRIALS_FILE, trials_from_dir
+def _slim(feedback: Feedback, metrics: tuple[str, ...]) -> Feedback:
+    """A scored step as the end-of-run notes read it (best.toml, regimes, confirmation, Pareto): its ``info``
+    cut to ``metrics`` (only when they say more than the observation; ``best_text`` rebuilds them from it) and
+    ``env_params``. A few hundred bytes per step instead of the env's whole info (its job dir, its reason...)."""
+    info: dict[str, Any] = {}
+    measured = feedback.info.get("metrics")
+    if measured and list(measured.items()) != list(zip(metrics, feedback.observation, strict=False)):
+        info["metrics"] = measured
+    if env := feedback.info.get("env_params"):
+        info["env_params"] = env
+    return replace(feedback, info=info)
+
+
+def _after_run(checked: CheckedEntry, steps: list[Feedback], counts: Counter[str], out_dir: Path, echo: Echo) -> None:
+    """Status counts, the Pareto front (several objectives), trials.csv and the Optuna study's dashboard command.
+
+    ``steps``: the scored ones (and every recorded one on resume); ``counts``: every step's status."""
+    from cloudai.reports.trials_csv import write_trials
     from cloudai.run.pareto_out import write_pareto
 
-    counts = Counter(f.status for f in steps)
     if set(counts) - {"ok"}:
         echo("  steps: " + ", ".join(f"{n} {status}" for status, n in sorted(counts.items(), key=lambda x: -x[1])))
-    write_pareto(checked.entry, checked.space, steps, out_dir, echo)
+    write_pareto(checked.entry, checked.space, steps, out_dir, echo, recorded=counts.total())
     if (out_dir / "trajectory.csv").is_file():
-        atomic_write(out_dir / TRIALS_FILE, trials_from_dir(out_dir, checked.entry.agent.metrics))
+        write_trials(out_dir, checked.entry.agent.metrics)
     if checked.entry.agent.name == "optuna":  # only its runs have a study (and only they may import optuna)
         from cloudai.agents.optuna_storage import JOURNAL_FILE, dashboard_command
 

@@ -42,8 +42,12 @@ def pareto_front(entry: RunEntry, steps: Sequence[Feedback]) -> list[tuple[Feedb
     return [(measured[i], points[i]) for i in front]
 
 
-def write_pareto(entry: RunEntry, space: Space, steps: Sequence[Feedback], out_dir: Path, echo: Echo) -> None:
-    """Write the front's files and print it; nothing with fewer than two objectives."""
+def write_pareto(
+    entry: RunEntry, space: Space, steps: Sequence[Feedback], out_dir: Path, echo: Echo, *, recorded: int
+) -> None:
+    """Write the front's files and print it; nothing with fewer than two objectives.
+
+    ``steps``: at least every ``ok`` one; ``recorded``: how many steps the iteration recorded (its TOMLs say)."""
     if len(entry.agent.objectives) < 2:
         return
     front = pareto_front(entry, steps)
@@ -61,7 +65,7 @@ def write_pareto(entry: RunEntry, space: Space, steps: Sequence[Feedback], out_d
     tomls.mkdir(parents=True)
     for feedback, _ in front:
         note = "On the Pareto front of " + ", ".join(f"{o.metric} ({o.direction})" for o in entry.agent.objectives)
-        body = best_text(entry, space, feedback, len(steps), [note], kind=f"pareto_{feedback.step}")
+        body = best_text(entry, space, feedback, recorded, [note], kind=f"pareto_{feedback.step}")
         atomic_write(tomls / f"{feedback.step}.toml", body)
     for line in front_table(entry, front):
         echo(line)
