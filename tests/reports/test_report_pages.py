@@ -49,7 +49,7 @@ def test_dse_run_with_env_params_has_every_section(dse_run: Path) -> None:
     assert {"overview", "agent", "reward", "knobs", "importance", "top", "regimes"} <= page.kinds()
     assert "episodes" not in page.kinds()
     assert {"observations", "time", "trials"} <= page.kinds()
-    assert len(page.images) == 5  # reward, observations, knobs, time, regimes (importance: a table with CSS bars)
+    assert len(page.images) == 4  # reward, observations, knobs, time (importance, regimes: tables with CSS bars)
     assert_self_contained(page)
     assert {"threads", "algo", "chunk"} <= set(page.cells)  # importance and top-10 tables name the knobs
     assert "Optuna get_param_importances" in page.all_text
@@ -75,7 +75,7 @@ def test_live_rl_run_shows_episode_returns(live_run: Path) -> None:
     page = parse(generate_report([live_run]))
 
     assert {"agent", "reward", "episodes", "regimes"} <= page.kinds()
-    assert len(page.images) == 5  # reward, knobs, time, regimes, episodes (metrics not named: no observations)
+    assert len(page.images) == 4  # reward, knobs, time, episodes (metrics not named: no observations)
     assert read_summary(live_run)[0]["kind"] == "live_rl"
     assert_self_contained(page)
 

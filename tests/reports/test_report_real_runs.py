@@ -101,7 +101,7 @@ def test_a_dse_run_with_env_params_reports_every_section(real_dse: RealRun) -> N
     page = parse(report)
     assert {"overview", "agent", "reward", "knobs", "importance", "top", "regimes"} <= page.kinds()
     assert "episodes" not in page.kinds()
-    assert_pngs(page.images, 5)  # reward, observations, knob effects, time spent, regimes
+    assert_pngs(page.images, 4)  # reward, observations, knob effects, time spent (regimes: a table with bars)
     assert page.external == [] and page.scripts == 0
 
     steps = read_csv(real_dse.it_dir("Tests.dse") / "trajectory.csv")
@@ -152,7 +152,7 @@ def test_a_live_rl_run_reports_the_return_of_each_episode(real_live: RealRun) ->
     report = real_live.path / "report.html"
     page = parse(report)
     assert {"agent", "reward", "episodes", "regimes"} <= page.kinds()
-    assert_pngs(page.images, 5)  # reward, knob effects, time spent, regimes, episode returns
+    assert_pngs(page.images, 4)  # reward, knob effects, time spent, episode returns
 
     steps = read_csv(real_live.it_dir("Tests.live") / "trajectory.csv")
     returns: dict[str, float] = defaultdict(float)

@@ -20,7 +20,9 @@ img { max-width: 100%; height: auto; display: block; margin: .6em 0; }
 .note { color: #555; font-style: italic; } .warn { background: #fff4e5; border-left: 4px solid #f90; padding: .5em; }
 .trap { background: #fdecea; border-left: 4px solid #d33; padding: .5em; }
 .ok { color: #1a7f37; } .failed, .timeout, .cancelled, .stopped { color: #c62828; }
-.bar { background: #2e7d32; height: .8em; min-width: 1px; }
+.bar { background: #2e7d32; height: .8em; min-width: 1px; } .bar.best { background: #1f77b4; }
+.bar.all { background: #888; } .bar.neg { background: repeating-linear-gradient(45deg, #c62828 0 3px, #fff 3px 5px); }
+.legend .bar { display: inline-block; width: 1.5em; vertical-align: middle; margin: 0 .3em 0 1em; }
 td.barcell { width: 320px; }
 pre { background: #f6f6f6; padding: .6em; overflow-x: auto; }
 """
@@ -68,17 +70,38 @@ def fmt(value: object) -> str:
     return str(value)
 
 
-def table(header: Sequence[str], rows: Iterable[Sequence[object]], status_col: int | None = None) -> str:
-    head = "".join(f"<th>{escape(h)}</th>" for h in header)
+def table(
+    header: Sequence[str], rows: Iterable[Sequence[object]], status_col: int | None = None, tail: Sequence[str] = ()
+) -> str:
+    """``tail``: one trusted HTML cell per row (e.g. ``bars``) appended after the escaped ones."""
+    head = "".join(f"<th>{escape(h)}</th>" for h in (*header, *([""] if tail else [])))
     body = []
-    for row in rows:
+    for n, row in enumerate(rows):
         cells = []
         for i, value in enumerate(row):
             numeric = isinstance(value, int | float) and not isinstance(value, bool)
             cls = ' class="num"' if numeric else f' class="{escape(str(value))}"' if i == status_col else ""
             cells.append(f"<td{cls}>{escape(fmt(value))}</td>")
-        body.append("<tr>" + "".join(cells) + "</tr>")
+        body.append("<tr>" + "".join(cells) + (tail[n] if n < len(tail) else "") + "</tr>")
     return f"<table>\n<thead><tr>{head}</tr></thead>\n<tbody>\n" + "\n".join(body) + "\n</tbody>\n</table>"
+
+
+def bars(values: Sequence[tuple[float, str]], top: float) -> str:
+    """A cell of thin bars, one per ``(value, css class)``, each ``|value| / top`` wide; a negative one hatched red.
+    A NaN value draws no bar (nothing measured)."""
+    top = top or 1.0
+    lines = [
+        f'<div class="bar {cls}{" neg" if v < 0 else ""}" style="width:{min(abs(v) / top, 1.0) * 100:.1f}%"></div>'
+        for v, cls in values
+        if not math.isnan(v)
+    ]
+    return f'<td class="barcell">{"".join(lines)}</td>'
+
+
+def bar_legend(items: Sequence[tuple[str, str]]) -> str:
+    """What each bar class of ``bars`` stands for: ``(css class, text)``."""
+    keys = "".join(f'<span class="bar {escape(cls)}"></span>{escape(text)}' for cls, text in items)
+    return f'<p class="legend note">Bars:{keys}</p>'
 
 
 def bar_table(header: Sequence[str], items: Iterable[tuple[str, float]]) -> str:

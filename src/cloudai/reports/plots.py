@@ -20,7 +20,6 @@ if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
-    from cloudai.reports.regimes import Regimes
     from cloudai.reports.trajectory import Step, Trajectory
 
 STATUS_STYLE = {
@@ -117,30 +116,6 @@ def reward_curve(traj: Trajectory, ylabel: str = "reward") -> str:
     ax.set_xlabel("step")
     ax.set_ylabel(ylabel)
     ax.legend(loc="lower right", fontsize="small")
-    return _uri(fig)
-
-
-def regime_bars(regimes: Regimes) -> str:
-    """Per env param, the best configuration's mean reward per regime beside the mean of all configurations.
-
-    One axes for all params, a group of bars per param named above it: a second axes cost as much as the
-    rest of the figure."""
-    params = list(dict.fromkeys(r.param for r in regimes.rows))
-    fig, (ax,) = _figure(max(6.0, 4.5 * len(params)), 3.6, bottom=0.9)
-    rows = [r for param in params for r in regimes.rows if r.param == param]
-    x = [i + params.index(r.param) for i, r in enumerate(rows)]  # a one-bar gap between params
-    ax.bar([i - 0.2 for i in x], [r.best_mean for r in rows], 0.4, label="best configuration")
-    ax.bar([i + 0.2 for i in x], [r.all_mean for r in rows], 0.4, label="all configurations", color="gray")
-    ax.set_xticks(x, [r.label for r in rows], rotation=30 if len(rows) > 3 else 0, fontsize="small")
-    top = ax.get_xaxis_transform()  # x in data, y in axes coordinates
-    for param in params:
-        xs = [xi for xi, r in zip(x, rows, strict=True) if r.param == param]
-        ax.text((xs[0] + xs[-1]) / 2, 1.02, param, transform=top, ha="center", va="bottom")
-        if xs[0] > 0:
-            ax.axvline(xs[0] - 1, color="lightgray", linestyle=":")
-    ax.set_xlabel("regime (env param above)")
-    ax.set_ylabel("mean reward")
-    ax.legend(fontsize="small")
     return _uri(fig)
 
 

@@ -11,6 +11,7 @@ A section that cannot be computed says why instead of disappearing.
 from __future__ import annotations
 
 import json
+import math
 from datetime import UTC, datetime
 
 from cloudai.reports import analysis, confirm, plots, plots_knobs, regimes, thin
@@ -140,10 +141,13 @@ def _regimes(traj: Trajectory, entry: Entry, base: str, best: Step | None = None
         return h.section(f"{base}--regimes", title, [h.note("No scored trial to place in a regime.")], 3)
     header = ["env param", "regime", "best mean", "best min", "best n", "all configs mean", "configs", "share better"]
     rows = [[r.param, r.label, r.best_mean, r.best_min, r.best_n, r.all_mean, r.configs, r.beaten_by] for r in reg.rows]
+    top = max((abs(v) for r in reg.rows for v in (r.best_mean, r.all_mean) if not math.isnan(v)), default=1.0)
+    bars = [h.bars([(r.best_mean, "best"), (r.all_mean, "all")], top) for r in reg.rows]
+    legend = h.bar_legend([("best", "best mean"), ("all", "all configs mean")])
     parts = [
         h.note(reg.verdict, "trap" if reg.trap else "note"),
-        h.img(plots.regime_bars(reg), "regimes"),
-        h.table(header, rows),
+        h.table(header, rows, tail=bars),
+        legend,
         h.note(_binning(reg)),
     ]
     return h.section(f"{base}--regimes", title, parts, 3)
