@@ -153,6 +153,18 @@ def test_argv_is_one_entry_per_value_and_no_shell(tmp_path: Path) -> None:
     assert read_metrics_file(tmp_path / "metrics.json")["bus_bw"] == pytest.approx(model.expected(RING, 4)["bus_bw"])
 
 
+def test_a_trial_starts_without_the_heavy_stdlib_modules(tmp_path: Path) -> None:
+    """Start-up is what a pruned trial still pays on top of its first progress line: the model's file (what a
+    trial runs) imports neither dataclasses (inspect, ast), pathlib nor shutil (argparse's terminal width)."""
+    argv = [sys.executable, "-X", "importtime", model.__file__, "--duration-s", "0"]
+    done = subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    imported = {line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")}
+    assert "json" in imported  # the lines were parsed
+    assert not imported & {"dataclasses", "inspect", "ast", "pathlib", "shutil"}, sorted(imported)
+    assert (tmp_path / "metrics.json").exists()
+
+
 def test_constraint_delegates_to_the_model() -> None:
     workload = Synthetic()
     assert workload.constraint({"algo": "ring"}) is None

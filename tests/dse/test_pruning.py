@@ -6,6 +6,7 @@ import json
 import os
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pytest
@@ -84,8 +85,47 @@ def test_progress_reader_stops_at_a_torn_line(tmp_path: Path) -> None:
     assert Synthetic().progress(tmp_path / "missing") == []
 
 
-@pytest.mark.parametrize("pruner", ["median", "successive_halving", "hyperband"])
+@pytest.mark.parametrize("pruner", ["median", "percentile", "successive_halving", "hyperband"])
 def test_every_pruner_type_builds(pruner: str) -> None:
     from cloudai.agents.optuna_pruners import PrunerConfig, build_pruner
 
     assert build_pruner(PrunerConfig(type=pruner)) is not None  # pyright: ignore[reportArgumentType]
+
+
+def _first_line_verdict(config: dict[str, Any], strong: list[float], weak: list[float], last: float) -> bool:
+    """Prune verdict on a trial whose first progress line is ``last``, after ``strong`` trials ran to the end
+    and ``weak`` ones were stopped after their first line, under ``agent_config.pruner = config``."""
+    import optuna
+
+    from cloudai.agents.optuna_pruners import PrunerConfig, build_pruner
+
+    study = optuna.create_study(direction="maximize", pruner=build_pruner(PrunerConfig.model_validate(config)))
+    for value in [*strong, *weak]:
+        trial = study.ask()
+        trial.report(value, 1)
+        trial.should_prune()  # successive halving records the trial at its first rung here
+        if value in strong:
+            study.tell(trial, value)
+        else:
+            study.tell(trial, state=optuna.trial.TrialState.PRUNED)
+    trial = study.ask()
+    trial.report(last, 1)
+    return trial.should_prune()
+
+
+def test_default_pruner_keeps_the_top_quarter_of_every_trial_at_a_rung() -> None:
+    """The default (successive halving) ranks a trial among every trial that reached the same progress line,
+    pruned ones included. Median ranks it among the finished ones only, which pruning leaves with the strong
+    few: there a trial in the top quarter of all is still pruned."""
+    strong, weak = [50.0, 52.0, 54.0], [float(v) for v in range(10, 19)]
+    assert not _first_line_verdict({}, strong, weak, 51.0)  # 3rd of 13: in the top quarter
+    assert _first_line_verdict({}, strong, weak, 49.0)  # 4th of 13: not
+    assert _first_line_verdict({"type": "median", "n_startup_trials": 1}, strong, weak, 51.0)  # < median 52
+
+
+def test_default_pruner_uses_optunas_reduction_factor() -> None:
+    """Six trials at the first rung: Optuna's factor 4 keeps the best one; a factor of 3 (set) keeps two."""
+    strong, weak = [10.0], [1.0, 2.0, 3.0, 4.0]
+    assert _first_line_verdict({}, strong, weak, 9.0)
+    assert not _first_line_verdict({}, strong, weak, 10.0)
+    assert not _first_line_verdict({"reduction_factor": 3}, strong, weak, 9.0)

@@ -33,9 +33,10 @@ import random
 import sys
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 BUFFER_BUDGET_KB = 65536  # chunk_kb * num_channels must fit one 64 MiB staging buffer per GPU
 NVLS_MAX_NODES = 8  # an NVLink-SHARP domain spans at most 8 nodes
@@ -61,8 +62,7 @@ BOUNDS: dict[str, tuple[float, float]] = {
 }
 
 
-@dataclass(frozen=True)
-class Algo:
+class Algo(NamedTuple):
     peak_local: float  # GB/s on one node (NVLink)
     peak_net: float  # GB/s across nodes (network-bound)
     load_sens: float  # fraction of bandwidth lost at background_load = 1
@@ -190,7 +190,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         print(f"simulated failure (fail_rate={fail_rate})", file=sys.stderr)
         sys.exit(1)
     metrics = evaluate(ns, num_nodes)
-    Path("metrics.json").write_text(json.dumps(metrics) + "\n")
+    with open("metrics.json", "w", encoding="utf-8") as out:
+        out.write(json.dumps(metrics) + "\n")
     print(
         f"{ns['algo']} size={ns['message_size']} chunk={ns['chunk_kb']}KiB channels={ns['num_channels']} "
         f"nodes={num_nodes}: bus_bw {metrics['bus_bw']:.2f} GB/s, latency {metrics['latency_us']:.1f} us"
@@ -235,7 +236,9 @@ def read_progress_lines(path: Path) -> list[tuple[int, float]]:
 
 def _parser() -> argparse.ArgumentParser:
     description = "Evaluate the all-reduce model at one point; write metrics.json."
-    parser = argparse.ArgumentParser(prog="synthetic_model", description=description, allow_abbrev=False)
+    parser = argparse.ArgumentParser(
+        prog="synthetic_model", description=description, allow_abbrev=False, formatter_class=_Formatter
+    )
     options: list[tuple[str, type, Any]] = [
         ("algo", str, DEFAULTS["algo"]), ("message_size", int, DEFAULTS["message_size"]),
         ("chunk_kb", int, DEFAULTS["chunk_kb"]), ("num_channels", int, DEFAULTS["num_channels"]),
@@ -246,6 +249,14 @@ def _parser() -> argparse.ArgumentParser:
         flags = dict.fromkeys([f"--{name.replace('_', '-')}", f"--{name}"])
         parser.add_argument(*flags, dest=name, type=kind, default=default)
     return parser
+
+
+class _Formatter(argparse.HelpFormatter):
+    """A fixed width: argparse's default asks the terminal, and importing ``shutil`` for that is a tenth of the
+    start-up of a trial (every ``add_argument`` builds a formatter)."""
+
+    def __init__(self, prog: str) -> None:
+        super().__init__(prog, width=100)
 
 
 def _knobs(params: Mapping[str, Any]) -> dict[str, Any]:
