@@ -23,6 +23,7 @@ episodes; ``next_step`` is the number the next ``step``/``step_async`` will get.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -53,6 +54,13 @@ class Feedback:
     @property
     def env_params(self) -> dict[str, Any]:
         return dict(self.info.get("env_params", {}))
+
+    def extra_metrics(self, names: Sequence[str]) -> dict[str, Any] | None:
+        """``info["metrics"]`` when it says more than the observation; None when it is exactly ``names`` (the
+        agent's metrics, in order) paired with the observation, which ``dict(zip(names, observation))`` rebuilds:
+        what a kept step need not store (a 10^5-step run keeps no dict per step)."""
+        measured = self.info.get("metrics") or {}
+        return None if list(measured.items()) == list(zip(names, self.observation, strict=False)) else measured
 
 
 class BaseGym(ABC):

@@ -342,9 +342,7 @@ class CloudAIGymEnv(BaseGym):
         check_action(self.action_space, action)
 
     def _measured(self, feedback: Feedback) -> _Measured:
-        metrics = feedback.info.get("metrics", {})
-        plain = list(metrics.items()) == list(zip(self.metrics, feedback.observation, strict=False))
-        return _Measured(feedback.step, feedback.reward, feedback.observation, None if plain else metrics)
+        return _Measured(feedback.step, feedback.reward, feedback.observation, feedback.extra_metrics(self.metrics))
 
     def _nothing(self) -> Observation:
         return [math.nan] * len(self.metrics)

@@ -230,9 +230,8 @@ def _slim(feedback: Feedback, metrics: tuple[str, ...]) -> Feedback:
     cut to ``metrics`` (only when they say more than the observation; ``best_text`` rebuilds them from it) and
     ``env_params``. A few hundred bytes per step instead of the env's whole info (its job dir, its reason...)."""
     info: dict[str, Any] = {}
-    measured = feedback.info.get("metrics")
-    if measured and list(measured.items()) != list(zip(metrics, feedback.observation, strict=False)):
-        info["metrics"] = measured
+    if extra := feedback.extra_metrics(metrics):
+        info["metrics"] = extra
     if env := feedback.info.get("env_params"):
         info["env_params"] = env
     return replace(feedback, info=info)
