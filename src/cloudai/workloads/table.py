@@ -1,10 +1,25 @@
-"""Write a per-size results table as CSV beside the tool's output (``nccl.csv``, ``ucc.csv``, ...)."""
+"""Per-size results tables of the tools' output: their cells read as numbers, and the table written as CSV
+beside the tool's output (``nccl.csv``, ``ucc.csv``, ...)."""
 
 from __future__ import annotations
 
 import csv
+import math
 from collections.abc import Iterable, Sequence
 from pathlib import Path
+
+
+def number(text: str) -> float:
+    """A printed cell as a float; NaN for ``N/A``, ``nan`` or anything else that is not a number."""
+    try:
+        return float(text)
+    except ValueError:
+        return math.nan
+
+
+def complete(row: Sequence[float]) -> bool:
+    """No NaN or infinite cell: a row whose numbers may be used as metrics."""
+    return all(math.isfinite(v) for v in row)
 
 
 def write_csv(path: Path, header: Sequence[str], rows: Iterable[Sequence[object]]) -> None:

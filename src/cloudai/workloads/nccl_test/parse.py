@@ -24,6 +24,8 @@ import math
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from cloudai.workloads.table import number
+
 COLUMNS = (
     "Size (B)",
     "Count",
@@ -55,13 +57,6 @@ class NcclResult:
     partial_line: str = ""  # a row cut short (the job was killed mid-write)
 
 
-def _number(text: str) -> float:
-    try:
-        return float(text)
-    except ValueError:  # N/A, or garbage
-        return math.nan
-
-
 def _after_colon(line: str) -> str:
     words = line.partition(":")[2].split()
     return words[0] if words else ""
@@ -84,7 +79,7 @@ def parse(text: str) -> NcclResult:
                 partial = line.strip()
         elif head == "#" and len(parts) > 3:
             if parts[1] == "Avg" and parts[2] == "bus":
-                result.avg_busbw = _number(_after_colon(line))
+                result.avg_busbw = number(_after_colon(line))
             elif parts[1] == "Out" and parts[3] == "bounds":
                 value = _after_colon(line)
                 result.out_of_bounds = int(value) if value.isdigit() else -1

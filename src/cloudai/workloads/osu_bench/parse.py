@@ -15,9 +15,10 @@ Contract: ``parse(text)`` never raises; ``verdict`` says why a run's numbers can
 
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import dataclass, field
+
+from cloudai.workloads.table import complete, number
 
 _HEADERS: tuple[tuple[re.Pattern[str], tuple[str, ...]], ...] = (
     (
@@ -47,13 +48,7 @@ def _header(line: str) -> tuple[str, ...]:
 def _row(parts: list[str], width: int) -> tuple[float, ...] | None:
     if len(parts) < width or not parts[0].isdigit():
         return None
-    values: list[float] = []
-    for part in parts[:width]:
-        try:
-            values.append(float(part))
-        except ValueError:
-            values.append(math.nan)
-    return tuple(values)
+    return tuple(number(part) for part in parts[:width])
 
 
 def parse(text: str) -> OsuResult:
@@ -87,7 +82,7 @@ def verdict(result: OsuResult) -> str | None:
 
 
 def _last_complete(result: OsuResult) -> tuple[float, ...] | None:
-    return next((row for row in reversed(result.rows) if all(math.isfinite(v) for v in row)), None)
+    return next((row for row in reversed(result.rows) if complete(row)), None)
 
 
 def metrics(result: OsuResult) -> dict[str, float]:

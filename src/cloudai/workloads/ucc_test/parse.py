@@ -14,8 +14,9 @@ CloudAI tunes one message size at a time), plus ``time-min`` and ``bw-avg``/``bw
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
+
+from cloudai.workloads.table import complete, number
 
 COLUMNS = (
     "Count",
@@ -38,13 +39,7 @@ class UccResult:
 def _numbers(parts: list[str]) -> tuple[float, ...] | None:
     if not (parts[0].isdigit() and parts[1].isdigit()):
         return None
-    values: list[float] = []
-    for part in parts:
-        try:
-            values.append(float(part))
-        except ValueError:
-            values.append(math.nan)
-    return tuple(values)
+    return tuple(number(part) for part in parts)
 
 
 def parse(text: str) -> UccResult:
@@ -74,7 +69,7 @@ def verdict(result: UccResult) -> str | None:
 
 
 def _first_complete(result: UccResult) -> tuple[float, ...] | None:
-    return next((row for row in result.rows if all(math.isfinite(v) for v in row)), None)
+    return next((row for row in result.rows if complete(row)), None)
 
 
 def metrics(result: UccResult) -> dict[str, float]:
