@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from cloudai.reports.analysis import best_so_far, episode_returns, knob_kind, param_importance, top_trials
+from cloudai.reports.analysis import best_so_far, episode_returns, knob_kind, param_importance
 from cloudai.reports.regimes import regimes
 from cloudai.reports.trajectory import Step, Trajectory, read_env, read_trajectory
 
@@ -29,15 +29,6 @@ def test_best_so_far_ignores_failed_rewards_and_starts_undefined() -> None:
     curve = best_so_far(traj)
     assert math.isnan(curve[0])
     assert curve[1:] == [1.0, 1.0, 3.0]
-
-
-def test_top_trials_are_distinct_best_first_and_count_evaluations() -> None:
-    steps = [step(i, {"x": i % 15}, float(i % 15) + i / 1000) for i in range(1, 46)]
-    top = top_trials(trajectory(steps))
-    assert len(top) == 10
-    assert [t.step.action["x"] for t in top] == list(range(14, 4, -1))
-    assert all(t.evaluations == 3 for t in top)
-    assert top[0].step.step == 44  # the best of the three evaluations of x=14
 
 
 def test_episode_returns_sum_rewards_per_episode() -> None:

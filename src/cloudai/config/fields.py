@@ -15,7 +15,6 @@ Messages echo the offending value (``repr``, shortened) so the user sees what wa
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Mapping
 from typing import Annotated, Any
@@ -89,10 +88,4 @@ def check_one_line(value: str, what: str) -> str:
     """``value`` when it holds no newline or other control character (it names a dir or a header line)."""
     if _CONTROL.search(value):
         raise ValueError(f"{what} {shown(value)} holds a newline or control character, which is not allowed")
-    return value
-
-
-def check_finite(value: float, what: str) -> float:
-    if not math.isfinite(value):
-        raise ValueError(f"{what} is {value!r}; give a finite number")
     return value

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal, TypeGuard
 
-from cloudai.reports.trajectory import Step, Trajectory
+from cloudai.reports.trajectory import Trajectory
 
 if TYPE_CHECKING:
     from optuna.distributions import BaseDistribution
@@ -28,7 +28,6 @@ MAX_IMPORTANCE_TRIALS = 500  # Optuna deep-copies every trial into its study: an
 # value there is nothing to rank. The page says which knob was left out and why.
 MAX_IMPORTANCE_CATEGORIES = 64
 FEW_VALUES = 6  # at most this many distinct values: a numeric knob (or env param) is treated as categorical
-TOP_N = 10
 
 
 def is_number(value: object) -> TypeGuard[int | float]:
@@ -62,26 +61,6 @@ def episode_returns(traj: Trajectory) -> dict[int, tuple[float, int]]:
         if not math.isnan(s.reward):
             sums[s.episode] += s.reward
     return {ep: (sums[ep], sizes[ep]) for ep in sizes}
-
-
-@dataclass(frozen=True)
-class TopTrial:
-    step: Step  # the configuration's best step
-    evaluations: int  # how many steps tried this configuration
-
-
-def top_trials(traj: Trajectory, n: int = TOP_N) -> list[TopTrial]:
-    """The ``n`` best distinct configurations, best first."""
-    counts: dict[str, int] = defaultdict(int)
-    for s in traj.steps:
-        counts[s.key] += 1
-    seen: set[str] = set()
-    top: list[TopTrial] = []
-    for s in sorted(traj.scored(), key=lambda s: (-s.reward, s.step)):
-        if s.key not in seen and len(top) < n:
-            seen.add(s.key)
-            top.append(TopTrial(s, counts[s.key]))
-    return top
 
 
 @dataclass

@@ -21,10 +21,6 @@ def hide_env_var(name: str) -> None:
     _hidden.add(name)
 
 
-def hidden_env_vars() -> frozenset[str]:
-    return frozenset(_hidden)
-
-
 def job_environ(base: Mapping[str, str] | None = None) -> dict[str, str]:
     """``base`` (default: this process's environment) without the hidden variables."""
     source = os.environ if base is None else base
