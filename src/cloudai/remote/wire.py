@@ -121,13 +121,7 @@ class Wire:
                 continue
             if response.status_code != 200:
                 raise self.error(f"GET {path}: HTTP {response.status_code}", call)
-            try:
-                body = response.json()
-            except ValueError:
-                raise self.error(f"GET {path}: malformed JSON: {response.text[:200]!r}", call) from None
-            if not isinstance(body, dict):
-                raise self.error(f"GET {path}: expected a JSON object, got {type(body).__name__}", call)
-            return body
+            return self._object(response, f"GET {path}", call)
         raise self.error(f"GET {path} failed {self._retries} times (last: {cause})", call)
 
     def post(self, path: str, body: dict[str, Any], call: str) -> dict[str, Any]:
@@ -146,13 +140,17 @@ class Wire:
             raise self.auth_error(response.status_code, call)
         if response.status_code != 200:
             raise self.error(f"POST {path}: HTTP {response.status_code}: {response.text[:300]}", call)
+        return self._object(response, f"POST {path}", call)
+
+    def _object(self, response: httpx.Response, request: str, call: str) -> dict[str, Any]:
+        """A 200 reply's body, which must be a JSON object (an error naming ``request`` otherwise)."""
         try:
-            data = response.json()
+            body = response.json()
         except ValueError:
-            raise self.error(f"POST {path}: malformed JSON: {response.text[:200]!r}", call) from None
-        if not isinstance(data, dict):
-            raise self.error(f"POST {path}: expected a JSON object, got {type(data).__name__}", call)
-        return data
+            raise self.error(f"{request}: malformed JSON: {response.text[:200]!r}", call) from None
+        if not isinstance(body, dict):
+            raise self.error(f"{request}: expected a JSON object, got {type(body).__name__}", call)
+        return body
 
     def connect(self) -> None:
         from websockets.exceptions import InvalidHandshake, InvalidStatus
