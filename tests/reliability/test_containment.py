@@ -13,8 +13,10 @@ import contextlib
 import json
 import os
 import signal
+import threading
 import uuid
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -23,7 +25,7 @@ from tests.reliability.procs import alive, start_cli, wait_until
 
 from cloudai.config.system import StandaloneSystemConfig
 from cloudai.systems.base import Job, JobSpec, JobStatus
-from cloudai.systems.contain import Containment
+from cloudai.systems.contain import Contained, Containment
 from cloudai.systems.standalone import StandaloneSystem
 
 ESCAPE = "setsid sleep 3600 &"
@@ -118,6 +120,62 @@ def test_cancel_kills_the_escaped_child(tmp_path: Path, tag: str, cgroups: bool)
     system.cancel_all()
     assert job.status is JobStatus.CANCELLED
     assert not alive(pid) and tagged(tag) == []
+
+
+def test_each_of_many_trials_loses_its_escaped_child(tmp_path: Path, tag: str, cgroups: bool) -> None:
+    """Job cgroups are reused, their files kept open: every trial's escape still dies with that trial."""
+    system = _system(cgroups)
+    root = system._contain.cgroup_root  # pyright: ignore[reportPrivateUsage]
+    assert (root is not None) is cgroups
+    before = set(root.glob("job-*")) if root else set()
+    for n in range(4):
+        job = system.submit(replace(_spec(tmp_path, f"{ESCAPE}; exit 0", tag), job_dir=tmp_path / f"job{n}"))
+        _finish(system, job)
+        assert job.status is JobStatus.OK
+        assert not alive(_escaped_pid(tmp_path / f"job{n}")) and tagged(tag) == []
+    if root:
+        assert len(set(root.glob("job-*")) - before) <= 1  # one cgroup served the four trials in turn
+
+
+def test_an_orphan_of_a_job_started_by_another_thread_dies_with_it(tmp_path: Path, tag: str) -> None:
+    """``cloudai serve`` runs trials from a worker thread; Linux re-parents their orphans to our main thread."""
+    system = _system(cgroups=False)
+    done: list[Job] = []
+
+    def trial() -> None:
+        job = system.submit(_spec(tmp_path, f"{ESCAPE}; exit 0", tag))
+        _finish(system, job)
+        done.append(job)
+
+    worker = threading.Thread(target=trial)
+    worker.start()
+    worker.join()
+    assert done[0].status is JobStatus.OK
+    assert not alive(_escaped_pid(tmp_path / "job")) and tagged(tag) == []
+
+
+class _SignalledWhileAdopting(Containment):
+    """A Ctrl-C that lands while the job just started is moved into its cgroup (a real SIGINT to ourselves)."""
+
+    def adopt(self, pid: int, handle: Contained) -> None:
+        signal.raise_signal(signal.SIGINT)
+        super().adopt(pid, handle)
+
+
+def test_an_interrupt_during_a_submission_stops_the_next_one(tmp_path: Path) -> None:
+    """The job is handed to its caller first; the next ``submit`` (several trials in flight) or ``wait`` acts
+    on the interrupt before anything else starts. It used to be dropped by the next submission."""
+    system = _system(cgroups=True)
+    contain = _SignalledWhileAdopting(cgroups=True)
+    system._contain = contain  # pyright: ignore[reportPrivateUsage]
+    first = system.submit(JobSpec("a", ("sleep", "3600"), tmp_path / "a"))
+    assert first.status is JobStatus.RUNNING
+    system._contain = Containment(cgroups=True)  # pyright: ignore[reportPrivateUsage]
+    with pytest.raises(KeyboardInterrupt):
+        system.submit(JobSpec("b", ("sleep", "3600"), tmp_path / "b"))
+    assert not (tmp_path / "b").exists()  # the second job never started
+    system.cancel_all()
+    assert first.status is JobStatus.CANCELLED
 
 
 def _scenario(tmp_path: Path, cmd: str, tag: str) -> list[str | Path]:

@@ -28,6 +28,8 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
+from types import FrameType
+from typing import Any
 
 from cloudai.systems.shell import export_lines, join, quote  # the one place values become shell text
 
@@ -194,10 +196,13 @@ def held_interrupts() -> Iterator[list[int]]:
     if threading.current_thread() is not threading.main_thread():
         yield held
         return
-    previous = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
-    previous = {sig: handler for sig, handler in previous.items() if handler is not signal.SIG_IGN}
-    for sig in previous:
-        signal.signal(sig, lambda signum, frame: held.append(signum))
+    previous: dict[signal.Signals, Callable[[int, FrameType | None], Any] | int | None] = {}
+    for sig in (signal.SIGINT, signal.SIGTERM):  # runs a few times per trial: no getsignal, one call each way
+        handler = signal.signal(sig, lambda signum, frame: held.append(signum))
+        if handler is signal.SIG_IGN:
+            signal.signal(sig, handler)
+        else:
+            previous[sig] = handler
     try:
         yield held
     finally:

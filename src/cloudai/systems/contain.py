@@ -37,6 +37,7 @@ _SWEEP_ROUNDS = 50
 _CGROUP_EMPTY_WAIT_S = 2.0
 _counter = itertools.count(1)
 _subreaper: dict[str, bool] = {}
+_FREE: dict[Path, list[_Cgroup]] = {}  # cgroup root -> its empty job cgroups
 
 
 def become_subreaper() -> bool:
@@ -51,11 +52,42 @@ def become_subreaper() -> bool:
 
 
 @dataclass
+class _Cgroup:
+    """A job cgroup with the two files every job uses kept open: moving a job in is one ``write``, asking
+    whether it is empty one ``pread`` (opening them per job cost more than the rest of the move)."""
+
+    path: Path
+    procs: int  # cgroup.procs, write-only: a pid written to it moves that process here
+    events: int  # cgroup.events: "populated 0" once no process is left
+
+    @classmethod
+    def make(cls, path: Path) -> _Cgroup:
+        with contextlib.suppress(FileExistsError):  # left by an earlier process with our pid
+            os.mkdir(path)
+        procs = os.open(path / "cgroup.procs", os.O_WRONLY | os.O_CLOEXEC)
+        try:
+            return cls(path, procs, os.open(path / "cgroup.events", os.O_RDONLY | os.O_CLOEXEC))
+        except OSError:
+            os.close(procs)
+            raise
+
+    def empty(self) -> bool:
+        try:
+            return b"populated 0" in os.pread(self.events, 4096, 0)
+        except OSError:
+            return False
+
+    def close(self) -> None:
+        os.close(self.procs)
+        os.close(self.events)
+
+
+@dataclass
 class Contained:
     """One job's containment: its mark, and its cgroup when it has one."""
 
     mark: str
-    cgroup: Path | None = None
+    cgroup: _Cgroup | None = None
 
 
 class Containment:
@@ -64,7 +96,9 @@ class Containment:
     def __init__(self, *, cgroups: bool = True) -> None:
         self.subreaper = become_subreaper()
         self.cgroup_root = _make_cgroup_root() if cgroups else None
-        self._free: list[Path] = []  # emptied job cgroups, reused: creating one per job costs milliseconds
+        # Emptied job cgroups, reused (creating one per job costs milliseconds); shared by every system of this
+        # process (the root is per process), so the open files are bounded by the jobs running at once.
+        self._free = _FREE.setdefault(self.cgroup_root, []) if self.cgroup_root else []
 
     def prepare(self, env: dict[str, str]) -> tuple[dict[str, str], Contained]:
         """The job's environment with its mark, and the handle to pass to ``adopt`` and ``end``."""
@@ -75,31 +109,35 @@ class Containment:
         """Move the job's first process into a cgroup of its own (a no-op without cgroups)."""
         if self.cgroup_root is None:
             return
-        path = self._free.pop() if self._free else self.cgroup_root / f"job-{handle.mark}"
         try:
-            path.mkdir(exist_ok=True)
-            (path / "cgroup.procs").write_text(str(pid))
-        except OSError:  # e.g. the job has already exited: the subreaper sweep still covers it
-            self._free.append(path)
+            cgroup = self._free.pop() if self._free else _Cgroup.make(self.cgroup_root / f"job-{handle.mark}")
+        except OSError:  # no cgroup for this job: the subreaper sweep still covers it
             return
-        handle.cgroup = path
+        try:
+            os.write(cgroup.procs, str(pid).encode())
+        except OSError:  # e.g. the job has already exited: the subreaper sweep still covers it
+            self._free.append(cgroup)
+            return
+        handle.cgroup = cgroup
 
     def end(self, handle: Contained) -> None:
         """Kill and reap whatever is left of the job (call after its process group was killed)."""
         if handle.cgroup is not None:
             if _kill_cgroup(handle.cgroup):
                 self._free.append(handle.cgroup)
+            else:  # still holds a process: never reused (removed at exit if it has emptied by then)
+                handle.cgroup.close()
             handle.cgroup = None
         if self.subreaper:
             sweep(handle.mark)
 
 
 def sweep(mark: str) -> int:
-    """Kill and reap every child of this process marked ``mark``, and everything under it. Returns how many."""
+    """Kill and reap every orphan of this process marked ``mark``, and everything under it. Returns how many."""
     killed: set[int] = set()
     for _ in range(_SWEEP_ROUNDS):
         found = False
-        for pid in _children():
+        for pid in _orphans():
             if pid in killed:
                 _reap(pid)
                 continue
@@ -111,9 +149,28 @@ def sweep(mark: str) -> int:
                         os.kill(member, signal.SIGKILL)
                 killed.update(tree)
                 _reap(pid, block=True)  # its children are re-parented to us once it is gone
-        if not found and not (killed & set(_children())):
+        if not found and not (killed and killed & set(_orphans())):
             break
     return len(killed)
+
+
+_leader: dict[int, int] = {}  # our pid -> an open /proc/<pid>/task/<pid>/children (re-opened in a forked child)
+
+
+def _orphans() -> list[int]:
+    """The children of our main thread: where Linux re-parents a job's orphans (the subreaper's first
+    live thread), whichever thread started the job. One ``pread`` of a file kept open."""
+    pid = os.getpid()
+    fd = _leader.get(pid)
+    if fd is None:
+        try:
+            fd = _leader[pid] = os.open(f"/proc/{pid}/task/{pid}/children", os.O_RDONLY | os.O_CLOEXEC)
+        except OSError:
+            return _children()
+    try:
+        return [int(p) for p in os.pread(fd, 1 << 20, 0).split()]
+    except (OSError, ValueError):
+        return _children()
 
 
 def _reap(pid: int, block: bool = False) -> None:
@@ -130,7 +187,7 @@ def _children(pid: int | str = "self") -> list[int]:
         return found
     for task in tasks:
         with contextlib.suppress(OSError, ValueError):
-            found += [int(p) for p in Path(f"/proc/{pid}/task/{task}/children").read_text().split()]
+            found += [int(p) for p in _read(f"/proc/{pid}/task/{task}/children").split()]
     return found
 
 
@@ -145,7 +202,7 @@ def _descendants(pid: int) -> list[int]:
 
 def _has_mark(pid: int, mark: str) -> bool:
     try:
-        environ = Path(f"/proc/{pid}/environ").read_bytes()
+        environ = _read(f"/proc/{pid}/environ")
     except OSError:
         return False
     return f"{MARK_VAR}={mark}".encode() in environ.split(b"\0")
@@ -185,30 +242,46 @@ def _cgroup2_mount() -> Path | None:
     return None
 
 
-def _kill_cgroup(path: Path) -> bool:
+def _kill_cgroup(cgroup: _Cgroup) -> bool:
     """``cgroup.kill``, wait (bounded) until it is empty, reap those re-parented to us; whether it is empty."""
+    if cgroup.empty():  # the common case: the job's processes all ended with it
+        return True
     try:
-        members = [int(p) for p in (path / "cgroup.procs").read_text().split()]
+        members = [int(p) for p in _read(cgroup.path / "cgroup.procs").split()]
     except (OSError, ValueError):
         members = []
     if members:
         with contextlib.suppress(OSError):
-            (path / "cgroup.kill").write_text("1")
-    empty = _empty(path)
+            _write(cgroup.path / "cgroup.kill", "1")
+    empty = cgroup.empty()
     deadline = time.monotonic() + _CGROUP_EMPTY_WAIT_S
     while not empty and time.monotonic() < deadline:
         time.sleep(0.001)
-        empty = _empty(path)
+        empty = cgroup.empty()
     for pid in members:  # orphans of the job are our children now (subreaper): no zombie left behind
         _reap(pid, block=False)
     return empty
 
 
-def _empty(path: Path) -> bool:
+def _read(path: str | Path) -> bytes:
+    """A small kernel file (cgroupfs, procfs) in one ``open``/``read``/``close`` (Python's file objects add
+    four system calls)."""
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
     try:
-        return "populated 0" in (path / "cgroup.events").read_text()
-    except OSError:
-        return False
+        chunks = [os.read(fd, 65536)]
+        while chunks[-1]:
+            chunks.append(os.read(fd, 65536))
+    finally:
+        os.close(fd)
+    return b"".join(chunks)
+
+
+def _write(path: Path, text: str) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CLOEXEC)
+    try:
+        os.write(fd, text.encode())
+    finally:
+        os.close(fd)
 
 
 def _remove_stale(parent: Path) -> None:

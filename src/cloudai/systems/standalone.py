@@ -70,6 +70,9 @@ class StandaloneSystem(System):
         self._contain = Containment(cgroups=config.job_containment == "cgroup")  # see systems.contain
         self._interrupt_pending: list[int] = []
         self._null: int | None = None  # /dev/null, opened once: every job's stdin
+        # Jobs inherit the environment cloudai had when this system was made (its run's start): reading
+        # os.environ decodes every variable, a cost per trial as large as a cgroup move.
+        self._environ = dict(os.environ)
 
     def submit(self, spec: JobSpec, dependencies: Sequence[str] = ()) -> Job:
         """Start ``spec`` now (``dependencies`` are never given here: ``native_dependencies`` is False).
@@ -79,21 +82,23 @@ class StandaloneSystem(System):
         is one ``open``/``write``/``close`` (no Python file objects): a ``sleep 0`` trial costs what its
         process costs (benchmarks/bench_trial_cost.py).
         """
+        self._deliver_pending()  # an interrupt held by the last submission: before anything of this job exists
         _make_dir(spec.job_dir)
         write_small(spec.job_dir / self.script_name, self.render(spec).encode())
         now = time.time()
-        env = {**job_environ(), **self.config.global_env_vars, **spec.env}  # never cloudai's tokens
-        with held_interrupts() as held:  # a started process is always registered before Ctrl-C acts
+        env = {**job_environ(self._environ), **self.config.global_env_vars, **spec.env}  # never cloudai's tokens
+        with held_interrupts() as held:  # a started process is registered and contained before Ctrl-C acts
             try:
                 job = self._start(spec, env, now)
             except OSError as exc:  # e.g. the program does not exist: a failed job, not a crash
                 reason = f"could not start {spec.argv[0]!r}: {exc.strerror}"
                 job = Job(spec, "", JobStatus.FAILED, reason=reason, submitted_at=now, started_at=now, ended_at=now)
-        redeliver(held)  # an interrupt: the caller's clean-up (or cancel_all) stops the job just started
-        if job in self._procs:  # a cgroup move can wait for an RCU grace period: the job is the caller's first
-            with held_interrupts() as held:
+            if job in self._procs:
                 self._contain.adopt(int(job.job_id), self._procs[job].contained)
-            self._interrupt_pending = list(held)  # delivered by the next wait(), once the caller holds the job
+        if job in self._procs:  # the caller must hold the job before an interrupt acts, or nobody records it
+            self._interrupt_pending = list(held)  # delivered by the next submit() or wait()
+        else:
+            redeliver(held)
         return job
 
     def _start(self, spec: JobSpec, env: dict[str, str], now: float) -> Job:
@@ -129,10 +134,13 @@ class StandaloneSystem(System):
     def live_jobs(self) -> list[Job]:
         return list(self._procs)
 
-    def wait(self, jobs: Sequence[Job], timeout: float | None) -> None:
+    def _deliver_pending(self) -> None:
         if self._interrupt_pending:
             pending, self._interrupt_pending = self._interrupt_pending, []
             redeliver(pending)
+
+    def wait(self, jobs: Sequence[Job], timeout: float | None) -> None:
+        self._deliver_pending()
         procs = [self._procs[job] for job in jobs if job in self._procs]
         if not procs:
             return
