@@ -37,6 +37,13 @@ class Categorical:
     def grid_values(self) -> tuple[Any, ...]:
         return self.choices
 
+    def position(self, value: Any) -> int:
+        return _position(self.choices, value, self._positions)
+
+    @cached_property
+    def _positions(self) -> dict[Any, int]:
+        return _positions(self.choices)
+
 
 @dataclass(frozen=True)
 class Range:
@@ -75,8 +82,35 @@ class Range:
             return self.clip(math.exp(a + (b - a) * i / (n - 1)))
         return self.clip(self.low + (self.high - self.low) * i / (n - 1))
 
+    def position(self, value: Any) -> int:
+        grid = self.grid_values
+        return grid.index(value) if isinstance(grid, _LazyGrid) else _position(grid, value, self._positions)
+
+    @cached_property
+    def _positions(self) -> dict[Any, int]:
+        return _positions(self.grid_values)
+
 
 EAGER_GRID = 100_000
+
+
+def _positions(values: Sequence[Any]) -> dict[Any, int]:
+    """Each hashable value's first position: ``grid_index`` is O(dimensions), not O(grid size), per step."""
+    found: dict[Any, int] = {}
+    for i, value in enumerate(values):
+        try:
+            found.setdefault(value, i)
+        except TypeError:  # an unhashable choice (a list): found by a scan
+            continue
+    return found
+
+
+def _position(values: Sequence[Any], value: Any, positions: dict[Any, int]) -> int:
+    """``values.index(value)`` (the same answer, the same ``ValueError``), from ``positions`` when it can."""
+    try:
+        return positions[value]
+    except (KeyError, TypeError):
+        return values.index(value)
 
 
 class _LazyGrid(Sequence[float | int]):
@@ -174,7 +208,7 @@ class Space:
     def grid_index(self, point: Mapping[str, Any]) -> int:
         index = 0
         for dim in self.dims:
-            index = index * len(dim.grid_values) + dim.grid_values.index(point[dim.name])
+            index = index * len(dim.grid_values) + dim.position(point[dim.name])
         return index
 
     def iter_grid(self, start: int = 0) -> Iterator[dict[str, Any]]:

@@ -45,6 +45,21 @@ def test_grid_is_lazy_and_index_round_trips() -> None:
     assert space.grid_index(point) == 123_456_789
 
 
+def test_grid_index_finds_each_choice_as_a_scan_would() -> None:
+    """A choice's position comes from a table (a 10^5-choice knob is not scanned at every step), with the
+    scan's answers: the first of equal choices, unhashable choices (nested lists) and a miss's ValueError."""
+    grid = {"low": 0, "high": 1, "grid_points": 5}
+    space = parse_space({"k": list(range(100_000)), "n": [[1, 2], 3, 3.0, [4]], "r": grid})
+    choices = space.dims[1].grid_values
+    for value in ([1, 2], 3, 3.0, [4]):
+        assert space.dims[1].position(value) == list(choices).index(value)
+    assert space.dims[1].position(3.0) == 1  # 3 == 3.0: the first, as list.index says
+    assert space.grid_index({"k": 99_999, "n": [4], "r": 0.75}) == (99_999 * 4 + 3) * 5 + 3
+    for missing in ({"k": 100_000, "n": 3, "r": 0.0}, {"k": 0, "n": [5], "r": 0.0}, {"k": 0, "n": 3, "r": 0.3}):
+        with pytest.raises(ValueError):
+            space.grid_index(missing)
+
+
 def test_space_classifies_values() -> None:
     space = parse_space(
         flatten(
