@@ -89,7 +89,7 @@ def finish_job(job: Job, workload: Workload, required: Sequence[str] = ()) -> di
             job.reason = f"{job.reason}: {detail}" if job.reason and detail not in job.reason else detail
         else:
             job.reason = failure_reason(job.reason, job.returncode, job.spec.job_dir)
-    data = json.dumps({**job.record(), "metrics": metrics}, indent=1).encode()
+    data = (json.dumps({**job.record(), "metrics": metrics}) + "\n").encode()  # no indent: C encoder, 4x faster
     try:  # the one metadata write of a trial: no mkdir, no temp file, no fsync (see RELIABILITY.md)
         write_small(job.spec.job_dir / "job.json", data)
     except FileNotFoundError:  # a job that never got its dir (e.g. cancelled before submit)
