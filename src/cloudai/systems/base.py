@@ -21,6 +21,7 @@ environment variables and limits.
 from __future__ import annotations
 
 import contextlib
+import importlib
 import signal
 import threading
 from abc import ABC, abstractmethod
@@ -28,7 +29,6 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
-from types import FrameType
 from typing import Any
 
 from cloudai.systems.shell import export_lines, join, quote  # the one place values become shell text
@@ -184,6 +184,14 @@ class System(ABC):
             self.cancel(live, reason)
 
 
+# ``signal.signal`` wraps CPython's ``_signal.signal`` to turn numbers into enums, and for a Python handler
+# that means raising and catching a ValueError: ten times the call itself. Holding runs twice per trial.
+try:
+    _set_handler: Callable[[int, Any], Any] = importlib.import_module("_signal").signal
+except ImportError:  # another Python
+    _set_handler = signal.signal
+
+
 @contextlib.contextmanager
 def held_interrupts() -> Iterator[list[int]]:
     """Record SIGINT/SIGTERM inside the block instead of acting on them; the caller ``redeliver``s them after.
@@ -196,18 +204,21 @@ def held_interrupts() -> Iterator[list[int]]:
     if threading.current_thread() is not threading.main_thread():
         yield held
         return
-    previous: dict[signal.Signals, Callable[[int, FrameType | None], Any] | int | None] = {}
-    for sig in (signal.SIGINT, signal.SIGTERM):  # runs a few times per trial: no getsignal, one call each way
-        handler = signal.signal(sig, lambda signum, frame: held.append(signum))
-        if handler is signal.SIG_IGN:
-            signal.signal(sig, handler)
+    previous: dict[int, Any] = {}
+    for sig in _HELD:  # no getsignal: setting a handler returns the one it replaces
+        handler = _set_handler(sig, lambda signum, frame: held.append(signum))
+        if handler == signal.SIG_IGN:
+            _set_handler(sig, handler)
         else:
             previous[sig] = handler
     try:
         yield held
     finally:
         for sig, handler in previous.items():
-            signal.signal(sig, handler if handler is not None else signal.SIG_DFL)
+            _set_handler(sig, handler if handler is not None else signal.SIG_DFL)
+
+
+_HELD = (int(signal.SIGINT), int(signal.SIGTERM))
 
 
 def redeliver(held: Sequence[int]) -> None:
