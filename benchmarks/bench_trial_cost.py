@@ -1,6 +1,6 @@
 """Marginal cost of one DSE trial (issue 18): cloudai next to a bare loop doing the same spawn and files.
 
-    uv run python benchmarks/bench_trial_cost.py [--sizes 100,1000,10000] [--big] [--profile N]
+    uv run python benchmarks/bench_trial_cost.py [--sizes 100,1000,10000] [--big] [--dir DIR] [--profile N]
 
 Each trial is ``sleep 0`` (the cheapest there is: any overhead shows). For each N:
 
@@ -18,6 +18,9 @@ Each trial is ``sleep 0`` (the cheapest there is: any overhead shows). For each 
 Aim: ours / bare <= 1.25 at every N, flat in N: the median of ``--repeat`` rounds (3), each printed.
 ``--big`` adds N = 100 000 and prints the run's wall time, peak RSS (aim < 3 min, < 200 MB) and checks
 trajectory.csv and the report.
+``--dir DIR`` puts both runs' files there (default: the system's temp dir). On a disk every file creation
+costs 0.1-1 ms and varies with the file system's journal, which hides our overhead; ``--dir /dev/shm``
+(tmpfs) takes the file system out and shows what cloudai itself adds.
 ``--profile N`` runs cloudai in-process under cProfile for N trials and prints the top functions.
 """
 
@@ -138,14 +141,14 @@ def _cpu() -> float:
     return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
 
 
-def measure(n: int, fixed_cpu: float, repeat: int) -> None:
+def measure(n: int, fixed_cpu: float, repeat: int, where: str | None) -> None:
     """``fixed_cpu``: CPU seconds of a 1-trial run (start-up, validation, summary), taken out of ours.
 
     ``repeat`` rounds of bare / ours / bare; each round's ratio is printed and the median is the figure (one
     round of 100 trials is a 0.2 s sweep: a single one moves by +-0.2x on a shared VM)."""
     ratios, sweep_ratios, cpu_ratios = [], [], []
     for round_ in range(1, repeat + 1):
-        with tempfile.TemporaryDirectory() as tmp:
+        with tempfile.TemporaryDirectory(dir=where) as tmp:
             root = Path(tmp)
             wall_a, cpu_a, after_a = bare(root / "bare_a", n)
             got = ours(root / "ours", n)
@@ -167,9 +170,9 @@ def measure(n: int, fixed_cpu: float, repeat: int) -> None:
           f"sweep / N {statistics.median(sweep_ratios):.2f}x; CPU {statistics.median(cpu_ratios):.2f}x")  # fmt: skip
 
 
-def big(n: int) -> None:
+def big(n: int, where: str | None) -> None:
     """The 10^5-trial run: wall, RSS, and the trajectory and report intact (the report renders after exit)."""
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory(dir=where) as tmp:
         got = ours(Path(tmp) / "ours", n)
         run_dir = Path(str(got["run_dir"]))
         report = got["report"]
@@ -213,18 +216,19 @@ def main() -> None:
     parser.add_argument("--sizes", default="100,1000,10000", help="comma-separated trial counts")
     parser.add_argument("--big", action="store_true", help="also N = 100 000: wall, RSS, records and report")
     parser.add_argument("--profile", type=int, default=0, help="cProfile an in-process run of this many trials")
+    parser.add_argument("--dir", default=None, help="where the runs write (default: the system's temp dir)")
     parser.add_argument("--repeat", type=int, default=3, help="rounds per N (the median ratio is the figure)")
     opts = parser.parse_args()
     if opts.profile:
         profile(opts.profile)
         return
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory(dir=opts.dir) as tmp:
         fixed_cpu = ours(Path(tmp), 1)["cpu"]
     print(f"a 1-trial run: {fixed_cpu:.2f} s CPU (start-up, validation, summary): taken out of ours' CPU below")
     for n in (int(s) for s in opts.sizes.split(",")):
-        measure(n, fixed_cpu, opts.repeat)
+        measure(n, fixed_cpu, opts.repeat, opts.dir)
     if opts.big:
-        big(100_000)
+        big(100_000, opts.dir)
 
 
 if __name__ == "__main__":

@@ -166,8 +166,7 @@ def test_an_interrupt_during_a_submission_stops_the_next_one(tmp_path: Path) -> 
     """The job is handed to its caller first; the next ``submit`` (several trials in flight) or ``wait`` acts
     on the interrupt before anything else starts. It used to be dropped by the next submission."""
     system = _system(cgroups=True)
-    contain = _SignalledWhileAdopting(cgroups=True)
-    system._contain = contain  # pyright: ignore[reportPrivateUsage]
+    system._contain = _SignalledWhileAdopting(cgroups=True)  # pyright: ignore[reportPrivateUsage]
     first = system.submit(JobSpec("a", ("sleep", "3600"), tmp_path / "a"))
     assert first.status is JobStatus.RUNNING
     system._contain = Containment(cgroups=True)  # pyright: ignore[reportPrivateUsage]
