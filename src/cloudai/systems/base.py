@@ -190,6 +190,7 @@ try:
     _set_handler: Callable[[int, Any], Any] = importlib.import_module("_signal").signal
 except ImportError:  # another Python
     _set_handler = signal.signal
+_HELD = (int(signal.SIGINT), int(signal.SIGTERM))
 
 
 @contextlib.contextmanager
@@ -216,9 +217,6 @@ def held_interrupts() -> Iterator[list[int]]:
     finally:
         for sig, handler in previous.items():
             _set_handler(sig, handler if handler is not None else signal.SIG_DFL)
-
-
-_HELD = (int(signal.SIGINT), int(signal.SIGTERM))
 
 
 def redeliver(held: Sequence[int]) -> None:
