@@ -9,7 +9,8 @@ import pandas as pd
 import pytest
 
 from cloudai.errors import ConfigError
-from cloudai.trajectory.records import COLUMNS, TrajectoryWriter, read_trajectory
+from cloudai.recordfiles import COLUMNS
+from cloudai.trajectory.records import TrajectoryWriter, read_trajectory
 
 
 def _append(writer: TrajectoryWriter, step: int, status: str = "ok", env: dict | None = None) -> None:

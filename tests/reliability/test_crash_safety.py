@@ -24,7 +24,7 @@ import pytest
 import toml
 from tests.reliability.procs import kill_all, start_cli, wait_until, working_in
 
-from cloudai.trajectory.records import COLUMNS
+from cloudai.recordfiles import COLUMNS
 
 STEPS, KILLS, SEED = 30, 22, 20261123
 TEST = f"""name = "crash"

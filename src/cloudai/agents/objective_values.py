@@ -14,8 +14,8 @@ from collections.abc import Sequence
 
 from cloudai.config.objectives import Constraint, Objective
 from cloudai.envs.base import Feedback
+from cloudai.recordfiles import SCORED
 
-SCORED = ("ok", "cached")
 INFEASIBLE = "cloudai_infeasible"  # constraint key: > 0 for steps that measured nothing usable
 
 

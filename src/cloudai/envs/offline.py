@@ -42,6 +42,7 @@ from cloudai.envs.pruning import ProgressWatch, PruneJudge
 from cloudai.envs.rewards import REWARDS
 from cloudai.errors import AgentError, ConfigError
 from cloudai.jobs.spec import build_spec, finish_job
+from cloudai.recordfiles import SCORED
 from cloudai.space import Categorical, Space, env_cell, split_knobs
 from cloudai.systems.base import Job, JobStatus, System, held_interrupts, redeliver
 from cloudai.trajectory.records import SYNC_INTERVAL_S, Row, TrajectoryWriter
@@ -50,8 +51,6 @@ from cloudai.workloads.base import Workload
 if TYPE_CHECKING:
     from cloudai.config.scenario import RunEntry
     from cloudai.envs.env_params import EnvParamSampler
-
-SCORED = ("ok", "cached")
 
 
 @dataclass(frozen=True)

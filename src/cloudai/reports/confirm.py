@@ -25,11 +25,11 @@ from statistics import fmean, stdev
 from typing import Any
 
 from cloudai.atomicfile import atomic_write
+from cloudai.recordfiles import SCORED
 from cloudai.reports.trajectory import Step, Trajectory
 
 CONFIRM_FILE = "confirm.csv"
 CONFIRM_COLUMNS = ("step", "candidate", "action")
-SCORED = frozenset({"ok", "cached"})
 # Two-sided 95 % Student-t quantiles for 1..30 degrees of freedom; 1.96 beyond.
 _T95 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145,
         2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048,

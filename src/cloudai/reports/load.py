@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from cloudai.errors import ConfigError
+from cloudai.recordfiles import ENV_FILE, TRAJECTORY_FILE
 from cloudai.reports.collector import paused
 from cloudai.reports.confirm import Estimate, confirmed_in
 from cloudai.reports.trajectory import Trajectory, read_env, read_trajectory
@@ -23,8 +24,6 @@ from cloudai.space import RegimeBins
 
 RUN_MANIFEST = "run.json"
 JOB_RECORD = "job.json"
-TRAJECTORY = "trajectory.csv"
-ENV_FILE = "env.csv"
 FAILURE_FILE = "dse_failure.txt"
 BEST_FILE = "best.toml"  # written when an agent-driven iteration finishes with a best trial
 
@@ -142,7 +141,7 @@ def _load(run_dir: Path) -> RunData:
     for entry in entries:
         for it_dir in _iteration_dirs(run_dir / entry.id):
             iteration = int(it_dir.name)
-            if entry.agent_driven or (it_dir / TRAJECTORY).exists():
+            if entry.agent_driven or (it_dir / TRAJECTORY_FILE).exists():
                 run.agent_runs.append(_agent_run(entry, it_dir, iteration))
             elif (it_dir / JOB_RECORD).exists():
                 run.jobs.append(_job_record(entry.id, iteration, it_dir))
@@ -205,10 +204,10 @@ def _infer_entries(run_dir: Path) -> list[Entry]:
     """Tests of a dir without ``run.json``: children holding ``<iteration>/{job.json,trajectory.csv}``."""
     entries = []
     for child in sorted(p for p in run_dir.iterdir() if p.is_dir()):
-        its = [d for d in _iteration_dirs(child) if (d / JOB_RECORD).exists() or (d / TRAJECTORY).exists()]
+        its = [d for d in _iteration_dirs(child) if (d / JOB_RECORD).exists() or (d / TRAJECTORY_FILE).exists()]
         if its:
-            driven = any((d / TRAJECTORY).exists() for d in its)
-            episodes = driven and any(_has_episodes(d / TRAJECTORY) for d in its)
+            driven = any((d / TRAJECTORY_FILE).exists() for d in its)
+            episodes = driven and any(_has_episodes(d / TRAJECTORY_FILE) for d in its)
             entries.append(Entry(child.name, child.name, agent_driven=driven, live_rl=episodes))
     return entries
 
@@ -239,7 +238,7 @@ def _job_record(test_id: str, iteration: int, job_dir: Path) -> JobRecord:
 
 
 def _agent_run(entry: Entry, it_dir: Path, iteration: int) -> AgentRun:
-    traj_path = it_dir / TRAJECTORY
+    traj_path = it_dir / TRAJECTORY_FILE
     if traj_path.exists():
         trajectory = read_trajectory(traj_path)
         if (it_dir / ENV_FILE).exists():

@@ -18,10 +18,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-COLUMNS = ("step", "episode", "action", "reward", "observation", "status", "elapsed_s", "reason")
-LEGACY_COLUMNS = COLUMNS[:-1]  # trajectories written before the reason column still report
-STATUSES = frozenset({"ok", "cached", "failed", "constraint", "timeout", "pruned"})
-SCORED = frozenset({"ok", "cached"})  # statuses whose reward measures the action
+from cloudai.recordfiles import COLUMNS, LEGACY_COLUMNS, SCORED, STATUSES
+
 Value = bool | int | float | str | None
 _canonical = json.JSONEncoder(sort_keys=True).encode  # Step.key: as json.dumps(action, sort_keys=True), made once
 

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 import toml
 
+from cloudai.recordfiles import SCORED
 from cloudai.reports.confirm import Estimate, winner
 from cloudai.space import NUM_NODES, split_knobs
 
@@ -34,7 +35,6 @@ if TYPE_CHECKING:
     from cloudai.space import Space
 
 BEST_FILE = "best.toml"
-SCORED = ("ok", "cached")
 
 
 def best_test(entry: RunEntry, space: Space, best: Feedback, kind: str = "best") -> dict[str, Any]:

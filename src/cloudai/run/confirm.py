@@ -18,6 +18,7 @@ from statistics import fmean
 from typing import TYPE_CHECKING, Any
 
 from cloudai.errors import ConfigError
+from cloudai.recordfiles import SCORED
 from cloudai.reports.confirm import Estimate, action_key, estimates, read_confirm, write_confirm
 
 if TYPE_CHECKING:
@@ -26,7 +27,6 @@ if TYPE_CHECKING:
     from cloudai.envs.base import BaseGym, Feedback
 
 DEFAULT_CONFIRM = 3
-SCORED = ("ok", "cached")
 
 
 def confirm_plan(entry: RunEntry, config: AgentConfig, live: bool) -> tuple[int, int]:

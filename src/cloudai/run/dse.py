@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 from cloudai.envs.base import BaseGym, Feedback
 from cloudai.errors import ConfigError, Interrupted
+from cloudai.recordfiles import SCORED
 from cloudai.run import Echo
 from cloudai.run.fingerprint import resume_changes
 
@@ -129,7 +130,7 @@ def _run_iteration(
     from cloudai.plan.agent_checks import agent_config, default_steps
     from cloudai.reports.confirm import action_key, winner
     from cloudai.run.best import BEST_FILE, best_text, outcome_lines, regime_notes
-    from cloudai.run.confirm import SCORED, confirm_plan, run_confirmation, search_steps
+    from cloudai.run.confirm import confirm_plan, run_confirmation, search_steps
     from cloudai.run.progress import StepProgress
 
     entry = checked.entry

@@ -14,12 +14,12 @@ from collections.abc import Callable
 from types import TracebackType
 from typing import TYPE_CHECKING
 
+from cloudai.recordfiles import SCORED
+
 if TYPE_CHECKING:
     from rich.progress import Progress, TaskID
 
     from cloudai.envs.base import Feedback
-
-SCORED = ("ok", "cached")
 
 
 class StepProgress:

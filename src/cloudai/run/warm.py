@@ -22,7 +22,8 @@ from cloudai.envs.base import Feedback
 from cloudai.envs.offline import replayed
 from cloudai.errors import ConfigError
 from cloudai.plan.points import point_problem
-from cloudai.trajectory.records import ENV_FILE, TRAJECTORY_FILE, read_trajectory
+from cloudai.recordfiles import ENV_FILE, TRAJECTORY_FILE
+from cloudai.trajectory.records import read_trajectory
 
 if TYPE_CHECKING:
     from cloudai.plan.load import Plan

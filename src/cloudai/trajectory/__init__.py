@@ -1,4 +1,4 @@
 """The records of an agent-driven run: step-aligned ``trajectory.csv`` and ``env.csv``, written and read back.
 
-May import only the shared leaves (``errors``, ``atomicfile``).
+May import only the shared leaves (``errors``, ``atomicfile``, ``space``, ``recordfiles``).
 """

@@ -34,14 +34,10 @@ from typing import Any
 
 from cloudai.atomicfile import atomic_write
 from cloudai.errors import ConfigError
+from cloudai.recordfiles import COLUMNS, ENV_FILE, LEGACY_COLUMNS, STATUSES, TRAJECTORY_FILE
 from cloudai.space import env_cell
 
-TRAJECTORY_FILE = "trajectory.csv"
-ENV_FILE = "env.csv"
-COLUMNS = ("step", "episode", "action", "reward", "observation", "status", "elapsed_s", "reason")
-LEGACY_COLUMNS = COLUMNS[:-1]  # before the reason column
 SYNC_INTERVAL_S = 1.0  # a run's fsync cadence: an fsync per row cost more than a `sleep 0` trial (RELIABILITY.md)
-STATUSES = frozenset({"ok", "cached", "failed", "constraint", "timeout", "pruned"})
 
 
 @dataclass(frozen=True)
