@@ -44,6 +44,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from cloudai.config.fields import Seed, TimeLimitText
 from cloudai.envs.base import BaseGym, Feedback, Observation
+from cloudai.recordfiles import SCORED
 
 
 class AgentConfig(BaseModel):
@@ -147,7 +148,7 @@ class BaseAgent(ABC):
                 observation, _ = self.env.reset()
 
     def _tell(self, feedback: Feedback) -> None:
-        if feedback.status in ("ok", "cached") and (self.best is None or feedback.reward > self.best.reward):
+        if feedback.status in SCORED and (self.best is None or feedback.reward > self.best.reward):
             self.best = feedback
         self.update_policy(feedback)
 

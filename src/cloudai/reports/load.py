@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from cloudai.errors import ConfigError
-from cloudai.recordfiles import ENV_FILE, TRAJECTORY_FILE
+from cloudai.recordfiles import ENV_FILE, SCORED, TRAJECTORY_FILE
 from cloudai.reports.collector import paused
 from cloudai.reports.confirm import Estimate, confirmed_in
 from cloudai.reports.trajectory import Trajectory, read_env, read_trajectory
@@ -257,7 +257,7 @@ def _reasons(it_dir: Path, trajectory: Trajectory) -> dict[int, str]:
     """Why each unsuccessful step failed: its job.json reason; a constraint step without a job was never run."""
     reasons: dict[int, str] = {}
     for step in trajectory.steps:
-        if step.status in ("ok", "cached"):
+        if step.status in SCORED:
             continue
         if step.reason:  # trajectory.csv's reason column (runs since it exists)
             reasons[step.step] = step.reason

@@ -12,6 +12,7 @@ from collections import defaultdict
 from statistics import fmean, stdev
 from typing import TYPE_CHECKING
 
+from cloudai.recordfiles import SCORED
 from cloudai.reports import html as h
 from cloudai.reports import plots_measure
 from cloudai.reports.pareto import pareto_indices
@@ -50,7 +51,7 @@ def time_section(traj: Trajectory, base: str) -> str:
 
 def trials_section(ar: AgentRun, base: str) -> str:
     """The trials that did not succeed, each with its status and reason."""
-    bad = [s for s in ar.trajectory.steps if s.status not in ("ok", "cached")]
+    bad = [s for s in ar.trajectory.steps if s.status not in SCORED]
     if not bad:
         none = [h.note("Every trial succeeded.")]
         return h.section(f"{base}--trials", "Trials that did not succeed", none, 3, data="trials")

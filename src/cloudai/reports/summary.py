@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from cloudai.atomicfile import atomic_write
+from cloudai.recordfiles import SCORED
 from cloudai.reports.confirm import Estimate, winner
 from cloudai.reports.load import AgentRun, RunData, load_run
 
@@ -151,4 +152,4 @@ def _best(agent_runs: list[AgentRun]) -> Step | None:
 
 
 def _style(status: str) -> str:
-    return "[green]" if status in ("ok", "cached") else "[yellow]" if status == "constraint" else "[red]"
+    return "[green]" if status in SCORED else "[yellow]" if status == "constraint" else "[red]"

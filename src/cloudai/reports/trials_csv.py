@@ -19,6 +19,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from cloudai.atomicfile import atomic_write
+from cloudai.recordfiles import ENV_FILE, TRAJECTORY_FILE
 from cloudai.reports.trajectory import Value, env_params, iter_env, iter_steps
 
 TRIALS_FILE = "trials.csv"
@@ -33,7 +34,7 @@ def write_trials(it_dir: Path, metrics: Sequence[str]) -> Path:
     try:
         return atomic_write(it_dir / TRIALS_FILE, _chunks(it_dir, metrics, None))
     except _NewKnob:
-        knobs = dict.fromkeys(k for s in iter_steps(it_dir / "trajectory.csv", []) for k in s.action)
+        knobs = dict.fromkeys(k for s in iter_steps(it_dir / TRAJECTORY_FILE, []) for k in s.action)
         return atomic_write(it_dir / TRIALS_FILE, _chunks(it_dir, metrics, list(knobs)))
 
 
@@ -44,11 +45,11 @@ class _NewKnob(Exception):
 def _chunks(it_dir: Path, metrics: Sequence[str], knobs: list[str] | None) -> Iterator[str]:
     """The text in pieces; ``knobs`` None: the first step's, ``_NewKnob`` when a later one has another."""
     notes: list[str] = []  # what the report says about damaged rows; trials.csv just leaves them out
-    steps = iter_steps(it_dir / "trajectory.csv", notes)
+    steps = iter_steps(it_dir / TRAJECTORY_FILE, notes)
     first = next(steps, None)
     if knobs is None:
         knobs = [] if first is None else list(first.action)
-    env_path = it_dir / "env.csv"
+    env_path = it_dir / ENV_FILE
     params = (env_params(env_path, notes) if env_path.exists() else None) or []
     env_rows = iter_env(env_path, params, notes) if params else iter(())
     env_row = next(env_rows, None)

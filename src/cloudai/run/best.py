@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 import toml
 
-from cloudai.recordfiles import SCORED
+from cloudai.recordfiles import ENV_FILE, SCORED, TRAJECTORY_FILE
 from cloudai.reports.confirm import Estimate, winner
 from cloudai.space import NUM_NODES, split_knobs
 
@@ -129,11 +129,11 @@ def regime_verdict(out_dir: Path) -> str | None:
     from cloudai.reports.regimes import regimes
     from cloudai.reports.trajectory import read_env, read_trajectory
 
-    path = out_dir / "trajectory.csv"
-    if not (out_dir / "env.csv").is_file() or not path.is_file():
+    path = out_dir / TRAJECTORY_FILE
+    if not (out_dir / ENV_FILE).is_file() or not path.is_file():
         return None
     traj = read_trajectory(path)
-    read_env(out_dir / "env.csv", traj)
+    read_env(out_dir / ENV_FILE, traj)
     found = regimes(traj, headline_step(traj, confirmed_in(traj, out_dir)), entry_of(out_dir).regimes)
     return None if found is None else found.verdict
 

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 from cloudai.envs.base import BaseGym, Feedback
 from cloudai.errors import ConfigError, Interrupted
-from cloudai.recordfiles import SCORED
+from cloudai.recordfiles import SCORED, TRAJECTORY_FILE
 from cloudai.run import Echo
 from cloudai.run.fingerprint import resume_changes
 
@@ -154,7 +154,7 @@ def _run_iteration(
     history = env.history()
     counts.update(f.status for f in history)
     progress.done = len(history)
-    progress.best = max((f.reward for f in history if f.status in ("ok", "cached")), default=None)
+    progress.best = max((f.reward for f in history if f.status in SCORED), default=None)
     if agent_cls.can_ask_ahead and not env.live and config.max_parallel > env.max_in_flight:
         echo(f"note: {entry.id}: max_parallel = {config.max_parallel} is capped at the system's "
              f"max_concurrent_jobs = {env.max_in_flight}")  # fmt: skip
@@ -248,7 +248,7 @@ def _after_run(checked: CheckedEntry, steps: list[Feedback], counts: Counter[str
     if set(counts) - {"ok"}:
         echo("  steps: " + ", ".join(f"{n} {status}" for status, n in sorted(counts.items(), key=lambda x: -x[1])))
     write_pareto(checked.entry, checked.space, steps, out_dir, echo, recorded=counts.total())
-    if (out_dir / "trajectory.csv").is_file():
+    if (out_dir / TRAJECTORY_FILE).is_file():
         write_trials(out_dir, checked.entry.agent.metrics)
     if checked.entry.agent.name == "optuna":  # only its runs have a study (and only they may import optuna)
         from cloudai.agents.optuna_storage import JOURNAL_FILE, dashboard_command
