@@ -1,16 +1,19 @@
 """Shared helpers (run the real CLI in a subprocess, write TOML files) and the session's one Slurm.
 
-Slurm: ``@pytest.mark.slurm`` tests anywhere in the suite run against a real Slurm. ``SLURM_CONF``
-set (``.ci/run`` starts the local Slurm and exports it): that cluster is used. Not set, as root: the
-first test that needs it starts ``../shared/tools/start-local-slurm.sh`` (under a file lock, so
-pytest-xdist workers share one) and the session stops it at the end (only if it started it). Not
-root: the Slurm tests skip, loudly. As root, a missing script or a controller that does not answer
-FAILS the tests: a CI that silently skipped them would prove nothing.
+Slurm: ``@pytest.mark.slurm`` tests anywhere in the suite run against a real Slurm; no other test needs one.
+``SLURM_CONF`` set (``.ci/run`` starts the local Slurm and exports it): that cluster is used, and a controller
+that does not answer FAILS the tests. Not set, as root: the first test that needs it starts the repository's own
+``tools/start-local-slurm.sh`` (under a file lock, so pytest-xdist workers share one; it installs the Debian
+packages if missing) and the session stops it at the end (only if it started it). Not root, or the script
+cannot start it (no packages, no registry, a port taken): the Slurm tests, and only they, are skipped, each with
+the same loud reason. ``CLOUDAI_REQUIRE_SLURM=1`` (set by ``.ci/run``) turns that skip into a failure: a CI that
+silently skipped them would prove nothing.
 """
 
 from __future__ import annotations
 
 import fcntl
+import functools
 import os
 import shlex
 import subprocess
@@ -31,7 +34,7 @@ REPO = Path(__file__).resolve().parents[1]
 # background process); the background report of real runs is covered by tests/reports/test_report_real_runs.py.
 os.environ.setdefault("CLOUDAI_REPORT", "inline")
 CONF = REPO / "conf"
-TOOLS = REPO.parent / "shared" / "tools"  # ../shared/tools relative to the repo
+TOOLS = REPO / "tools"  # the repository's own local-Slurm scripts
 SLURM_SYSTEM_TOML = REPO / "tests" / "slurm" / "slurm_system.toml"
 TIMEOUT_TEST = "test_time_limit_is_a_timeout"  # waits out Slurm's one-minute limit: run last, its job queued first
 
@@ -83,15 +86,18 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     items.sort(key=lambda item: item.name == TIMEOUT_TEST)  # stable: everything else keeps its order
 
 
-def _start_local_slurm() -> list[str]:
-    """Start the local Slurm; the ``export K=V`` lines it prints, plus ``started=1`` if this call started it."""
+def _start_local_slurm() -> list[str] | str:
+    """Start the local Slurm: the ``export K=V`` lines it prints, plus ``started=1`` if this call started it;
+    or why it could not (a string)."""
     script = TOOLS / "start-local-slurm.sh"
-    if not script.is_file():
-        pytest.fail(f"SLURM_CONF is not set and {script} is missing: cannot start a Slurm for the Slurm tests")
     env = {**os.environ, "LOCAL_SLURM_INSTALL": "1", "LOCAL_SLURM_CPUS": "8"}
-    done = subprocess.run(["bash", str(script)], env=env, capture_output=True, text=True, timeout=900, check=False)
+    try:
+        done = subprocess.run(["bash", str(script)], env=env, capture_output=True, text=True, timeout=900, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"{script} did not finish: {exc}"
     if done.returncode != 0:
-        pytest.fail(f"{script} failed (exit {done.returncode}):\n{done.stderr[-3000:]}")
+        tail = " | ".join(line for line in done.stderr.strip().splitlines()[-3:])
+        return f"{script} failed (exit {done.returncode}): {tail}"
     lines = [line for line in done.stdout.splitlines() if line.startswith("export ")]
     return [*lines, "started=1"] if "slurmctld started" in done.stderr else lines
 
@@ -112,20 +118,44 @@ def _unreachable() -> str | None:
     return None if "is UP" in ping.stdout else f"`scontrol ping` says: {(ping.stdout + ping.stderr).strip()}"
 
 
+def _why_no_slurm() -> str | None:
+    """None when a Slurm answers (started here if need be); else why the Slurm tests cannot run."""
+    if os.environ.get("SLURM_CONF"):
+        reason = _unreachable()
+        if reason:
+            pytest.fail(f"the Slurm controller (SLURM_CONF={os.environ.get('SLURM_CONF')}) is unreachable: {reason}")
+        return None
+    if os.geteuid() != 0:
+        return f"not root, and SLURM_CONF is not set: {TOOLS / 'start-local-slurm.sh'} needs root"
+    record = _session_file()
+    with open(record.with_suffix(".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # one worker starts it; the others read what it recorded
+        if not record.exists():
+            started = _start_local_slurm()
+            record.write_text(started if isinstance(started, str) else "\n".join(started) + "\n")
+        text = record.read_text()
+    if not text.startswith("export "):
+        return text.strip()  # the start failed: its reason
+    _export(text.splitlines())
+    return _unreachable()
+
+
+@functools.cache
+def _slurm_skip_reason() -> str | None:
+    reason = _why_no_slurm()
+    if reason is None:
+        return None
+    message = f"SLURM TESTS SKIPPED: {reason}"
+    if os.environ.get("CLOUDAI_REQUIRE_SLURM") == "1":
+        pytest.fail(f"{message} (CLOUDAI_REQUIRE_SLURM=1: the Slurm tests must run)")
+    return message
+
+
 @pytest.fixture(scope="session")
 def slurm_ready() -> None:
-    if os.geteuid() != 0:
-        pytest.skip("SLURM TESTS SKIPPED: not root; the local Slurm (../shared/tools/start-local-slurm.sh) needs root")
-    if not os.environ.get("SLURM_CONF"):
-        record = _session_file()
-        with open(record.with_suffix(".lock"), "w") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)  # one worker starts it; the others read what it recorded
-            if not record.exists():
-                record.write_text("\n".join(_start_local_slurm()) + "\n")
-            _export(record.read_text().splitlines())
-    reason = _unreachable()
+    reason = _slurm_skip_reason()
     if reason:
-        pytest.fail(f"the Slurm controller (SLURM_CONF={os.environ.get('SLURM_CONF')}) is unreachable: {reason}")
+        pytest.skip(reason)
 
 
 @pytest.fixture(autouse=True)
@@ -138,7 +168,7 @@ def _needs_slurm(request: pytest.FixtureRequest) -> None:
 def _queue_timeout_job_early(request: pytest.FixtureRequest) -> None:
     """Queue the Slurm job that must outlive its one-minute limit as the session starts, so its minute
     runs while the other tests do (``pytest_collection_modifyitems`` runs its test last)."""
-    if os.geteuid() == 0 and any(item.name == TIMEOUT_TEST for item in request.session.items):
+    if any(item.name == TIMEOUT_TEST for item in request.session.items) and _slurm_skip_reason() is None:
         request.getfixturevalue("timeout_job")
 
 
