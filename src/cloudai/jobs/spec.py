@@ -49,6 +49,7 @@ def build_spec(entry: RunEntry, workload: Workload, values: Mapping[str, Any], j
         nodes=entry.nodes,
         exclude_nodes=entry.exclude_nodes,
         pending_timeout_s=_pending_timeout_s(entry),
+        steps=tuple(workload.steps(cmd_args, context)),
     )
 
 

@@ -31,7 +31,9 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
+from cloudai.steps import Run, Step
 from cloudai.systems.shell import export_lines, join, quote  # the one place values become shell text
+from cloudai.systems.steps_script import render_steps
 
 
 class JobStatus(StrEnum):
@@ -77,6 +79,9 @@ class JobSpec:
     nodes: tuple[str, ...] = ()
     exclude_nodes: tuple[str, ...] = ()
     pending_timeout_s: float | None = None  # queued longer than this: cancelled, failed (overrides the system's)
+    # A job of several steps (``cloudai.steps``): the script runs these, and ``argv`` is only what the job is
+    # about (its benchmark command, for records and messages). Empty: the job is ``argv``.
+    steps: tuple[Step, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -150,11 +155,15 @@ class System(ABC):
         """
 
     def render(self, spec: JobSpec) -> str:
-        """The script that runs ``spec``, for humans and for dry-run."""
-        lines = ["#!/usr/bin/env bash", f"# cloudai job {spec.name}", "set -e"]
+        """The script that runs ``spec`` on this machine, for humans and for dry-run (a multi-step job runs it)."""
+        lines = ["#!/usr/bin/env bash", f"# cloudai job {spec.name}"]
         lines += export_lines(spec.env)
         lines.append(f"cd {quote(str(spec.job_dir))}")
-        lines.append(join(spec.argv))
+        if spec.steps:
+            lines += render_steps(spec.steps, '"$(hostname)"', _local_launch)
+        else:
+            lines.insert(2, "set -e")
+            lines.append(join(spec.argv))
         return "\n".join(lines) + "\n"
 
     #: The file name of the script ``render`` writes into a job dir, in a real run and in dry-run alike.
@@ -182,6 +191,11 @@ class System(ABC):
         live = self.live_jobs()
         if live:
             self.cancel(live, reason)
+
+
+def _local_launch(run: Run, command: str) -> str:
+    """A step on this machine: the command itself, its output in its own file when it has one."""
+    return f"{command} > {quote(run.output)} 2>&1" if run.output else command
 
 
 # ``signal.signal`` wraps CPython's ``_signal.signal`` to turn numbers into enums, and for a Python handler

@@ -108,7 +108,7 @@ class StandaloneSystem(System):
             err = os.open(spec.job_dir / "stderr.txt", _NEW_FILE, 0o644)
             try:
                 popen = subprocess.Popen(
-                    spec.argv,
+                    ("bash", self.script_name) if spec.steps else spec.argv,
                     cwd=spec.job_dir,
                     stdin=self._devnull(),
                     stdout=out,

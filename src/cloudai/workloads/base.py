@@ -6,6 +6,9 @@ A workload is system-agnostic: it never starts processes itself. Contract:
   ``validate`` applies it to every candidate of a swept space at load time.
 * ``argv(args, job)`` is the command for one trial; values are passed as separate argv
   entries (never through a shell unless the workload *is* a shell command).
+* ``steps(args, job)`` (optional): a job of several steps (a server, a wait for it, its client; see
+  ``cloudai.steps``), rendered by each system its way; ``argv`` is then what the job is about (its benchmark
+  command, for records). Default: none, the job is ``argv``.
 * ``constraint(args)`` returns why a point is infeasible (recorded as a ``constraint``
   step without running anything), or None.
 * ``container_image(args)`` is the image the command must run in (CloudAI's ``docker_image_url``),
@@ -27,7 +30,7 @@ import json
 import math
 import shlex
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, ClassVar
@@ -39,6 +42,7 @@ from cloudai.config.files import UnsafeFileError, read_regular
 from cloudai.config.tomlfile import problems_from
 from cloudai.errors import Problem, WorkloadError
 from cloudai.space import Categorical, Space
+from cloudai.steps import Step
 
 
 def _int_as_text(value: Any) -> Any:
@@ -72,6 +76,9 @@ class Workload(ABC):
 
     @abstractmethod
     def argv(self, args: Mapping[str, Any], job: JobContext) -> list[str]: ...
+
+    def steps(self, args: Mapping[str, Any], job: JobContext) -> Sequence[Step]:
+        return ()
 
     def constraint(self, args: Mapping[str, Any]) -> str | None:
         return None

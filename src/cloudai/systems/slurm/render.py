@@ -13,11 +13,13 @@ from pathlib import Path
 
 from cloudai.config.slurm import SlurmSystemConfig
 from cloudai.config.timelimit import format_time_limit
+from cloudai.steps import Run
 from cloudai.systems.base import DEPENDENCY_TYPES, JobSpec
 from cloudai.systems.shell import directive, export_lines, join, quote
 from cloudai.systems.slurm.container import container_flags, container_note
 from cloudai.systems.slurm.placement import placement_flags
 from cloudai.systems.slurm.tasks import with_ntasks
+from cloudai.systems.steps_script import Launch, has_background, render_steps
 
 __all__ = ["export_lines"]  # renderers import quoting from cloudai.systems.shell; kept here for old imports
 
@@ -108,6 +110,41 @@ def render_sbatch(spec: JobSpec, config: SlurmSystemConfig, dependencies: Sequen
     lines.append(f"cd {quote(str(job_dir))}")
     lines.append("")
     lines += container_note(spec, config)
-    srun = with_ntasks(srun_prefix(config, container_flags(spec, config)), spec)
-    lines.append(" ".join([*srun, join(spec.argv)]))
+    if spec.steps:
+        lines += render_steps(spec.steps, HEAD_NODE, step_launcher(spec, config))
+    else:
+        srun = with_ntasks(srun_prefix(config, container_flags(spec, config)), spec)
+        lines.append(" ".join([*srun, join(spec.argv)]))
     return "\n".join(lines) + "\n"
+
+
+HEAD_NODE = '$(scontrol show hostname "$SLURM_JOB_NODELIST" | head -n 1)'
+
+
+def step_launcher(spec: JobSpec, config: SlurmSystemConfig) -> Launch:
+    """How one step of a multi-step job starts: an ``srun`` step of the allocation (in the job's container,
+    ``--overlap`` when steps run at once, on one node of the job when it names one), or the batch shell itself."""
+    job_dir = spec.job_dir.absolute()
+    overlap = has_background(spec.steps)
+
+    def launch(run: Run, command: str) -> str:
+        if run.batch_shell:
+            return f"{command} > {quote(str(job_dir / run.output))} 2>&1" if run.output else command
+        words = srun_prefix(config, container_flags(spec, config) if run.container else [])
+        if overlap:
+            words.append("--overlap")
+        if run.node is not None:
+            words += ["-N1", f"--nodelist=$(scontrol show hostname \"$SLURM_JOB_NODELIST\" | sed -n '{run.node + 1}p')"]
+        elif run.num_nodes:
+            words.append(f"-N{run.num_nodes}")
+        if run.ntasks_per_node:
+            words.append(f"--ntasks-per-node={run.ntasks_per_node}")
+        if run.ntasks:
+            words.append(f"--ntasks={run.ntasks}")
+        if run.name:
+            words.append(f"--job-name=cloudai-{run.name}")
+        if run.output:
+            words.append(quote(f"--output={job_dir / run.output}"))
+        return " ".join([*words, command])
+
+    return launch

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cloudai.config.slurm import SlurmSystemConfig
+from cloudai.errors import ConfigError
 from cloudai.systems.base import Job, JobSpec, JobStatus
 from cloudai.systems.shell import export_lines, join, quote
 from cloudai.systems.slurm.container import container_flags
@@ -98,6 +99,12 @@ def _allocation_nodes(steps: Sequence[ScriptStep]) -> list[str]:
 
 def _step_lines(step: ScriptStep, config: SlurmSystemConfig, index: int) -> list[str]:
     spec = step.spec
+    if spec.steps:
+        raise ConfigError(
+            f"{spec.name}: its workload runs several steps (a server and its client, ...), "
+            "which --single-sbatch cannot nest in one step",
+            hint="run this scenario without --single-sbatch",
+        )
     job_dir = spec.job_dir.absolute()
     named = resolve_nodes(spec.nodes, config)
     flags = [f"-N {len(named) or spec.num_nodes}", f"--job-name={quote(spec.name)}"]
