@@ -9,6 +9,7 @@ Deep code raises; only ``cli`` turns an error into a message and an exit code.
     │   └── SubmissionError      exit 1, one job could not be submitted
     ├── GymServerError           exit 1, a live environment failed; names the URL/class and the call
     ├── AgentError               exit 1, an agent broke its contract or crashed
+    ├── InstallError             exit 1, `cloudai install` could not install something (registry, uv, disk)
     └── Interrupted              exit 130, Ctrl-C / SIGTERM: started jobs were cancelled
 """
 
@@ -92,6 +93,10 @@ class AgentError(CloudAIError):
     """An agent crashed or broke its contract."""
 
 
+class InstallError(CloudAIError):
+    """An install step failed (the package registry, uv, the disk); says which and the tool's own last lines."""
+
+
 class Interrupted(CloudAIError):
     """The user interrupted the run (SIGINT/SIGTERM); what was started has been stopped."""
 
@@ -101,7 +106,7 @@ class Interrupted(CloudAIError):
 def did_you_mean(word: str, choices: Iterable[str]) -> str:
     """A hint listing the known choices, leading with the closest one when there is one."""
     known = sorted(choices)
-    close = difflib.get_close_matches(word, known, n=1)
+    close = difflib.get_close_matches(word, known, n=1, cutoff=0.7)  # 0.6 offered agent_steps for git_repos
     if close:
         return f"did you mean '{close[0]}'?"
     return f"known: {', '.join(known)}" if known else "none are known"

@@ -39,6 +39,7 @@ def test_readme_command_runs_sleep_scenario_on_embedded_standalone(tmp_path: Pat
     assert end["status"] == "stopped"
     assert end["ended_at"] >= first["ended_at"]
     assert "Tests.1" in end["reason"]
+    assert "Tests.4.0 stopped: Tests.1 completed (end_post_comp)" in result.stdout  # said once, not "stopped: stopped"
 
 
 def test_time_limit_kills_the_job_and_records_timeout(tmp_path: Path, write: Callable[[str, str], Path]) -> None:

@@ -690,9 +690,9 @@ case(
     verify=["scenario.toml"],
 )
 case(
-    "time_limit_minutes_over_59",
-    OK + 'time_limit = "00:99:99"\n',
-    ["Tests[0].time_limit", "'00:99:99'", "minutes must be below 60"],
+    "time_limit_four_fields",
+    OK + 'time_limit = "1:00:99:99"\n',
+    ["Tests[0].time_limit", "'1:00:99:99'", "is not a time limit"],
     verify=["scenario.toml"],
 )
 case("num_nodes_zero", OK + "num_nodes = 0\n", ["Tests[0].num_nodes", "given 0"], verify=["scenario.toml"])

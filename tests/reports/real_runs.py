@@ -126,8 +126,8 @@ def _the_run_dir(out: Path) -> Path:
 
 
 def _background_env() -> dict[str, str]:
-    """As a user runs it: the report renders in a background process after the summary and the exit."""
-    return {k: v for k, v in os.environ.items() if k != MODE_VAR}
+    """The opt-in background report: it renders in a detached process after the summary and the exit."""
+    return {**os.environ, MODE_VAR: "background"}
 
 
 def start(root: Path, tests: dict[str, str], scenario: str) -> RealRun:

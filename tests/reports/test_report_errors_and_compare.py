@@ -107,7 +107,7 @@ def test_importing_the_package_imports_nothing_heavy() -> None:
     assert out.stdout.strip() == "[]"
 
 
-def test_the_public_api_is_exactly_two_functions() -> None:
+def test_the_public_api_is_two_functions_and_the_list_of_outputs() -> None:
     import cloudai.reports
 
-    assert cloudai.reports.__all__ == ["generate_report", "print_summary"]
+    assert cloudai.reports.__all__ == ["OUTPUTS", "generate_report", "print_summary"]

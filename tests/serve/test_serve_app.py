@@ -102,6 +102,19 @@ def test_unknown_key_names_the_key(client: TestClient) -> None:
     assert response.status_code == 422 and "bogus" in json.dumps(response.json())
 
 
+def test_a_bad_categorical_value_lists_the_candidates(client: TestClient) -> None:
+    client.post("/reset", json={})
+    response = client.post("/step", json={"action": {**POINT, "algo": "mesh"}})
+    assert response.status_code == 422
+    (error,) = response.json()["detail"]
+    assert error["loc"] == ["action", "algo"]
+    assert "'mesh' is not a candidate of 'algo'" in error["msg"] and "'ring'" in error["msg"], error
+    with client.websocket_connect("/ws") as ws:
+        frame(ws, {"type": "reset", "data": {}})
+        reply = frame(ws, {"type": "step", "data": {**POINT, "algo": "mesh"}})
+    assert "'ring'" in json.dumps(reply["data"]["errors"])
+
+
 def test_trial_failure_is_an_execution_error(gym: KnobGym) -> None:
     def boom(point: dict[str, Any]) -> float:
         raise RuntimeError("the job crashed")

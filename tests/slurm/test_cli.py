@@ -66,7 +66,7 @@ def test_sleep_scenario_with_every_dependency_type(tmp_path: Path) -> None:
     (held,) = tmp_path.glob("*/Tests.3/0/sbatch.sh")  # queued at once, behind Tests.1 (Tests.1 sleeps 2 s)
     assert f"#SBATCH --dependency=afterany:{jobs['Tests.1']['job_id']}" in held.read_text()
     assert jobs["Tests.3"]["submitted_at"] < jobs["Tests.1"]["ended_at"]
-    assert jobs["Tests.4"]["reason"].startswith("stopped: Tests.1 completed")  # end_post_comp
+    assert jobs["Tests.4"]["reason"].startswith("Tests.1 completed")  # end_post_comp
 
 
 def test_failing_job_exits_1(tmp_path: Path, write: Callable[[str, str], Path]) -> None:

@@ -10,10 +10,10 @@ Subclasses implement two methods; ``run`` is the loop and rarely needs overridin
 
 Class attributes: ``samples_env_params`` says whether the agent copes with a randomized
 environment (env_params); ``can_ask_ahead`` whether it may have several trials in flight
-(``agent_config.max_parallel``); ``parallel_reproducible`` whether the same seed asks the same
-points under ``max_parallel`` > 1 (not when the asks depend on which trial finished first);
-``config_model`` validates ``agent_config`` at load time and ``entry_problems`` checks it against
-the entry (e.g. a single-objective sampler given several objectives).
+(``agent_config.max_parallel``; the DSE tells finished steps in step order, so the same seed asks the
+same points whatever the timing, see USER_GUIDE "Reproducible parallel runs"); ``config_model``
+validates ``agent_config`` at load time and ``entry_problems`` checks it against the entry (e.g. a
+single-objective sampler given several objectives).
 
 ``run`` honours ``done`` only in live-RL mode (``env.live``): there ``done=True`` ends the
 episode and the env is reset; in offline DSE ``done`` never stops the sweep.
@@ -67,7 +67,6 @@ class BaseAgent(ABC):
     samples_env_params: ClassVar[bool] = False
     can_ask_ahead: ClassVar[bool] = True
     asks_depend_on_feedback: ClassVar[bool] = True  # False: a sweep, whose asks ignore what it was told
-    parallel_reproducible: ClassVar[bool] = True
     config_model: ClassVar[type[AgentConfig]] = AgentConfig
 
     @classmethod

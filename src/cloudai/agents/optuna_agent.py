@@ -47,7 +47,6 @@ class OptunaAgent(BaseAgent):
     samples_env_params = True
     can_ask_ahead = True
     config_model = OptunaConfig
-    parallel_reproducible = False  # TPE is told in finishing order, which timing decides
 
     @classmethod
     def entry_problems(cls, config: AgentConfig, objectives: int) -> list[tuple[str, str]]:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from cloudai.cli.logs import LOG, VERBOSE, debug_log, log_file_option, log_options, setup_logging
+from cloudai.cli.logs import LOG, VERBOSE, debug_log, log_file_option, log_options, log_plan, say, setup_logging
 from cloudai.cli.running import How, run_in
 from cloudai.cli.signals import interrupts_end_the_run
 from cloudai.errors import CloudAIError, ConfigError
@@ -71,12 +71,41 @@ def _common(func: Callable[..., Any]) -> Callable[..., Any]:
     return click.option("--log-file", type=click.Path(path_type=Path, dir_okay=False), help="Also log to FILE.")(func)
 
 
+SYSTEM_ENV = "CLOUDAI_SYSTEM_CONFIG"  # CloudAI's: --system-config falls back to it
+
+
+def _system_option(func: Callable[..., Any]) -> Callable[..., Any]:
+    return click.option(
+        "--system-config",
+        type=click.Path(path_type=Path),
+        envvar=SYSTEM_ENV,
+        help=f"System TOML (else ${SYSTEM_ENV}; else this machine, standalone).",
+    )(func)
+
+
+def _tests_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    """``--tests-dir`` (optional: tests may be defined inline in the scenario) and ``--hook-dir``, as CloudAI."""
+    path = click.Path(path_type=Path)
+    func = click.option("--hook-dir", type=path, help="Hook scenarios and their tests (default: conf/hook).")(func)
+    return click.option("--tests-dir", type=path, help="Directory of test TOML files.")(func)
+
+
+def system_source(system_config: Path | None) -> str:
+    """Where the system's TOML came from, for the summary line: the flag, the variable, or the built-in default."""
+    if system_config is None:
+        return "built-in default (standalone: this machine)"
+    source = click.get_current_context().get_parameter_source("system_config")
+    if source is click.core.ParameterSource.ENVIRONMENT:
+        return f"${SYSTEM_ENV}={system_config}"
+    return f"--system-config {system_config}"
+
+
 def _scenario_options(func: Callable[..., Any]) -> Callable[..., Any]:
     path = click.Path(path_type=Path)
     for option in reversed(
         [
-            click.option("--system-config", type=path, help="System TOML (default: this machine, standalone)."),
-            click.option("--tests-dir", type=path, required=True, help="Directory of test TOML files."),
+            _system_option,
+            _tests_options,
             click.option("--test-scenario", type=path, required=True, help="Scenario TOML file."),
             click.option("--output-dir", type=path, help="Results root (default: the system's output_path)."),
             click.option("--single-sbatch", is_flag=True, help="Slurm: one sbatch script for the whole scenario."),
@@ -106,7 +135,8 @@ def cli() -> None:
 )
 def run(
     system_config: Path | None,
-    tests_dir: Path,
+    tests_dir: Path | None,
+    hook_dir: Path | None,
     test_scenario: Path,
     output_dir: Path | None,
     single_sbatch: bool,
@@ -118,31 +148,35 @@ def run(
 ) -> None:
     """Run a scenario: plain tests as jobs, agent-driven tests through their agent."""
     from cloudai.plan.load import node_needs
+    from cloudai.run.dse import RunFiles
     from cloudai.run.rundir import create_run_dir, output_root, write_run_manifest
     from cloudai.run.warm import check_warm_dirs, parse_warm_dirs
 
-    plan, system = _prepare(system_config, tests_dir, test_scenario, single_sbatch, verbose, log_file)
+    plan, system = _prepare(system_config, tests_dir, hook_dir, test_scenario, single_sbatch, verbose, log_file)
     system.check()
     system.preflight(node_needs(plan))
-    system.notify = click.echo
+    system.notify = say
+    files = RunFiles(system_config, tests_dir, test_scenario, hook_dir)
     warm_dirs = parse_warm_dirs(warm_start)
     if warm_dirs:
         check_warm_dirs(plan, warm_dirs)
     if resume is not None:  # plain runs too: never write into another scenario's results
         from cloudai.run.dse import check_resume, warm_start_command
 
-        check_resume(plan, resume, warm_start_command(system_config, tests_dir, test_scenario, resume))
+        check_resume(plan, resume, warm_start_command(files, resume))
     root = output_root(plan, output_dir)
     fresh_root = not root.exists()  # made by this run: removed again when bad input stops it before any result
     run_dir = resume if resume is not None else create_run_dir(root, plan.scenario.name)
     if resume is None:
         write_run_manifest(plan, run_dir)
     interrupts_end_the_run()
-    click.echo(f"Running scenario '{plan.scenario.name}' on {system.name}; results in {run_dir}")
-    how = How((system_config, tests_dir, test_scenario), single_sbatch, resume, warm_dirs, root if fresh_root else None)
+    how = How(files, single_sbatch, resume, warm_dirs, root if fresh_root else None)
     with debug_log(run_dir):
+        where = f"on {system.name} (system: {system_source(system_config)})"
+        say(f"Running scenario '{plan.scenario.name}' {where}; results in {run_dir}")
+        log_plan(plan, sys.argv)
         code = run_in(plan, system, run_dir, how)
-    click.echo(f"Results: {run_dir}")
+        say(f"Results: {run_dir}")
     sys.exit(code)
 
 
@@ -150,7 +184,8 @@ def run(
 @_scenario_options
 def dry_run(
     system_config: Path | None,
-    tests_dir: Path,
+    tests_dir: Path | None,
+    hook_dir: Path | None,
     test_scenario: Path,
     output_dir: Path | None,
     single_sbatch: bool,
@@ -163,25 +198,27 @@ def dry_run(
     from cloudai.run.plain import dry_run_plain
     from cloudai.run.rundir import create_run_dir, output_root, write_run_manifest
 
-    plan, system = _prepare(system_config, tests_dir, test_scenario, single_sbatch, verbose, log_file)
+    plan, system = _prepare(system_config, tests_dir, hook_dir, test_scenario, single_sbatch, verbose, log_file)
     system.preflight(node_needs(plan), live=False)
     run_dir = create_run_dir(output_root(plan, output_dir), plan.scenario.name)
     write_run_manifest(plan, run_dir)
     with debug_log(run_dir):
+        say(f"Dry run of scenario '{plan.scenario.name}' on {system.name} (system: {system_source(system_config)})")
+        log_plan(plan, sys.argv)
         if single_sbatch:
             from cloudai.run.single_sbatch import dry_run_single_sbatch
 
-            dry_run_single_sbatch(plan, run_dir, system, click.echo)
+            dry_run_single_sbatch(plan, run_dir, system, say)
         elif plan.agent_driven:
             from cloudai.run.dry_run import dry_run_entries
             from cloudai.run.hooks import dry_run_hooks
 
-            dry_run_hooks(plan, "pre_test", run_dir, system, click.echo)
-            dry_run_entries(plan, run_dir, system, click.echo)
-            dry_run_hooks(plan, "post_test", run_dir, system, click.echo)
+            dry_run_hooks(plan, "pre_test", run_dir, system, say)
+            dry_run_entries(plan, run_dir, system, say)
+            dry_run_hooks(plan, "post_test", run_dir, system, say)
         else:
-            dry_run_plain(plan, run_dir, system, click.echo)
-    click.echo(f"Dry run: nothing was run; scripts in {run_dir}")
+            dry_run_plain(plan, run_dir, system, say)
+        say(f"Dry run: nothing was run; scripts in {run_dir}")
 
 
 @cli.command(name="verify-configs")
@@ -200,32 +237,78 @@ def verify_configs(paths: tuple[Path, ...], tests_dir: Path | None, verbose: boo
     sys.exit(2 if problems else 0)
 
 
+LIST_KINDS = ("workloads", "agents", "rewards", "systems", "reports")
+
+
 @cli.command(name="list")
-def list_() -> None:
-    """List the workloads, agents, reward functions and systems available."""
-    from cloudai.agents import AGENTS
-    from cloudai.envs.rewards import REWARDS
-    from cloudai.systems import SYSTEMS
-    from cloudai.workloads import WORKLOADS
+@click.argument("kind", required=False, type=click.Choice(LIST_KINDS, case_sensitive=False))
+@click.option("-v", "--verbose", is_flag=True, help="Describe each one (fields, defaults, metrics).")
+def list_(kind: str | None, verbose: bool) -> None:
+    """List the workloads, agents, reward functions, systems and reports available (CloudAI: list agents|reports)."""
+    from cloudai.cli.listing import listing
 
-    for title, registry in (
-        ("Workloads", WORKLOADS),
-        ("Agents", AGENTS),
-        ("Reward functions", REWARDS),
-        ("Systems", SYSTEMS),
-    ):
-        click.echo(f"{title}:")
-        for name in registry.names():
-            click.echo(f"  {name}")
-            if registry is AGENTS:
-                from cloudai.agents.describe import describe_agent
-
-                for line in describe_agent(AGENTS.get(name)):
-                    click.echo(f"      {line}")
+    for line in listing([kind.lower()] if kind else list(LIST_KINDS), verbose):
+        click.echo(line)
 
 
 @cli.command()
-@click.option("--system-config", type=click.Path(path_type=Path), help="System TOML (default: this machine).")
+@_system_option
+@_tests_options
+@click.option("--test-scenario", type=click.Path(path_type=Path), help="Scenario TOML (default: every test).")
+@click.option("--dry-run", "dry", is_flag=True, help="Say what would be installed; install nothing.")
+@_common
+def install(
+    system_config: Path | None,
+    tests_dir: Path | None,
+    hook_dir: Path | None,
+    test_scenario: Path | None,
+    dry: bool,
+    verbose: bool,
+    log_file: Path | None,
+) -> None:
+    """Install what the scenario's (or the tests dir's) workloads need under the system's install_path."""
+    setup_logging(verbose, log_file)
+    from cloudai.plan.install import install_all
+
+    install_all(_needs(system_config, tests_dir, hook_dir, test_scenario), dry=dry, echo=click.echo)
+
+
+@cli.command()
+@_system_option
+@_tests_options
+@click.option("--test-scenario", type=click.Path(path_type=Path), help="Scenario TOML (default: every test).")
+@_common
+def uninstall(
+    system_config: Path | None,
+    tests_dir: Path | None,
+    hook_dir: Path | None,
+    test_scenario: Path | None,
+    verbose: bool,
+    log_file: Path | None,
+) -> None:
+    """Remove what ``cloudai install`` put under the system's install_path for these workloads."""
+    setup_logging(verbose, log_file)
+    from cloudai.plan.install import uninstall_all
+
+    uninstall_all(_needs(system_config, tests_dir, hook_dir, test_scenario), echo=click.echo)
+
+
+def _needs(system_config: Path | None, tests_dir: Path | None, hook_dir: Path | None, scenario: Path | None) -> Any:
+    from cloudai.plan.install import needs_of_plan, needs_of_tests
+
+    if scenario is not None:
+        from cloudai.plan.load import load_plan
+
+        return needs_of_plan(load_plan(system_config, tests_dir, scenario, hook_dir))
+    if tests_dir is None:
+        raise click.UsageError("give --test-scenario FILE or --tests-dir DIR (what to install for)")
+    from cloudai.config.system import load_system
+
+    return needs_of_tests(load_system(system_config), tests_dir)
+
+
+@cli.command()
+@_system_option
 @click.option("--tests-dir", type=click.Path(path_type=Path), required=True, help="Directory of test TOML files.")
 @click.option("--test-scenario", type=click.Path(path_type=Path), required=True, help="Scenario TOML file.")
 @click.option("--test-id", help="The agent-driven test to serve (default: the only one).")
@@ -292,6 +375,7 @@ def serve(
 @click.option("--system-config", type=click.Path(path_type=Path), help="Accepted (CloudAI); the results dir is read.")
 @click.option("--tests-dir", type=click.Path(path_type=Path), help="Accepted (CloudAI); the results dir is read.")
 @click.option("--test-scenario", type=click.Path(path_type=Path), help="Accepted (CloudAI); the results dir is read.")
+@click.option("--hook-dir", type=click.Path(path_type=Path), help="Accepted (CloudAI); the results dir is read.")
 @click.option(
     "--output", type=click.Path(path_type=Path, dir_okay=False), help="Write the report (or comparison) here."
 )
@@ -302,6 +386,7 @@ def generate_report(
     system_config: Path | None,
     tests_dir: Path | None,
     test_scenario: Path | None,
+    hook_dir: Path | None,
     output: Path | None,
     verbose: bool,
     log_file: Path | None,
@@ -322,7 +407,8 @@ def generate_report(
 
 def _prepare(
     system_config: Path | None,
-    tests_dir: Path,
+    tests_dir: Path | None,
+    hook_dir: Path | None,
     test_scenario: Path,
     single_sbatch: bool,
     verbose: bool,
@@ -332,7 +418,7 @@ def _prepare(
     setup_logging(verbose, log_file)
     from cloudai.plan.load import build_system, load_plan
 
-    plan = load_plan(system_config, tests_dir, test_scenario)
+    plan = load_plan(system_config, tests_dir, test_scenario, hook_dir)
     _check_flags(plan, single_sbatch)
     return plan, build_system(plan.system_config)
 

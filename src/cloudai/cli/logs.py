@@ -18,7 +18,7 @@ import click
 
 from cloudai.errors import ConfigError
 
-LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "WARN", "ERROR", "CRITICAL")  # WARN: Python's and CloudAI's alias
 LOG: dict[str, Any] = {"level": None, "file": None}  # this invocation's --log-level/--log-file
 DEBUG_LOG = "debug.log"  # every run's full log, inside its results dir (CloudAI writes one into the cwd)
 
@@ -42,7 +42,7 @@ def debug_log(run_dir: Path) -> Iterator[None]:
 def _remember(key: str) -> Callable[[click.Context, click.Parameter, Any], None]:
     def store(ctx: click.Context, param: click.Parameter, value: Any) -> None:
         if value is not None:
-            LOG[key] = value.upper() if key == "level" else value
+            LOG[key] = logging.getLevelName(logging.getLevelName(value.upper())) if key == "level" else value
 
     return store
 
@@ -70,6 +70,30 @@ def log_file_option(func: Callable[..., Any]) -> Callable[..., Any]:
 
 
 VERBOSE = {"on": False}  # this invocation shows tracebacks (-v or --log-level DEBUG)
+OUT = logging.getLogger("cloudai.out")  # what the user was shown, kept in the log files beside the debug lines
+
+
+def say(message: str, err: bool = False) -> None:
+    """Print a line for the user and keep it in ``--log-file`` and the run's ``debug.log``."""
+    click.echo(message, err=err)
+    OUT.info(message)
+
+
+def log_plan(plan: Any, argv: list[str]) -> None:
+    """The run's inputs at the head of its log: the command line, the system, each entry and its route."""
+    log = logging.getLogger("cloudai.plan")
+    log.debug("command: %s", " ".join(argv))
+    log.debug("system: %r", plan.system_config)
+    for checked in plan.checked.values():
+        entry = checked.entry
+        route = "live RL" if checked.live_rl else "agent-driven" if checked.agent_driven else "plain"
+        knobs = dict(checked.space.fixed) | {d.name: "swept" for d in checked.space.dims}
+        log.debug("%s (test %s, workload %s): %s; knobs %s; agent %s", entry.id, entry.test_name, entry.workload,
+                  route, knobs, entry.agent.name)  # fmt: skip
+
+
+def _not_shown_twice(record: logging.LogRecord) -> bool:
+    return record.name != OUT.name  # already on the terminal through say()
 
 
 def setup_logging(verbose: bool, log_file: Path | None) -> None:
@@ -82,6 +106,7 @@ def setup_logging(verbose: bool, log_file: Path | None) -> None:
     console = logging.StreamHandler(sys.stderr)
     console.setLevel(level)
     console.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+    console.addFilter(_not_shown_twice)
     root.addHandler(console)
     if log_file is not None:
         try:

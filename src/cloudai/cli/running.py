@@ -13,12 +13,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import click
-
+from cloudai.cli.logs import say
 from cloudai.errors import ConfigError
 
 if TYPE_CHECKING:
     from cloudai.plan.load import Plan
+    from cloudai.run.dse import RunFiles
     from cloudai.systems.base import System
 
 
@@ -27,7 +27,7 @@ class How:
     """How ``cloudai run`` was asked to run: the files, ``--single-sbatch``, ``--resume``, ``--warm-start``, and
     the output root this run created (removed again when bad input stops the run before any result)."""
 
-    files: tuple[Path | None, Path, Path]
+    files: RunFiles
     single_sbatch: bool
     resume: Path | None
     warm_dirs: tuple[Path, ...]
@@ -36,24 +36,24 @@ class How:
 
 def run_in(plan: Plan, system: System, run_dir: Path, how: How) -> int:
     """The run itself, once its results dir exists; a report of what finished whatever stopped it."""
-    (system_config, tests_dir, test_scenario), resume = how.files, how.resume
+    resume = how.resume
     try:
         if how.single_sbatch:
             from cloudai.run.single_sbatch import run_single_sbatch
 
-            code = run_single_sbatch(plan, run_dir, system, click.echo)
+            code = run_single_sbatch(plan, run_dir, system, say)
         elif plan.agent_driven:
             from cloudai.run.dse import resume_command, run_agent_entries
             from cloudai.run.hooks import run_around_hooks
 
-            again = resume_command(system_config, tests_dir, test_scenario, run_dir)
-            code = run_around_hooks(plan, run_dir, system, click.echo, lambda: run_agent_entries(
-                plan, run_dir, system, click.echo, resume is not None, resume_command=again, warm_dirs=how.warm_dirs
+            again = resume_command(how.files, run_dir)
+            code = run_around_hooks(plan, run_dir, system, say, lambda: run_agent_entries(
+                plan, run_dir, system, say, resume is not None, resume_command=again, warm_dirs=how.warm_dirs
             ))  # fmt: skip
         else:
             from cloudai.run.plain import run_plain
 
-            code = run_plain(plan, run_dir, system, click.echo)
+            code = run_plain(plan, run_dir, system, say)
     except ConfigError:  # bad input only found once the run began (e.g. a live server's constructor)
         if resume is None and not _has_results(run_dir):
             shutil.rmtree(run_dir, ignore_errors=True)  # bad input leaves no output dir behind
@@ -78,9 +78,9 @@ def _has_results(run_dir: Path) -> bool:
 def _report(run_dir: Path) -> None:
     """The terminal summary and the report of what finished, also after a failure or Ctrl-C.
 
-    The report renders in a background process (``cloudai.reports.background``) so that neither the
-    summary nor the exit waits for it; ``CLOUDAI_REPORT=inline`` renders it here first. A report that
-    cannot be written must not mask the run's own outcome: it is a warning.
+    The report is written here, before the exit, so every documented output exists when ``cloudai run``
+    returns; ``CLOUDAI_REPORT=background`` opts into a detached process (``cloudai.reports.background``)
+    instead. A report that cannot be written must not mask the run's own outcome: it is a warning.
     """
     from cloudai.errors import CloudAIError
     from cloudai.reports import generate_report, print_summary
@@ -94,4 +94,4 @@ def _report(run_dir: Path) -> None:
             pid = start_report(run_dir)
             print_summary(run_dir, rendering=pid)
     except (CloudAIError, OSError, ValueError) as exc:
-        click.echo(f"warning: no report for {run_dir}: {exc}", err=True)
+        say(f"warning: no report for {run_dir}: {exc}", err=True)

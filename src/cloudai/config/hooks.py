@@ -29,11 +29,16 @@ from cloudai.errors import ConfigError, did_you_mean
 HOOK_FIELDS = ("pre_test", "post_test")
 
 
-def hook_dirs(scenario_file: Path, tests_dir: Path | None) -> list[Path]:
-    """``hook`` dirs to search, in order: the cwd's ``conf/hook``, then a ``hook`` dir beside (or one
-    level above) the scenario's dir and the tests dir: ``conf/common/test_scenario/x.toml`` and
-    ``conf/common/test`` find ``conf/hook`` (CloudAI's tree), ``conf/test_scenario/x.toml`` and
-    ``conf/test`` find ``conf/hook`` too."""
+def hook_dirs(scenario_file: Path, tests_dir: Path | None, hook_dir: Path | None = None) -> list[Path]:
+    """``hook`` dirs to search, in order: ``--hook-dir`` when given (CloudAI's flag: then only it), else the
+    cwd's ``conf/hook``, then a ``hook`` dir beside (or one level above) the scenario's dir and the tests dir:
+    ``conf/common/test_scenario/x.toml`` and ``conf/common/test`` find ``conf/hook`` (CloudAI's tree),
+    ``conf/test_scenario/x.toml`` and ``conf/test`` find ``conf/hook`` too."""
+    if hook_dir is not None:
+        if not hook_dir.is_dir():
+            raise ConfigError("hook directory not found", file=hook_dir, field="--hook-dir",
+                              hint="pass the directory of hook scenarios (CloudAI's conf/hook)")  # fmt: skip
+        return [hook_dir]
     candidates = [Path("conf/hook")]
     for directory in (scenario_file.parent, tests_dir):
         if directory is not None:
@@ -47,9 +52,9 @@ def hooks_of(scenario: Scenario) -> dict[str, str]:
     return {field: name for field in HOOK_FIELDS if (name := getattr(scenario, field)) is not None}
 
 
-def load_hooks(scenario: Scenario, tests_dir: Path | None) -> dict[str, Scenario]:
+def load_hooks(scenario: Scenario, tests_dir: Path | None, hook_dir: Path | None = None) -> dict[str, Scenario]:
     """Every hook scenario ``scenario`` names, loaded and merged; unknown ones are a ``ConfigError``."""
-    dirs = hook_dirs(scenario.file, tests_dir)
+    dirs = hook_dirs(scenario.file, tests_dir, hook_dir)
     return {field: load_hook(name, field, scenario.file, dirs) for field, name in hooks_of(scenario).items()}
 
 

@@ -8,16 +8,23 @@ rewards) live in ``cloudai.plan.route``.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from cloudai.config.fields import NodeCount, StrictPositiveInt, check_one_line
 from cloudai.config.objectives import Constraint, Objective, default_reward, observed_metrics, parse_constraint
-from cloudai.config.test import AgentFields, EnvParamSpec, WorkloadConfig, checked_cmd_args, checked_env_vars
+from cloudai.config.test import (
+    CLOUDAI_TEST_ONLY,
+    AgentFields,
+    EnvParamSpec,
+    WorkloadConfig,
+    checked_cmd_args,
+    checked_env_vars,
+)
 from cloudai.config.timelimit import parse_time_limit
 from cloudai.config.tomlfile import read_toml, validate
 from cloudai.errors import ConfigError, Problem, did_you_mean
@@ -38,6 +45,11 @@ class Dependency(BaseModel):
 
 class ScenarioEntry(AgentFields):
     """One ``[[Tests]]`` entry. ``test_name`` refers to a test file; or define the test inline."""
+
+    CLOUDAI_ONLY: ClassVar[dict[str, str]] = {
+        **CLOUDAI_TEST_ONLY,
+        "extra_srun_args": "CloudAI adds these words to this entry's srun line",
+    }
 
     id: str = Field(min_length=1)
     test_name: str | None = None
@@ -70,6 +82,7 @@ class ScenarioEntry(AgentFields):
 
 class ScenarioConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
+    CLOUDAI_ONLY: ClassVar[dict[str, str]] = {"reports": "CloudAI's per-scenario report settings"}
 
     name: str = Field(min_length=1)
     job_status_check: bool = True
@@ -182,20 +195,39 @@ class Scenario:
         return next(e for e in self.entries if e.id == entry_id)
 
 
-def load_scenario(path: Path, tests: dict[str, tuple[WorkloadConfig, Path]]) -> Scenario:
-    """Read, validate and merge a scenario. Raises one ``ConfigError`` listing every problem."""
+def load_scenario(
+    path: Path, tests: dict[str, tuple[WorkloadConfig, Path]], broken: Mapping[str, list[Problem]] | None = None
+) -> Scenario:
+    """Read, validate and merge a scenario. Raises one ``ConfigError`` listing every problem.
+
+    ``broken``: tests that failed to load, by the name they claim, with their problems: an entry naming one
+    is reported with those problems (its cause), not as an unknown test.
+    """
+    scenario, problems = scan_scenario(path, tests, broken)
+    if problems:
+        raise ConfigError(problems=problems)
+    return scenario
+
+
+def scan_scenario(
+    path: Path, tests: dict[str, tuple[WorkloadConfig, Path]], broken: Mapping[str, list[Problem]] | None = None
+) -> tuple[Scenario, list[Problem]]:
+    """The scenario with the entries that merged, and every problem (``load_scenario`` without the stop):
+    the rest of a plan can still be checked, so one run reports everything wrong at once."""
     config: ScenarioConfig = validate(ScenarioConfig, read_toml(path), path)
     problems: list[Problem] = []
     entries: list[RunEntry] = []
     for index, raw in enumerate(config.Tests):
+        if broken and raw.test_name is not None and raw.test_name in broken and raw.test_name not in tests:
+            problems += broken[raw.test_name]
+            continue
         try:
             entries.append(_merge(index, raw, tests, path))
         except ConfigError as exc:
             problems += exc.problems
     problems += _check_ids(config, path)
-    if problems:
-        raise ConfigError(problems=problems)
-    return Scenario(config.name, path, tuple(entries), config.job_status_check, config.pre_test, config.post_test)
+    scenario = Scenario(config.name, path, tuple(entries), config.job_status_check, config.pre_test, config.post_test)
+    return scenario, problems
 
 
 def entry_for_test(test: WorkloadConfig, path: Path) -> RunEntry:
@@ -244,7 +276,10 @@ def _merge(index: int, raw: ScenarioEntry, tests: dict[str, tuple[WorkloadConfig
                 f"unknown test '{raw.test_name}'",
                 file=path,
                 field=f"{field}.test_name",
-                hint=did_you_mean(raw.test_name, tests) + " (test names come from --tests-dir)",
+                hint=(did_you_mean(raw.test_name, tests) + " (test names come from --tests-dir)")
+                if tests
+                else "pass --tests-dir DIR (the directory of test files), or define the test inline with "
+                "test_template_name",
             )
         test, test_file = tests[raw.test_name]
     elif raw.test_template_name is not None:

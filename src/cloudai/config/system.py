@@ -46,12 +46,22 @@ def _slurm_model() -> type[BaseModel] | None:
     return SlurmSystemConfig
 
 
-def system_from_dict(data: dict[str, Any], file: Path | None) -> BaseModel:
-    """Validate a system table against the model its ``scheduler`` names."""
+def system_models() -> dict[str, type[BaseModel]]:
+    """Config model per ``scheduler``."""
     models = dict(SYSTEM_MODELS)
     slurm = _slurm_model()
     if slurm is not None:
         models["slurm"] = slurm
+    return models
+
+
+def system_model(scheduler: str) -> type[BaseModel] | None:
+    return system_models().get(scheduler)
+
+
+def system_from_dict(data: dict[str, Any], file: Path | None) -> BaseModel:
+    """Validate a system table against the model its ``scheduler`` names."""
+    models = system_models()
     scheduler = data.get("scheduler")
     if not isinstance(scheduler, str):
         raise ConfigError(

@@ -7,8 +7,9 @@ or on a scenario entry; the entry wins. See USER_GUIDE.md for every field.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -55,10 +56,22 @@ class EnvParamSpec(BaseModel):
         return self
 
 
+# Fields of CloudAI's test and scenario-entry models that cloudai does not honour: an unknown-field error
+# says so (never a did-you-mean to an unrelated field of ours), naming what the field does in CloudAI.
+CLOUDAI_TEST_ONLY: dict[str, str] = {
+    "dse_excluded_args": "CloudAI keeps these cmd_args out of its DSE",
+    "git_repos": "CloudAI clones these repositories at install time",
+    "nsys": "CloudAI wraps the job in an Nsight Systems profile",
+    "predictor": "CloudAI runs a performance predictor after the job",
+    "training_report": "CloudAI writes a training report",
+}
+
+
 class AgentFields(BaseModel):
     """Fields that make a test agent-driven or configure its agent; None means 'not set here'."""
 
     model_config = ConfigDict(extra="forbid")
+    CLOUDAI_ONLY: ClassVar[dict[str, str]] = CLOUDAI_TEST_ONLY
 
     agent: str | None = None
     agent_steps: StrictPositiveInt | None = None
@@ -107,8 +120,19 @@ class WorkloadConfig(AgentFields):
     _env = field_validator("extra_env_vars")(checked_env_vars)
 
 
-def load_tests(tests_dir: Path) -> dict[str, tuple[WorkloadConfig, Path]]:
-    """Every ``*.toml`` under ``tests_dir`` by test name. Raises one error listing every problem."""
+@dataclass
+class TestFiles:
+    """The tests of a directory: those that loaded, and every problem. ``broken`` maps the name a file that
+    failed to load claims (its ``name``, else its stem) to its problems, so that a scenario naming it is told
+    the cause once rather than "unknown test"."""
+
+    tests: dict[str, tuple[WorkloadConfig, Path]] = field(default_factory=dict)
+    problems: list[Problem] = field(default_factory=list)
+    broken: dict[str, list[Problem]] = field(default_factory=dict)
+
+
+def scan_tests(tests_dir: Path) -> TestFiles:
+    """Every ``*.toml`` under ``tests_dir``, by test name, collecting problems instead of stopping at one."""
     if not tests_dir.exists():
         raise ConfigError("tests directory not found", file=tests_dir, hint="pass --tests-dir DIR")
     if not tests_dir.is_dir():
@@ -117,28 +141,42 @@ def load_tests(tests_dir: Path) -> dict[str, tuple[WorkloadConfig, Path]]:
             file=tests_dir,
             hint="pass the directory that holds it to --tests-dir",
         )
-    tests: dict[str, tuple[WorkloadConfig, Path]] = {}
-    problems: list[Problem] = []
+    found = TestFiles()
     for path in sorted(tests_dir.rglob("*.toml")):
         try:
             test = load_test(path)
         except ConfigError as exc:
-            problems += exc.problems
+            found.problems += exc.problems
+            found.broken.setdefault(_claimed_name(path), []).extend(exc.problems)
             continue
-        if test.name in tests:
-            problems.append(
-                Problem(
-                    str(path),
-                    "name",
-                    f"test name '{test.name}' is also used by {tests[test.name][1]}",
-                    "give each test a unique name",
-                )
+        if test.name in found.tests:
+            problem = Problem(
+                str(path),
+                "name",
+                f"test name '{test.name}' is also used by {found.tests[test.name][1]}",
+                "give each test a unique name",
             )
+            found.problems.append(problem)
+            found.broken.setdefault(test.name, []).append(problem)
             continue
-        tests[test.name] = (test, path)
-    if problems:
-        raise ConfigError(problems=problems)
-    return tests
+        found.tests[test.name] = (test, path)
+    return found
+
+
+def load_tests(tests_dir: Path) -> dict[str, tuple[WorkloadConfig, Path]]:
+    """Every ``*.toml`` under ``tests_dir`` by test name. Raises one error listing every problem."""
+    found = scan_tests(tests_dir)
+    if found.problems:
+        raise ConfigError(problems=found.problems)
+    return found.tests
+
+
+def _claimed_name(path: Path) -> str:
+    try:
+        name = read_toml(path).get("name")
+    except ConfigError:
+        name = None
+    return name if isinstance(name, str) and name else path.stem
 
 
 def load_test(path: Path) -> WorkloadConfig:

@@ -60,7 +60,11 @@ def problems_from(
     problems = []
     for loc, errors in grouped.items():
         kind = errors[0]["type"]
-        if kind == "extra_forbidden":
+        cloudai_only = getattr(_model_at(model, loc[:-1]), "CLOUDAI_ONLY", {})
+        if kind == "extra_forbidden" and str(loc[-1]) in cloudai_only:
+            message = f"CloudAI field not supported by cloudai (yet): {cloudai_only[loc[-1]]}"
+            hint = "cloudai cannot honour it: remove it to run this file here (NVIDIA CloudAI runs it as is)"
+        elif kind == "extra_forbidden":
             message = f"unknown field (= {toml_value(errors[0].get('input'))})"
             hint = did_you_mean(str(loc[-1]), _fields_at(model, loc[:-1]))
         elif kind == "missing":
@@ -91,15 +95,20 @@ def _is_union_tag(part: str | int) -> bool:
 
 def _fields_at(model: type[BaseModel], loc: tuple[str | int, ...]) -> list[str]:
     """Field names of the (nested) model at ``loc``, for did-you-mean hints."""
+    return list(getattr(_model_at(model, loc), "model_fields", {}))
+
+
+def _model_at(model: type[BaseModel], loc: tuple[str | int, ...]) -> Any:
+    """The (nested) model at ``loc``, or None when ``loc`` leaves the models."""
     current: Any = model
     for part in loc:
         if isinstance(part, int):
             continue
         field = getattr(current, "model_fields", {}).get(part)
         if field is None:
-            return []
+            return None
         current = _model_in(field.annotation)
-    return list(getattr(current, "model_fields", {}))
+    return current
 
 
 def _model_in(annotation: Any) -> Any:

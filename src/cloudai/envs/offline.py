@@ -241,7 +241,8 @@ class CloudAIGymEnv(BaseGym):
     def _submit(self, trial: _Trial) -> None:
         entry, step = self.setup.entry, trial.step
         name = f"{entry.id}.{self.setup.iteration}.{step}"
-        spec = build_spec(entry, self.workload, self._values(trial), self.setup.out_dir / str(step), name)
+        out = self.setup.out_dir / str(step)
+        spec = build_spec(entry, self.workload, self._values(trial), out, name, self.setup.system.install_path)
         self._pending[step] = trial  # before submit: close() must know of it
         self._running.setdefault(trial.key, trial)  # a twin measured again (measure_again) is not a follower
         trial.job = self.setup.system.submit(spec)

@@ -15,6 +15,7 @@ The same job plumbing (``build_spec``, ``finish_job``) serves the DSE env's tria
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -28,11 +29,21 @@ from cloudai.space import entry_knobs, split_knobs
 from cloudai.systems.base import Container, Job, JobSpec, JobStatus
 from cloudai.workloads.base import METRICS_FILE, JobContext, Workload
 
+log = logging.getLogger(__name__)
 
-def build_spec(entry: RunEntry, workload: Workload, values: Mapping[str, Any], job_dir: Path, name: str) -> JobSpec:
-    """The job for one set of knob values (flat names, see ``cloudai.space``)."""
+
+def build_spec(
+    entry: RunEntry,
+    workload: Workload,
+    values: Mapping[str, Any],
+    job_dir: Path,
+    name: str,
+    install_path: Path | None = None,
+) -> JobSpec:
+    """The job for one set of knob values (flat names, see ``cloudai.space``); ``install_path`` is the system's."""
     cmd_args, env, num_nodes = split_knobs(values)
-    context = JobContext(job_dir=job_dir, num_nodes=num_nodes, extra_cmd_args=entry.extra_cmd_args)
+    log.debug("job %s: %s in %s", name, values, job_dir)
+    context = JobContext(job_dir, num_nodes, entry.extra_cmd_args, install_path)
     argv = workload.argv(cmd_args, context)
     image = workload.container_image(cmd_args)
     container = Container(image, entry.extra_container_mounts) if image else None
@@ -90,6 +101,9 @@ def finish_job(job: Job, workload: Workload, required: Sequence[str] = ()) -> di
             job.reason = f"{job.reason}: {detail}" if job.reason and detail not in job.reason else detail
         else:
             job.reason = failure_reason(job.reason, job.returncode, job.spec.job_dir)
+    log.debug(
+        "job %s ended %s%s; metrics %s", job.spec.name, job.status, f" ({job.reason})" if job.reason else "", metrics
+    )
     data = (json.dumps({**job.record(), "metrics": metrics}) + "\n").encode()  # no indent: C encoder, 4x faster
     try:  # the one metadata write of a trial: no mkdir, no temp file, no fsync (see RELIABILITY.md)
         write_small(job.spec.job_dir / "job.json", data)

@@ -5,22 +5,25 @@ Nothing here prints; ``echo`` is the CLI's. Nothing is written before validation
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
 from cloudai.config.hooks import hooks_of, load_hooks, with_hooks
-from cloudai.config.scenario import Scenario, load_scenario
+from cloudai.config.scenario import Scenario, scan_scenario
 from cloudai.config.system import load_system
-from cloudai.config.test import load_tests
-from cloudai.errors import ConfigError
-from cloudai.plan.route import CheckedEntry, check_scenario
+from cloudai.config.test import TestFiles, scan_tests
+from cloudai.errors import ConfigError, Problem
+from cloudai.plan.route import CheckedEntry, check_scenario, scan_checks
 from cloudai.systems import SYSTEMS, System
 from cloudai.systems.base import NodeNeed
 from cloudai.workloads import WORKLOADS
 from cloudai.workloads.base import Workload
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -39,16 +42,39 @@ class Plan:
         return {c.entry.workload: WORKLOADS.get(c.entry.workload)() for c in self.checked.values() if not c.live_rl}
 
 
-def load_plan(system_config: Path | None, tests_dir: Path, scenario_file: Path) -> Plan:
-    check_not_swapped(tests_dir, scenario_file)
-    system = load_system(system_config)
-    tests = load_tests(tests_dir)
-    scenario = load_scenario(scenario_file, tests)
-    checked = check_scenario(scenario)
-    if hooks_of(scenario):  # CloudAI's pre_test/post_test: entries ordered around the scenario's own
-        scenario = with_hooks(scenario, load_hooks(scenario, tests_dir))
-        checked = check_scenario(scenario)
+def load_plan(
+    system_config: Path | None, tests_dir: Path | None, scenario_file: Path, hook_dir: Path | None = None
+) -> Plan:
+    """Every file loaded and checked. One ``ConfigError`` lists every problem of the system, the tests and the
+    scenario at once, each once, at its cause (an entry naming a test file that failed to load is not also an
+    "unknown test"). ``tests_dir`` may be None when the scenario defines its tests inline."""
+    if tests_dir is not None:
+        check_not_swapped(tests_dir, scenario_file)
+    problems: list[Problem] = []
+    system = _collect(problems, load_system, system_config)
+    found = scan_tests(tests_dir) if tests_dir is not None else TestFiles()
+    problems += found.problems
+    scanned = _collect(problems, scan_scenario, scenario_file, found.tests, found.broken)
+    scenario, checked = None, {}
+    if scanned is not None:
+        scenario, more = scanned
+        checked, more_checks = scan_checks(scenario)
+        problems += more + more_checks
+        if hooks_of(scenario) and not problems:  # CloudAI's pre_test/post_test: entries around the scenario's own
+            scenario = with_hooks(scenario, load_hooks(scenario, tests_dir, hook_dir))
+            checked = check_scenario(scenario)
+    if problems or scenario is None:
+        raise ConfigError(problems=list(dict.fromkeys(problems)))
     return Plan(system, scenario, checked)
+
+
+def _collect(problems: list[Problem], load: Callable[..., T], *args: Any) -> T | None:
+    """``load(*args)``, its ``ConfigError`` added to ``problems`` (None then) instead of stopping."""
+    try:
+        return load(*args)
+    except ConfigError as exc:
+        problems += exc.problems
+        return None
 
 
 def node_needs(plan: Plan) -> list[NodeNeed]:

@@ -40,6 +40,14 @@ def is_agent_driven(entry: RunEntry, space: Space) -> bool:
 
 def check_scenario(scenario: Scenario) -> dict[str, CheckedEntry]:
     """Validate every entry; return each entry's space and route. Raises one ``ConfigError``."""
+    checked, problems = scan_checks(scenario)
+    if problems:
+        raise ConfigError(problems=problems)
+    return checked
+
+
+def scan_checks(scenario: Scenario) -> tuple[dict[str, CheckedEntry], list[Problem]]:
+    """``check_scenario`` without the stop: the entries that passed, and every problem of the others."""
     problems: list[Problem] = []
     checked: dict[str, CheckedEntry] = {}
     for entry in scenario.entries:
@@ -49,9 +57,7 @@ def check_scenario(scenario: Scenario) -> dict[str, CheckedEntry]:
             problems += entry.attribute(exc.problems)
     if not problems:
         problems += _check_routes(scenario, checked)
-    if problems:
-        raise ConfigError(problems=problems)
-    return checked
+    return checked, problems
 
 
 def _check_entry(entry: RunEntry) -> CheckedEntry:

@@ -46,6 +46,7 @@ def verify_paths(paths: list[Path], tests_dir: Path | None) -> tuple[int, list[P
             if file in files:
                 problems += exc.problems
     tests: dict[str, tuple[WorkloadConfig, Path]] = {}
+    broken: dict[str, list[Problem]] = {}  # a scenario naming one is told its cause, not "unknown test"
     for file, content in data.items():
         if "test_template_name" in content and "Tests" not in content:
             try:
@@ -54,15 +55,20 @@ def verify_paths(paths: list[Path], tests_dir: Path | None) -> tuple[int, list[P
                 if file in files:
                     problems += check_test(test, file)
             except ConfigError as exc:
+                name = content.get("name")
+                broken.setdefault(name if isinstance(name, str) else file.stem, []).extend(exc.problems)
                 if file in files:
                     problems += exc.problems
     for file in files:
-        problems += _check_file(file, data.get(file), tests)
+        problems += _check_file(file, data.get(file), tests, broken)
     return len(files), list(dict.fromkeys(problems))  # a test's problem may be found via a scenario too
 
 
 def _check_file(
-    file: Path, content: dict[str, Any] | None, tests: dict[str, tuple[WorkloadConfig, Path]]
+    file: Path,
+    content: dict[str, Any] | None,
+    tests: dict[str, tuple[WorkloadConfig, Path]],
+    broken: dict[str, list[Problem]],
 ) -> list[Problem]:
     if content is None or ("test_template_name" in content and "Tests" not in content):
         return []  # unreadable (reported) or a test (checked above)
@@ -70,7 +76,7 @@ def _check_file(
         if "Tests" in content:
             from cloudai.plan.route import check_scenario
 
-            scenario = load_scenario(file, tests)
+            scenario = load_scenario(file, tests, broken)
             check_scenario(scenario)
             if hooks_of(scenario):  # a pre_test/post_test names a hook scenario that exists, loads and is plain
                 check_scenario(with_hooks(scenario, load_hooks(scenario, None)))

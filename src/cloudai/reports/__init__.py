@@ -19,7 +19,19 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from rich.console import Console
 
-__all__ = ["generate_report", "print_summary"]
+__all__ = ["OUTPUTS", "generate_report", "print_summary"]
+
+# What a run leaves in its results dir for people and tools to read (``cloudai list reports``).
+OUTPUTS: dict[str, str] = {
+    "report.html": "one self-contained page: status of every job, the search's progress, the best, the plots",
+    "summary.csv": "one row per job or trial: test, status, reason, metrics",
+    "trajectory.csv": "agent-driven tests: every step, its action, reward, observation and status",
+    "trials.csv": "agent-driven tests: the same steps, one column per knob, metric and env_param",
+    "env.csv": "tests with env_params: the sampled environment of every step",
+    "best.toml": "agent-driven tests: the best configuration as a ready-to-run test file",
+    "pareto.csv": "several objectives: the Pareto front (and pareto/<step>.toml per point)",
+    "comparison.html": "generate-report with several results dirs: them side by side",
+}
 
 
 def generate_report(run_dirs: list[Path], output: Path | None = None) -> Path:

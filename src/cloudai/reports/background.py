@@ -1,6 +1,9 @@
-"""The end-of-run report, rendered by a detached process so it never delays the summary line or the exit.
+"""The end-of-run report in a detached process: an opt-in (``CLOUDAI_REPORT=background``) for runs whose exit
+must not wait for the report. By default ``cloudai run`` writes the report itself before it exits, so every
+documented output exists when the command returns (a CI job archiving the dir, a script opening the page, a run
+inside an sbatch allocation whose end kills any child).
 
-``cloudai run`` calls ``start_report(run_dir)`` and exits at once; the child (``python -m
+With the opt-in, ``cloudai run`` calls ``start_report(run_dir)`` and exits at once; the child (``python -m
 cloudai.reports.background``) writes ``report.html`` and ``summary.csv`` (matplotlib and optuna load
 there, not in the run) and ends. While it runs, ``report.pid`` in the run dir holds its pid and an
 exclusive ``flock`` taken by the parent *before* the child starts and inherited by it: the lock is
@@ -9,8 +12,6 @@ the process itself, with no race and no polling. A failure is written to ``repor
 (the run's outcome is never masked by its report); ``cloudai generate-report`` renders in the
 foreground and is the way to re-make it.
 
-``CLOUDAI_REPORT=inline`` renders in the calling process instead (before the exit, as in a script that
-opens the page right after the run).
 """
 
 from __future__ import annotations
@@ -29,8 +30,8 @@ MODE_VAR = "CLOUDAI_REPORT"
 
 
 def inline_mode() -> bool:
-    """Whether the caller should render the report itself (``CLOUDAI_REPORT=inline``)."""
-    return os.environ.get(MODE_VAR, "background") == "inline"
+    """Whether the caller renders the report itself: yes unless ``CLOUDAI_REPORT=background``."""
+    return os.environ.get(MODE_VAR, "inline") != "background"
 
 
 def start_report(run_dir: Path) -> int:

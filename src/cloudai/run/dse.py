@@ -28,7 +28,7 @@ import shlex
 import traceback
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -288,23 +288,36 @@ def check_resume(plan: Plan, run_dir: Path, warm_command: str = "") -> None:
         )
 
 
-def resume_command(system_config: Path | None, tests_dir: Path, test_scenario: Path, run_dir: Path) -> str:
+@dataclass(frozen=True)
+class RunFiles:
+    """The files ``cloudai run`` was given (None: not given), for the commands that continue or redo it."""
+
+    system_config: Path | None
+    tests_dir: Path | None
+    test_scenario: Path
+    hook_dir: Path | None = None
+
+
+def resume_command(files: RunFiles, run_dir: Path) -> str:
     """The exact command that continues this run, with absolute paths (works from any directory).
 
     Started through ``uv run`` (which sets ``UV`` and ``UV_RUN_RECURSION_DEPTH``), it is ``uv run cloudai ...``.
+    The system is named even when it came from ``$CLOUDAI_SYSTEM_CONFIG``: the resume must not depend on it.
     """
     through_uv = bool(os.environ.get("UV")) and "UV_RUN_RECURSION_DEPTH" in os.environ
     args = [*(["uv", "run"] if through_uv else []), "cloudai", "run"]
-    if system_config is not None:
-        args += ["--system-config", str(system_config.resolve())]
-    args += ["--tests-dir", str(tests_dir.resolve()), "--test-scenario", str(test_scenario.resolve())]
+    for flag, path in (("--system-config", files.system_config), ("--tests-dir", files.tests_dir)):
+        if path is not None:
+            args += [flag, str(path.resolve())]
+    args += ["--test-scenario", str(files.test_scenario.resolve())]
+    if files.hook_dir is not None:
+        args += ["--hook-dir", str(files.hook_dir.resolve())]
     return shlex.join([*args, "--resume", str(run_dir.resolve())])
 
 
-def warm_start_command(system_config: Path | None, tests_dir: Path, test_scenario: Path, run_dir: Path) -> str:
+def warm_start_command(files: RunFiles, run_dir: Path) -> str:
     """The new run that learns from ``run_dir`` (``--warm-start``), with absolute paths."""
-    resume = resume_command(system_config, tests_dir, test_scenario, run_dir)
-    return resume.replace(" --resume ", " --warm-start ", 1)
+    return resume_command(files, run_dir).replace(" --resume ", " --warm-start ", 1)
 
 
 def _live_env_class() -> Callable[..., BaseGym]:

@@ -150,7 +150,7 @@ class PlainRunner:
                 u.final for u in by_entry[d.id])]  # fmt: skip
             if not ended:
                 continue
-            reason = f"stopped: {ended[0]} completed (end_post_comp)"
+            reason = f"{ended[0]} completed (end_post_comp)"
             if unit.job is None:
                 unit.skipped = reason
                 continue
@@ -163,7 +163,8 @@ class PlainRunner:
         entry = unit.entry
         workload = self.workloads[entry.workload]
         directory = job_dir(self.run_dir, entry, unit.iteration)
-        spec = build_spec(entry, workload, plain_values(entry), directory, f"{entry.id}.{unit.iteration}")
+        name = f"{entry.id}.{unit.iteration}"
+        spec = build_spec(entry, workload, plain_values(entry), directory, name, self.system.install_path)
         unit.job = self.system.submit(spec, dependencies)
         log.info("started %s (%s)", spec.name, unit.job.job_id)
         if self.progress is not None:
@@ -225,9 +226,9 @@ def dry_run_plain(plan: Plan, run_dir: Path, system: System, echo: Echo, shown: 
             echo(f"{entry.id}: {entry.iterations} iterations; scripts for the first {shown} written")
         for iteration in range(min(entry.iterations, shown)):
             directory = job_dir(run_dir, entry, iteration)
-            spec = build_spec(
-                entry, workloads[entry.workload], plain_values(entry), directory, f"{entry.id}.{iteration}"
-            )
+            values = plain_values(entry)
+            name = f"{entry.id}.{iteration}"
+            spec = build_spec(entry, workloads[entry.workload], values, directory, name, system.install_path)
             directory.mkdir(parents=True, exist_ok=True)
             (directory / system.script_name).write_text(system.render(spec))
             deps = ", ".join(f"{d.type}:{d.id}" for d in entry.dependencies) or "-"

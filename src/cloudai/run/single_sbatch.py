@@ -131,6 +131,7 @@ def dry_run_single_sbatch(plan: Plan, run_dir: Path, system: System, echo: Echo)
 def build_steps(plan: Plan, run_dir: Path, workloads: dict[str, Workload]) -> Layout:
     """The script's steps (see the module docstring). Raises ``ConfigError`` for what cannot be unrolled."""
     layout = Layout()
+    install = Path(plan.system_config.install_path).absolute()
     entries = ordered(plan.scenario.entries)
     last = {e.id: f"{e.id}.{e.iterations - 1}" for e in entries}
     for entry in entries:
@@ -138,14 +139,14 @@ def build_steps(plan: Plan, run_dir: Path, workloads: dict[str, Workload]) -> La
         workload = workloads[entry.workload]
         if checked.agent_driven:
             for iteration in range(entry.iterations):
-                layout.iterations.append(_unroll(checked, workload, run_dir, iteration, layout.steps))
+                layout.iterations.append(_unroll(checked, workload, run_dir, iteration, layout.steps, install))
             continue
         ends = [d.id for d in entry.dependencies if d.type == "end_post_comp"]
         for iteration in range(1 if ends else entry.iterations):  # stopped at once: later iterations never start
-            spec = build_spec(entry, workload, plain_values(entry), job_dir(run_dir, entry, iteration),
-                              f"{entry.id}.{iteration}")  # fmt: skip
+            directory = job_dir(run_dir, entry, iteration)
+            spec = build_spec(entry, workload, plain_values(entry), directory, f"{entry.id}.{iteration}", install)
             if ends:
-                reason = f"stopped: {ends[0]} completed (end_post_comp)"
+                reason = f"{ends[0]} completed (end_post_comp)"
                 layout.steps.append(ScriptStep(spec, last[ends[0]], reason))
             else:
                 layout.steps.append(ScriptStep(spec))
@@ -182,7 +183,7 @@ def ordered(entries: Sequence[RunEntry]) -> list[RunEntry]:
 
 
 def _unroll(
-    checked: CheckedEntry, workload: Workload, run_dir: Path, iteration: int, steps: list[ScriptStep]
+    checked: CheckedEntry, workload: Workload, run_dir: Path, iteration: int, steps: list[ScriptStep], install: Path
 ) -> _Iteration:
     from cloudai.agents import AGENTS
     from cloudai.envs.env_params import sampler_for
@@ -203,7 +204,7 @@ def _unroll(
             result.trials.append(_Trial(step, point, env, None, reason))
             continue
         name = f"{entry.id}.{iteration}.{step}"
-        steps.append(ScriptStep(build_spec(entry, workload, values, result.out_dir / str(step), name)))
+        steps.append(ScriptStep(build_spec(entry, workload, values, result.out_dir / str(step), name, install)))
         result.trials.append(_Trial(step, point, env, name))
     return result
 

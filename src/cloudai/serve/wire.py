@@ -161,9 +161,14 @@ def payload(
 
 
 def action_errors(exc: ConfigError) -> list[dict[str, Any]]:
-    """A ``ConfigError`` as pydantic-style ``errors`` entries (what OpenEnv's VALIDATION_ERROR carries)."""
+    """A ``ConfigError`` as pydantic-style ``errors`` entries (what OpenEnv's VALIDATION_ERROR carries); the hint
+    (e.g. the candidates of a categorical knob) is part of the message: a client must learn what is accepted."""
     return [
-        {"type": "value_error", "loc": ["action", *(p.field.split(".")[1:] if p.field else [])], "msg": p.message}
+        {
+            "type": "value_error",
+            "loc": ["action", *(p.field.split(".")[1:] if p.field else [])],
+            "msg": f"{p.message} ({p.hint})" if p.hint else p.message,
+        }
         for p in exc.problems
     ]
 

@@ -141,6 +141,8 @@ class System(ABC):
     """One place jobs run. Subclasses are built from their pydantic config model."""
 
     name: str
+    #: The system's ``install_path``, absolute (what ``cloudai install`` fills; workloads find their tools there).
+    install_path: Path | None = None
     #: Where progress notes go (a job's pending reason on Slurm); the CLI sets it to its echo.
     notify: Callable[[str], None] | None = None
 

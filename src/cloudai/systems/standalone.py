@@ -65,6 +65,7 @@ class StandaloneSystem(System):
     def __init__(self, config: StandaloneSystemConfig) -> None:
         self.config = config
         self.name = config.name
+        self.install_path = config.install_path.absolute()
         self._procs: dict[Job, _Proc] = {}
         self._cancelling: dict[Job, str] = {}  # job -> reason, while its group is being stopped
         self._contain = Containment(cgroups=config.job_containment == "cgroup")  # see systems.contain

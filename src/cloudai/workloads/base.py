@@ -9,6 +9,8 @@ A workload is system-agnostic: it never starts processes itself. Contract:
 * ``steps(args, job)`` (optional): a job of several steps (a server, a wait for it, its client; see
   ``cloudai.steps``), rendered by each system its way; ``argv`` is then what the job is about (its benchmark
   command, for records). Default: none, the job is ``argv``.
+* ``installables(args)`` (optional): what ``cloudai install`` puts under the system's ``install_path`` for
+  this workload (a pinned Python environment); ``JobContext.install_path`` says where it went.
 * ``constraint(args)`` returns why a point is infeasible (recorded as a ``constraint``
   step without running anything), or None.
 * ``container_image(args)`` is the image the command must run in (CloudAI's ``docker_image_url``),
@@ -39,8 +41,10 @@ from pydantic import BaseModel, BeforeValidator, ValidationError
 
 from cloudai.config.fields import shown
 from cloudai.config.files import UnsafeFileError, read_regular
+from cloudai.config.messages import toml_value
 from cloudai.config.tomlfile import problems_from
 from cloudai.errors import Problem, WorkloadError
+from cloudai.installables import Installable
 from cloudai.space import Categorical, Space
 from cloudai.steps import Step
 
@@ -64,6 +68,7 @@ class JobContext:
     job_dir: Path
     num_nodes: int = 1
     extra_cmd_args: Mapping[str, Any] | str = ""
+    install_path: Path | None = None  # the system's install_path (absolute): where `cloudai install` put things
 
 
 class Workload(ABC):
@@ -78,6 +83,10 @@ class Workload(ABC):
     def argv(self, args: Mapping[str, Any], job: JobContext) -> list[str]: ...
 
     def steps(self, args: Mapping[str, Any], job: JobContext) -> Sequence[Step]:
+        return ()
+
+    def installables(self, args: Mapping[str, Any]) -> Sequence[Installable]:
+        """What ``cloudai install`` must put under the system's ``install_path`` first (``cloudai.installables``)."""
         return ()
 
     def constraint(self, args: Mapping[str, Any]) -> str | None:
@@ -110,7 +119,8 @@ class Workload(ABC):
             except ValidationError as exc:
                 for p in problems_from(exc, self.args_model, file, knobs=True):
                     field = f"{prefix}.{p.field}" if p.field else prefix
-                    problems.setdefault(field, Problem(p.file, field, p.message, p.hint))
+                    message = _as_written(p.message, space, p.field)
+                    problems.setdefault(field, Problem(p.file, field, message, p.hint))
         return list(problems.values())
 
     def read_metrics(self, job_dir: Path) -> dict[str, float]:
@@ -184,6 +194,23 @@ def _finite(value: Any) -> float | None:
     except OverflowError:  # an int beyond float range
         return None
     return number if math.isfinite(number) else None
+
+
+def _as_written(message: str, space: Space, field: str | None) -> str:
+    """An unknown knob echoed as the TOML gave it (a whole range or list), not the one candidate validated."""
+    if not message.startswith("unknown field (= ") or field not in space.names:
+        return message
+    dim = space.dim(field)
+    if isinstance(dim, Categorical):
+        return f"unknown field (= {toml_value(list(dim.choices))})"
+
+    def number(value: float) -> float | int:
+        return int(value) if float(value).is_integer() else value
+
+    spec: dict[str, Any] = {"low": number(dim.low), "high": number(dim.high)}
+    extras = {"log": dim.log, "dtype": dim.dtype, "grid_points": dim.grid_points}
+    spec |= {key: value for key, value in extras.items() if value not in (False, None, "float")}
+    return f"unknown field (= {toml_value(spec)})"
 
 
 def _nested(flat: Mapping[str, Any]) -> dict[str, Any]:

@@ -148,7 +148,7 @@ def collect_steps(steps: Sequence[ScriptStep], allocation: Job, cancelled_at: fl
         if cancelled_at is not None and code != "0" and job.ended_at >= cancelled_at - _CLOCK_SKEW_S:
             job.status, job.reason = JobStatus.CANCELLED, allocation.reason
         elif (spec.job_dir / STOPPED_FILE).exists():
-            job.status, job.reason = JobStatus.STOPPED, step.stop_reason or f"stopped: {step.stop_after} ended"
+            job.status, job.reason = JobStatus.STOPPED, step.stop_reason or f"{step.stop_after} ended"
         elif code != "0" and limit and job.ended_at - job.started_at >= limit:
             job.status, job.reason = JobStatus.TIMEOUT, f"time limit of {limit:g}s reached"
         elif code != "0":

@@ -58,6 +58,7 @@ class SlurmSystem(System):
     def __init__(self, config: SlurmSystemConfig) -> None:
         self.config = config
         self.name = config.name
+        self.install_path = config.install_path.absolute()
         self.commands = SlurmCommands(config.command_timeout_s)
         self._last_poll = 0.0
         self._accounting: bool | None = None  # None: not tried yet

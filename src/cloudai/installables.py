@@ -1,0 +1,117 @@
+"""What ``cloudai install`` puts under a system's ``install_path`` for the workloads that need more than a binary.
+
+A workload lists its needs with ``Workload.installables(args)``; today the one kind is a ``PythonEnv``: a
+virtual environment managed by uv, holding pinned packages that must not become cloudai's own dependencies
+(NVIDIA's aiconfigurator pulls ~850 MB). Contract:
+
+* ``install`` is idempotent: an environment whose marker file says it holds exactly these packages is left
+  alone. The marker is written last, atomically, so an install cut short (Ctrl-C, a full disk, a registry
+  that went away) is never taken as done: the next ``install`` starts that environment over.
+* Two ``cloudai install`` at once on one ``install_path`` take turns (an ``flock`` on a file beside the
+  environments), so neither sees the other's half-built environment.
+* ``uninstall`` removes the environment; nothing else under ``install_path`` is touched.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from cloudai.atomicfile import atomic_write
+from cloudai.errors import ConfigError, InstallError
+
+MARKER = ".cloudai-installed.json"
+LOCK = ".cloudai-install.lock"
+
+
+@dataclass(frozen=True)
+class PythonEnv:
+    """A uv-managed virtual environment at ``install_path / name`` with ``packages`` (pinned requirements)."""
+
+    name: str
+    packages: tuple[str, ...]
+
+    def path(self, install_path: Path) -> Path:
+        return install_path / self.name
+
+    def python(self, install_path: Path) -> Path:
+        """The environment's interpreter (run workload code with it, never with cloudai's own)."""
+        return self.path(install_path) / "bin" / "python"
+
+    def describe(self) -> str:
+        return f"Python environment '{self.name}' ({', '.join(self.packages)})"
+
+    def _wanted(self) -> dict[str, object]:
+        return {"packages": list(self.packages), "python": f"{sys.version_info.major}.{sys.version_info.minor}"}
+
+    def installed(self, install_path: Path) -> bool:
+        """True only when a finished install of exactly these packages is there."""
+        try:
+            recorded = json.loads((self.path(install_path) / MARKER).read_text())
+        except (OSError, ValueError):
+            return False
+        return recorded == self._wanted() and self.python(install_path).exists()
+
+    def install(self, install_path: Path) -> bool:
+        """Create the environment unless it is installed already; True when this call installed it."""
+        with _locked(install_path):
+            if self.installed(install_path):
+                return False
+            target = self.path(install_path)
+            shutil.rmtree(target, ignore_errors=True)  # a half-finished one, or other packages: start over
+            uv = _uv()
+            _run([uv, "venv", "--quiet", "--python", sys.executable, str(target)], self.name)
+            if self.packages:
+                python = str(self.python(install_path))
+                _run([uv, "pip", "install", "--quiet", "--python", python, *self.packages], self.name)
+            atomic_write(target / MARKER, json.dumps(self._wanted()) + "\n")
+            return True
+
+    def uninstall(self, install_path: Path) -> bool:
+        """Remove the environment; True when there was one."""
+        with _locked(install_path):
+            target = self.path(install_path)
+            if not target.exists():
+                return False
+            shutil.rmtree(target)
+            return True
+
+
+Installable = PythonEnv
+
+
+def _uv() -> str:
+    """The uv that runs cloudai (``uv run`` sets ``UV``), else the one on PATH."""
+    found = os.environ.get("UV") or shutil.which("uv")
+    if not found:
+        raise InstallError("uv is not installed, and cloudai installs Python environments with it: pip install uv")
+    return found
+
+
+def _run(argv: list[str], what: str) -> None:
+    done = subprocess.run(argv, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        tail = " | ".join((done.stderr or done.stdout).strip().splitlines()[-4:])
+        raise InstallError(f"installing {what}: `{' '.join(argv[:3])} ...` exited with {done.returncode}: {tail}")
+
+
+@contextlib.contextmanager
+def _locked(install_path: Path) -> Iterator[None]:
+    try:
+        install_path.mkdir(parents=True, exist_ok=True)
+        lock = open(install_path / LOCK, "a")  # noqa: SIM115 (held for the block)
+    except OSError as exc:
+        raise ConfigError(
+            f"cannot write there: {exc.strerror}", field="install_path", file=install_path, hint="set a writable path"
+        ) from None
+    with lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield

@@ -1,0 +1,105 @@
+"""``cloudai install`` / ``uninstall``: what a scenario's (or a tests dir's) workloads need, put in place or removed.
+
+Each workload says what it needs for given ``cmd_args`` (``Workload.installables``); a swept knob may change that
+(a ``version`` list), so every candidate of every list knob is asked, one at a time, beside the fixed values. The
+installables land under the system's ``install_path`` (see ``cloudai.installables`` for the install contract).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+
+from cloudai.config.test import load_tests
+from cloudai.installables import Installable
+from cloudai.space import Categorical, Space, entry_knobs, parse_space, split_knobs
+from cloudai.workloads import WORKLOADS
+
+Echo = Callable[[str], None]
+
+
+@dataclass
+class Needs:
+    """What to install where, and for which tests (``by``: the tests that need each installable)."""
+
+    install_path: Path
+    by: dict[Installable, list[str]] = field(default_factory=dict)
+    workloads: set[str] = field(default_factory=set)
+
+
+def needs_of_plan(plan: Any) -> Needs:
+    needs = Needs(_install_path(plan.system_config))
+    for checked in plan.checked.values():
+        if not checked.live_rl:
+            _add(needs, checked.entry.workload, checked.space, checked.entry.id)
+    return needs
+
+
+def needs_of_tests(system_config: BaseModel, tests_dir: Path) -> Needs:
+    needs = Needs(_install_path(system_config))
+    for name, (test, path) in load_tests(tests_dir).items():
+        if test.cmd_args.get("live_rl_mode") is True:
+            continue
+        space = parse_space(entry_knobs(test.cmd_args, test.extra_env_vars, 1), file=path)
+        _add(needs, test.test_template_name, space, name)
+    return needs
+
+
+def install_all(needs: Needs, *, dry: bool, echo: Echo) -> None:
+    if not needs.by:
+        echo(_nothing(needs, "install"))
+        return
+    for item, who in needs.by.items():
+        where = f"{item.describe()} at {item.path(needs.install_path)} (for {', '.join(who)})"
+        if item.installed(needs.install_path):
+            echo(f"Already installed: {where}")
+        elif dry:
+            echo(f"Would install: {where}")
+        else:
+            echo(f"Installing: {where} ...")
+            start = time.monotonic()
+            item.install(needs.install_path)
+            echo(f"Installed in {time.monotonic() - start:.1f} s: {item.path(needs.install_path)}")
+
+
+def uninstall_all(needs: Needs, *, echo: Echo) -> None:
+    if not needs.by:
+        echo(_nothing(needs, "uninstall"))
+        return
+    for item in needs.by:
+        removed = item.uninstall(needs.install_path)
+        echo(f"{'Removed' if removed else 'Not installed'}: {item.describe()} at {item.path(needs.install_path)}")
+
+
+def _add(needs: Needs, workload_name: str, space: Space, who: str) -> None:
+    workload = WORKLOADS.get(workload_name)()
+    needs.workloads.add(workload_name)
+    for args in _candidate_args(space):
+        for item in workload.installables(args):
+            users = needs.by.setdefault(item, [])
+            if who not in users:
+                users.append(who)
+
+
+def _candidate_args(space: Space) -> Iterator[dict[str, Any]]:
+    """The fixed cmd_args with each knob's first candidate (a range's low end), then each other list candidate."""
+    first = {dim.name: dim.choices[0] if isinstance(dim, Categorical) else dim.clip(dim.low) for dim in space.dims}
+    yield split_knobs(space.full(first))[0]
+    for dim in space.dims:
+        if isinstance(dim, Categorical):
+            for value in dim.choices[1:]:
+                yield split_knobs(space.full({**first, dim.name: value}))[0]
+
+
+def _nothing(needs: Needs, verb: str) -> str:
+    names = ", ".join(sorted(needs.workloads)) or "none"
+    return f"Nothing to {verb}: these workloads ({names}) need nothing installed by cloudai"
+
+
+def _install_path(system_config: BaseModel) -> Path:
+    return Path(getattr(system_config, "install_path", "./install")).absolute()
