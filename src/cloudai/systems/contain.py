@@ -136,12 +136,15 @@ def sweep(mark: str) -> int:
     """Kill and reap every orphan of this process marked ``mark``, and everything under it. Returns how many."""
     killed: set[int] = set()
     for _ in range(_SWEEP_ROUNDS):
-        found = False
+        found = unsure = False
         for pid in _orphans():
             if pid in killed:
                 _reap(pid)
                 continue
-            if _has_mark(pid, mark):
+            marked = _has_mark(pid, mark)
+            if marked is None:  # mid-exec: its environment cannot be read for a moment; look again
+                unsure = True
+            elif marked:
                 found = True
                 tree = [pid, *_descendants(pid)]
                 for member in tree:
@@ -149,7 +152,9 @@ def sweep(mark: str) -> int:
                         os.kill(member, signal.SIGKILL)
                 killed.update(tree)
                 _reap(pid, block=True)  # its children are re-parented to us once it is gone
-        if not found and not (killed and killed & set(_orphans())):
+        if unsure:
+            time.sleep(0.001)
+        elif not found and not (killed and killed & set(_orphans())):
             break
     return len(killed)
 
@@ -200,11 +205,15 @@ def _descendants(pid: int) -> list[int]:
     return out
 
 
-def _has_mark(pid: int, mark: str) -> bool:
+def _has_mark(pid: int, mark: str) -> bool | None:
+    """Whether ``pid`` carries the job's mark; None while its environment reads empty, which a process in the
+    middle of an ``execve`` shows for an instant (a job's escapee exec'ing ``sleep`` was missed that way)."""
     try:
         environ = _read(f"/proc/{pid}/environ")
     except OSError:
         return False
+    if not environ:
+        return None
     return f"{MARK_VAR}={mark}".encode() in environ.split(b"\0")
 
 
