@@ -43,7 +43,11 @@ def test_cloudai_fio_toml_and_fio_local_scenario_unchanged(tmp_path: Path) -> No
     assert "fio --name=fio-smoke --filename=/tmp/cloudai-fio-test --rw=randwrite --bs=128k --size=80m" in script
     assert script.rstrip().endswith("--group_reporting --thread --output-format=json")
 
-    ran = invoke(run_args(tests, scenario, tmp_path / "run"))
+    written = Path("/tmp/cloudai-fio-test")  # CloudAI's file names it: 80 MiB in the shared /tmp
+    try:
+        ran = invoke(run_args(tests, scenario, tmp_path / "run"))
+    finally:
+        written.unlink(missing_ok=True)  # another user's run of the suite must be able to write it
     assert ran.exit_code == 0, ran.output
     job = json.loads(one("*/Tests.fio/0/job.json", tmp_path / "run").read_text())
     assert job["status"] == "ok"
