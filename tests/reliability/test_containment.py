@@ -88,6 +88,8 @@ def tag() -> Iterator[str]:
 
 @pytest.fixture(params=[True, False], ids=["cgroup", "subreaper"])
 def cgroups(request: pytest.FixtureRequest) -> bool:
+    if request.param and Containment(cgroups=True).cgroup_root is None:
+        pytest.skip("no writable cgroup v2 here (e.g. not root): only the subreaper mechanism can be tested")
     return bool(request.param)
 
 
