@@ -149,6 +149,7 @@ def run(
     """Run a scenario: plain tests as jobs, agent-driven tests through their agent."""
     from cloudai.plan.load import node_needs
     from cloudai.run.dse import RunFiles
+    from cloudai.run.lock import lock_results_dir
     from cloudai.run.rundir import create_run_dir, output_root, write_run_manifest
     from cloudai.run.warm import check_warm_dirs, parse_warm_dirs
 
@@ -164,11 +165,13 @@ def run(
         from cloudai.run.dse import check_resume, warm_start_command
 
         check_resume(plan, resume, warm_start_command(files, resume))
+        lock_results_dir(resume)  # one writer per results dir: a second resume of it is exit 2, naming the pid
     root = output_root(plan, output_dir)
     fresh_root = not root.exists()  # made by this run: removed again when bad input stops it before any result
     run_dir = resume if resume is not None else create_run_dir(root, plan.scenario.name)
     if resume is None:
         write_run_manifest(plan, run_dir)
+        lock_results_dir(run_dir)
     interrupts_end_the_run()
     how = How(files, single_sbatch, resume, warm_dirs, root if fresh_root else None)
     with debug_log(run_dir):

@@ -1,6 +1,5 @@
-"""The map of the program: load -> validate -> route -> run (runner or agent) -> report.
-
-Nothing here prints; ``echo`` is the CLI's. Nothing is written before validation passed.
+"""A run's results dir: created with a unique name, and its ``run.json`` manifest (what ran, for reports and
+``--resume``). Nothing here prints; nothing is written before validation passed.
 """
 
 from __future__ import annotations
