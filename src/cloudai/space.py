@@ -318,6 +318,8 @@ def _parse_range(name: str, spec: Mapping[str, Any]) -> Range:
         raise ValueError(f"low and high must be finite numbers, not {low!r} and {high!r}")
     if low >= high:
         raise ValueError(f"low ({low}) must be less than high ({high})")
+    if not math.isfinite(high - low):  # samplers draw low + u * (high - low)
+        raise ValueError(f"the span high - low of [{low}, {high}] overflows a float; narrow the range")
     dtype = spec.get("dtype", "float")
     if dtype not in ("float", "int"):
         raise ValueError(f"dtype must be 'float' or 'int', not {dtype!r}")

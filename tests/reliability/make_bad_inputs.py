@@ -884,6 +884,23 @@ dse(
     verify=(),
 )
 
+# --- issue 29 item 10: inputs that ended in an internal error after the results dir was written
+case(
+    "extra_cmd_args_unbalanced_quote",
+    OK,
+    ["sleep.toml", "extra_cmd_args", "cannot be split into words", "No closing quotation", "\"--x 'oops\""],
+    tests={"sleep.toml": SLEEP.replace("[cmd_args]", "extra_cmd_args = \"--x 'oops\"\n[cmd_args]")},
+    verify=["tests/sleep.toml"],
+)
+case(
+    "range_span_overflows",
+    SYN_OK,
+    ["syn.toml", "cmd_args.x", "overflows a float", "narrow the range"],
+    tests={"syn.toml": SYN.replace("duration_s = 0\n", "duration_s = 0\nx = { low = -1e308, high = 1e308 }\n")
+           .replace("[cmd_args]", 'agent = "random_search"\nagent_steps = 2\n[cmd_args]')},
+    verify=["tests/syn.toml"],
+)
+
 for old in ROOT.glob("[0-9]*_*"):  # the generated cases; hand-written ones (``hand_*``) stay
     shutil.rmtree(old)
 for i, c in enumerate(CASES, 1):

@@ -63,7 +63,9 @@ def explain(errors: Sequence[Mapping[str, Any]], field: str) -> tuple[str, str |
     if expected and len(expected) == len(errors):
         accepted = " or ".join(expected)
         return f"{shown} is not {accepted}", _shape_hint(value, field, accepted)
-    message = "; ".join(dict.fromkeys(str(err["msg"]) for err in errors if _expected(err) is None))
+    message = "; ".join(
+        dict.fromkeys(str(err["msg"]).removeprefix("Value error, ") for err in errors if _expected(err) is None)
+    )
     return f"{message} (given {shown})", None
 
 

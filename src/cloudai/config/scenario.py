@@ -24,6 +24,7 @@ from cloudai.config.test import (
     WorkloadConfig,
     checked_cmd_args,
     checked_env_vars,
+    checked_extra_cmd_args,
 )
 from cloudai.config.timelimit import parse_time_limit
 from cloudai.config.tomlfile import read_toml, validate
@@ -78,6 +79,7 @@ class ScenarioEntry(AgentFields):
 
     _cmd_args = field_validator("cmd_args")(checked_cmd_args)
     _env = field_validator("extra_env_vars")(checked_env_vars)
+    _extra = field_validator("extra_cmd_args")(checked_extra_cmd_args)
 
 
 class ScenarioConfig(BaseModel):

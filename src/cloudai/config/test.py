@@ -7,6 +7,7 @@ or on a scenario entry; the entry wins. See USER_GUIDE.md for every field.
 from __future__ import annotations
 
 import math
+import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Literal
@@ -99,6 +100,18 @@ def checked_cmd_args(cmd_args: dict[str, Any]) -> dict[str, Any]:
     return cmd_args
 
 
+def checked_extra_cmd_args(extra: dict[str, Any] | str | None) -> dict[str, Any] | str | None:
+    """``extra_cmd_args`` as a string is split into words like a shell would (never run by one): it must split
+    (an unbalanced quote is refused here, not met as a crash once the run began) and hold no NUL."""
+    check_no_nul(extra, "extra_cmd_args")
+    if isinstance(extra, str):
+        try:
+            shlex.split(extra)
+        except ValueError as exc:
+            raise ValueError(f"cannot be split into words: {exc} (an unbalanced quote?)") from None
+    return extra
+
+
 def checked_env_vars(env: dict[str, Any]) -> dict[str, Any]:
     """``extra_env_vars``: names ``[A-Za-z_][A-Za-z0-9_]*``, values without NUL, a value or a list (no range)."""
     check_env(env)
@@ -118,6 +131,7 @@ class WorkloadConfig(AgentFields):
 
     _cmd_args = field_validator("cmd_args")(checked_cmd_args)
     _env = field_validator("extra_env_vars")(checked_env_vars)
+    _extra = field_validator("extra_cmd_args")(checked_extra_cmd_args)
 
 
 @dataclass
