@@ -888,17 +888,44 @@ dse(
 case(
     "extra_cmd_args_unbalanced_quote",
     OK,
-    ["sleep.toml", "extra_cmd_args", "cannot be split into words", "No closing quotation", "\"--x 'oops\""],
-    tests={"sleep.toml": SLEEP.replace("[cmd_args]", "extra_cmd_args = \"--x 'oops\"\n[cmd_args]")},
+    ["sleep.toml", "extra_cmd_args", "cannot be split into words", "No closing quotation", '"--x \'oops"'],
+    tests={"sleep.toml": SLEEP.replace("[cmd_args]", 'extra_cmd_args = "--x \'oops"\n[cmd_args]')},
     verify=["tests/sleep.toml"],
 )
 case(
     "range_span_overflows",
     SYN_OK,
     ["syn.toml", "cmd_args.x", "overflows a float", "narrow the range"],
-    tests={"syn.toml": SYN.replace("duration_s = 0\n", "duration_s = 0\nx = { low = -1e308, high = 1e308 }\n")
-           .replace("[cmd_args]", 'agent = "random_search"\nagent_steps = 2\n[cmd_args]')},
+    tests={
+        "syn.toml": SYN.replace("duration_s = 0\n", "duration_s = 0\nx = { low = -1e308, high = 1e308 }\n").replace(
+            "[cmd_args]", 'agent = "random_search"\nagent_steps = 2\n[cmd_args]'
+        )
+    },
     verify=["tests/syn.toml"],
+)
+
+# --- issue 29 item 11: quietly converted or contradictory, now refused
+OPT = 'agent = "optuna"\nagent_metrics = ["bus_bw"]\n'
+dse(
+    "dse_strict_bool",
+    [IN_TEST, "toml: agent_config.multivariate", '"yes"'],
+    top=OPT + 'agent_config = { multivariate = "yes" }\n',
+)
+dse(
+    "dse_strict_float",
+    [IN_TEST, "toml: agent_config.penalty_reward", '"-5"'],
+    top=OPT + 'agent_config = { penalty_reward = "-5" }\n',
+)
+dse(
+    "dse_min_objective_maximised",
+    [IN_TEST, "agent_reward_function", "'identity' rewards a higher latency_us", 'latency_us = "min"'],
+    top='agent = "optuna"\nagent_objectives = { latency_us = "min" }\nagent_reward_function = "identity"\n',
+)
+dse(
+    "dse_infinite_constraint",
+    ["dse_infinite_constraint.toml: agent_constraints", "1e999", "finite"],
+    top=OPT + 'agent_constraints = { latency_us = "<= 1e999" }\n',
+    verify=["tests/dse_infinite_constraint.toml"],
 )
 
 for old in ROOT.glob("[0-9]*_*"):  # the generated cases; hand-written ones (``hand_*``) stay

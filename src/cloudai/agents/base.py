@@ -48,9 +48,10 @@ from cloudai.recordfiles import SCORED
 
 
 class AgentConfig(BaseModel):
-    """``agent_config`` fields every agent accepts; subclasses add their own."""
+    """``agent_config`` fields every agent accepts; subclasses add their own. Strict: ``multivariate = "yes"`` or
+    ``penalty_reward = "-5"`` is a mistake to report, not a string to convert."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
 
     seed: Seed | None = None  # numpy and Optuna take 0..2**32-1
     max_parallel: int = Field(default=1, ge=1, le=256)

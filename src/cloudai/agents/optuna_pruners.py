@@ -39,7 +39,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 
 class PrunerConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
 
     type: Literal["successive_halving", "hyperband", "median", "percentile"] = "successive_halving"
     poll_s: float = Field(default=0.1, gt=0, le=60)  # how often running trials' progress is read

@@ -61,7 +61,10 @@ def parse_constraint(metric: str, text: str) -> Constraint:
     match = _CONSTRAINT.match(text)
     if match is None:
         raise ValueError(f"constraint {text!r} on '{metric}' is not '<= N', '>= N', '< N' or '> N'")
-    return Constraint(metric, match.group(1), float(match.group(2)))
+    bound = float(match.group(2))
+    if not math.isfinite(bound):
+        raise ValueError(f"constraint {text!r} on '{metric}': the bound must be a finite number")
+    return Constraint(metric, match.group(1), bound)
 
 
 def observed_metrics(

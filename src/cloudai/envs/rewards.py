@@ -34,3 +34,6 @@ def log(value: float) -> float:
 REWARDS: Registry[RewardFn] = Registry("reward function", "cloudai.rewards")
 for _fn in (inverse, negative, identity, log):
     REWARDS.register(_fn.__name__, _fn)
+
+# Whether a reward grows with its metric (maximising it maximises the metric); a plugin's is unknown.
+GROWS_WITH_METRIC: dict[str, bool] = {"identity": True, "log": True, "inverse": False, "negative": False}

@@ -16,7 +16,7 @@ from pydantic import ValidationError
 from cloudai.agents import AGENTS
 from cloudai.config.scenario import RunEntry
 from cloudai.config.tomlfile import problems_from
-from cloudai.envs.rewards import REWARDS
+from cloudai.envs.rewards import GROWS_WITH_METRIC, REWARDS
 from cloudai.errors import ConfigError, Problem, did_you_mean
 from cloudai.plan.env_param_checks import check_env_params
 from cloudai.plan.points import check_enqueue
@@ -75,6 +75,25 @@ def agent_config(entry: RunEntry, agent_cls: type[BaseAgent]) -> AgentConfig:
     return config
 
 
+def _reward_against_objective(entry: RunEntry) -> list[Problem]:
+    """``latency_us = "min"`` with ``identity`` would maximise the latency: a contradiction, refused."""
+    objectives = entry.agent.objectives
+    grows = GROWS_WITH_METRIC.get(entry.agent.reward)
+    if not objectives or grows is None or grows == (objectives[0].direction == "max"):
+        return []
+    first = objectives[0]
+    fitting = "identity or log" if first.direction == "max" else "negative or inverse"
+    return [
+        Problem(
+            str(entry.scenario_file),
+            f"{entry.field_prefix}.agent_reward_function",
+            f"'{entry.agent.reward}' rewards a higher {first.metric}, but agent_objectives says "
+            f"{first.metric} = \"{first.direction}\"",
+            f"use {fitting}, or leave agent_reward_function out (it follows the objective)",
+        )
+    ]
+
+
 def check_agent_entry(entry: RunEntry, space: Space, live: bool) -> list[Problem]:
     problems: list[Problem] = []
     prefix, file = entry.field_prefix, str(entry.scenario_file)
@@ -82,6 +101,7 @@ def check_agent_entry(entry: RunEntry, space: Space, live: bool) -> list[Problem
         REWARDS.get(entry.agent.reward, file=file, field=f"{prefix}.agent_reward_function")
     except ConfigError as exc:
         problems += exc.problems
+    problems += _reward_against_objective(entry)
     try:
         agent_cls = AGENTS.get(entry.agent.name, file=file, field=f"{prefix}.agent")
     except ConfigError as exc:
