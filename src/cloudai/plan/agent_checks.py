@@ -88,7 +88,7 @@ def _reward_against_objective(entry: RunEntry) -> list[Problem]:
             str(entry.scenario_file),
             f"{entry.field_prefix}.agent_reward_function",
             f"'{entry.agent.reward}' rewards a higher {first.metric}, but agent_objectives says "
-            f"{first.metric} = \"{first.direction}\"",
+            f'{first.metric} = "{first.direction}"',
             f"use {fitting}, or leave agent_reward_function out (it follows the objective)",
         )
     ]
