@@ -119,6 +119,7 @@ class Containment:
             self._free.append(cgroup)
             return
         handle.cgroup = cgroup
+        _move_early_children(cgroup, pid)
 
     def end(self, handle: Contained) -> None:
         """Kill and reap whatever is left of the job (call after its process group was killed)."""
@@ -130,6 +131,22 @@ class Containment:
             handle.cgroup = None
         if self.subreaper:
             sweep(handle.mark)
+
+
+def _move_early_children(cgroup: _Cgroup, pid: int) -> None:
+    """Move into the job's cgroup what its first process forked before it was moved (a job that starts with
+    ``env -i setsid sleep &`` forks within a millisecond of its exec, before ``adopt`` runs; such a process carries
+    no mark for the sweep either). Forks after the move inherit the cgroup; a second look catches a fork made while
+    the first was being moved. Usually there is none: one read of the job's children."""
+    moved: set[int] = set()
+    for _ in range(3):
+        early = [child for child in _descendants(pid) if child not in moved]
+        if not early:
+            return
+        for child in early:
+            with contextlib.suppress(OSError):  # it may have exited meanwhile
+                os.write(cgroup.procs, str(child).encode())
+        moved.update(early)
 
 
 def sweep(mark: str) -> int:
