@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 import signal
 import socket
 from pathlib import Path
@@ -171,3 +172,15 @@ def test_serve_rejects_a_plain_scenario_and_a_busy_port(tmp_path: Path) -> None:
         result = cloudai("serve", "--tests-dir", tests, "--test-scenario", scenario, "--port", str(port))
     assert result.returncode == 2 and f"cannot listen on 127.0.0.1:{port}" in result.stderr
     assert not (tmp_path / "results").exists()
+
+
+def test_listening_beyond_loopback_needs_a_token_or_insecure(tmp_path: Path) -> None:
+    """A trial is a real job on this machine: nobody on the network may start one unannounced (issue 29 #12)."""
+    tests, scenario = write_tomls(tmp_path)
+    env = {k: v for k, v in os.environ.items() if k != "CLOUDAI_SERVE_TOKEN"}
+    args = ["serve", "--tests-dir", tests, "--test-scenario", scenario, "--output-dir", tmp_path / "out"]
+    refused = cloudai(*args, "--host", "0.0.0.0", "--port", "0", env=env)
+    assert refused.returncode == 2, refused.stderr
+    assert "--host: serving on 0.0.0.0 (beyond loopback) needs a token" in refused.stderr
+    assert "CLOUDAI_SERVE_TOKEN" in refused.stderr and "--insecure" in refused.stderr
+    assert not (tmp_path / "out").exists()

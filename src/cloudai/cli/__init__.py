@@ -320,6 +320,7 @@ def _needs(system_config: Path | None, tests_dir: Path | None, hook_dir: Path | 
 @click.option("--port", type=click.IntRange(0, 65535), default=8000, show_default=True)
 @click.option("--token-var", default="CLOUDAI_SERVE_TOKEN", show_default=True, help="Env var holding the bearer token.")
 @click.option("--max-sessions", type=click.IntRange(1, 64), default=1, show_default=True, help="WebSocket sessions.")
+@click.option("--insecure", is_flag=True, help="Allow listening beyond loopback without a token (anyone may run trials).")
 @click.option(
     "--session-idle-timeout",
     type=click.FloatRange(min=0, min_open=True, max=366 * 86400),
@@ -338,6 +339,7 @@ def serve(
     port: int,
     token_var: str,
     max_sessions: int,
+    insecure: bool,
     session_idle_timeout: float,
     verbose: bool,
     log_file: Path | None,
@@ -353,7 +355,13 @@ def serve(
     hide_env_var(token_var)  # the trials this server runs never inherit its token
     token = os.environ.get(token_var) or None
     if token is None and host not in ("127.0.0.1", "localhost", "::1"):
-        click.echo(f"warning: serving on {host} without a token; set {token_var} to require one", err=True)
+        if not insecure:  # a trial is a real job on this machine: not for anyone on the network to start
+            raise ConfigError(
+                f"serving on {host} (beyond loopback) needs a token: anyone who reaches it could run trials here",
+                field="--host",
+                hint=f"set {token_var} (clients send it as a bearer token), or pass --insecure to allow it anyway",
+            )
+        click.echo(f"warning: serving on {host} without a token (--insecure): anyone may run trials", err=True)
     sock = bind(host, port)
     loaded = load_env(tests_dir, test_scenario, test_id, system_config=system_config, output_dir=output_dir)
     app = create_app(
