@@ -36,13 +36,17 @@ def write_small(path: Path, data: bytes) -> Path:
     """Create or truncate ``path`` and write ``data`` with one ``open``/``write``/``close``: no Python file object.
 
     Not atomic: for a file written once by the one process that owns it (a job's ``cmd.sh``, its
-    ``job.json``), where a torn file can only come from a crash that also loses the step itself.
+    ``job.json``), where a torn file can only come from a crash that also loses the step itself. A write that
+    fails (a full disk) removes the file: none is better than an empty one that looks written.
     """
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
     try:
         view = memoryview(data)
         while view:
             view = view[os.write(fd, view) :]
+    except OSError:
+        path.unlink(missing_ok=True)
+        raise
     finally:
         os.close(fd)
     return path

@@ -320,7 +320,9 @@ def _needs(system_config: Path | None, tests_dir: Path | None, hook_dir: Path | 
 @click.option("--port", type=click.IntRange(0, 65535), default=8000, show_default=True)
 @click.option("--token-var", default="CLOUDAI_SERVE_TOKEN", show_default=True, help="Env var holding the bearer token.")
 @click.option("--max-sessions", type=click.IntRange(1, 64), default=1, show_default=True, help="WebSocket sessions.")
-@click.option("--insecure", is_flag=True, help="Allow listening beyond loopback without a token (anyone may run trials).")
+@click.option(
+    "--insecure", is_flag=True, help="Allow listening beyond loopback without a token (anyone may run trials)."
+)
 @click.option(
     "--session-idle-timeout",
     type=click.FloatRange(min=0, min_open=True, max=366 * 86400),

@@ -9,7 +9,11 @@ May import everything below it: ``plan``, ``agents``, ``envs``, ``jobs``, ``syst
 ``trajectory``, ``config`` and the leaves. Never ``cli``, ``gym``, ``serve``.
 """
 
-from collections.abc import Callable
+from typing import Protocol
 
-Echo = Callable[[str], None]
-"""Where a stage prints a line for the user (``click.echo`` from the CLI); nothing below ``cli`` prints itself."""
+
+class Echo(Protocol):
+    """Where a stage prints a line for the user (``click.echo`` from the CLI); nothing below ``cli`` prints itself.
+    ``err=True``: an error or warning, for stderr."""
+
+    def __call__(self, message: str, err: bool = False) -> None: ...

@@ -32,6 +32,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from cloudai.atomicfile import atomic_write
 from cloudai.envs.base import BaseGym, Feedback
 from cloudai.errors import ConfigError, Interrupted
 from cloudai.recordfiles import SCORED, TRAJECTORY_FILE
@@ -126,7 +127,6 @@ def _run_iteration(
 ) -> int | None:
     """One iteration; its exit code, or None after a hard failure (``dse_failure.txt`` written)."""
     from cloudai.agents import AGENTS
-    from cloudai.atomicfile import atomic_write
     from cloudai.plan.agent_checks import agent_config, default_steps
     from cloudai.reports.confirm import action_key, winner
     from cloudai.run.best import BEST_FILE, best_text, outcome_lines, regime_notes
@@ -192,13 +192,13 @@ def _run_iteration(
         ) from None
     except Exception as exc:
         in_flight = list(getattr(env, "in_flight", []))
-        echo(f"error: {entry.id} iteration {iteration} failed: {type(exc).__name__}: {exc}")
+        echo(f"error: {entry.id} iteration {iteration} failed: {type(exc).__name__}: {exc}", err=True)
         try:
             env.close()
-            echo(f"  details: {_write_failure(out_dir, checked, env, exc, in_flight, resume_command)}")
+            echo(f"  details: {_write_failure(out_dir, checked, env, exc, in_flight, resume_command)}", err=True)
         except OSError as also:  # e.g. the disk is full: still say how to go on
-            echo(f"  (no {FAILURE_FILE} written: {also})")
-        echo(f"  resume with: {resume_command}")
+            echo(f"  (no {FAILURE_FILE} written: {also})", err=True)
+        echo(f"  resume with: {resume_command}", err=True)
         return None
     env.close()
     if ran < steps:
@@ -340,6 +340,4 @@ def _write_failure(
         "traceback:\n" + "".join(traceback.format_exception(exc))
     )
     out_dir.mkdir(parents=True, exist_ok=True)
-    path = out_dir / FAILURE_FILE
-    path.write_text(text)
-    return path
+    return atomic_write(out_dir / FAILURE_FILE, text)  # a full disk leaves none, never an empty one

@@ -29,10 +29,12 @@ def run_around_hooks(plan: Plan, run_dir: Path, system: System, echo: Echo, swee
     """Pre-test jobs, then ``sweep()`` (the agent-driven run) unless one failed, then post-test jobs; the exit code."""
     failed = _run_hooks(plan, "pre_test", run_dir, system, echo)
     if failed:
-        echo(f"error: pre_test '{plan.scenario.pre_test}' failed, so the agent-driven tests were not started:")
+        echo(
+            f"error: pre_test '{plan.scenario.pre_test}' failed, so the agent-driven tests were not started:", err=True
+        )
         for job in failed:
             reason = f": {job.reason}" if job.reason else ""
-            echo(f"  {job.spec.name}: {job.status}{reason} (see {job.spec.job_dir})")
+            echo(f"  {job.spec.name}: {job.status}{reason} (see {job.spec.job_dir})", err=True)
         return 1
     code = sweep()
     return max(code, 1 if _run_hooks(plan, "post_test", run_dir, system, echo) else 0)
