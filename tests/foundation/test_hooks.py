@@ -58,3 +58,29 @@ def test_hooks_run_before_and_after_on_standalone(tmp_path: Path) -> None:
     assert jobs["pre_test.Tests.1"]["ended_at"] <= min(jobs[t]["started_at"] for t in ("Tests.1", "Tests.2"))
     assert jobs["post_test.Tests.1"]["started_at"] >= max(jobs[t]["ended_at"] for t in ("Tests.1", "Tests.2"))
     assert (run / "pre_test.Tests.1" / "0" / "stdout.txt").read_text().startswith("node_check on ")
+
+
+@pytest.mark.parametrize(
+    ("hook_a", "hook_b", "scenario_ids", "expected"),
+    [
+        ('pre_test = "a"\n', "", ["Tests.1"], "names a hook itself (pre_test = 'a')"),
+        ('post_test = "b"\n', 'pre_test = "a"\n', ["Tests.1"], "names a hook itself (post_test = 'b')"),
+        ("", "", ["pre_test.h"], "entry id 'pre_test.h' is also the id of hook pre_test's entry 'h'"),
+    ],
+    ids=["self", "each-other", "id-collision"],
+)
+def test_hooks_that_cannot_run_are_refused_at_load(
+    tmp_path: Path, hook_a: str, hook_b: str, scenario_ids: list[str], expected: str
+) -> None:
+    """Issue 29 item 8: accepted before, then a real run ran one job and ended with "no job can start"."""
+    (tmp_path / "hook" / "test").mkdir(parents=True)
+    (tmp_path / "hook" / "test" / "nap.toml").write_text('name = "nap"\ntest_template_name = "Sleep"\n')
+    (tmp_path / "hook" / "a.toml").write_text(f'name = "a"\n{hook_a}[[Tests]]\nid = "h"\ntest_name = "nap"\n')
+    (tmp_path / "hook" / "b.toml").write_text(f'name = "b"\n{hook_b}[[Tests]]\nid = "h"\ntest_name = "nap"\n')
+    entries = "".join(f'[[Tests]]\nid = "{i}"\ntest_name = "nap"\n' for i in scenario_ids)
+    (tmp_path / "s.toml").write_text(f'name = "s"\npre_test = "a"\n{entries}')
+    result = cloudai("dry-run", "--tests-dir", tmp_path / "hook" / "test", "--test-scenario", tmp_path / "s.toml",
+                     "--hook-dir", tmp_path / "hook", "--output-dir", tmp_path / "out")  # fmt: skip
+    assert result.returncode == 2, result.stdout
+    assert expected in result.stderr, result.stderr
+    assert not (tmp_path / "out").exists()

@@ -24,7 +24,7 @@ from pathlib import Path
 from cloudai.config.scenario import Dependency, RunEntry, Scenario, load_scenario
 from cloudai.config.test import load_tests
 from cloudai.config.tomlfile import read_toml
-from cloudai.errors import ConfigError, did_you_mean
+from cloudai.errors import ConfigError, Problem, did_you_mean
 
 HOOK_FIELDS = ("pre_test", "post_test")
 
@@ -53,9 +53,37 @@ def hooks_of(scenario: Scenario) -> dict[str, str]:
 
 
 def load_hooks(scenario: Scenario, tests_dir: Path | None, hook_dir: Path | None = None) -> dict[str, Scenario]:
-    """Every hook scenario ``scenario`` names, loaded and merged; unknown ones are a ``ConfigError``."""
+    """Every hook scenario ``scenario`` names, loaded and merged; unknown ones, a hook that names a hook itself
+    (itself, or another hook that names it back: hooks do not nest) and a hook entry whose id would collide with
+    an entry of the scenario are a ``ConfigError``."""
     dirs = hook_dirs(scenario.file, tests_dir, hook_dir)
-    return {field: load_hook(name, field, scenario.file, dirs) for field, name in hooks_of(scenario).items()}
+    hooks = {field: load_hook(name, field, scenario.file, dirs) for field, name in hooks_of(scenario).items()}
+    problems = [
+        Problem(
+            str(hook.file),
+            nested,
+            f"hook scenario '{hook.name}' names a hook itself ({nested} = '{name}')",
+            "hooks do not nest: remove it from the hook scenario",
+        )
+        for hook in hooks.values()
+        for nested, name in hooks_of(hook).items()
+    ]
+    ids = {e.id for e in scenario.entries}
+    problems += [
+        Problem(
+            str(scenario.file),
+            "Tests",
+            f"entry id '{field}.{e.id}' is also the id of hook {field}'s entry "
+            f"'{e.id}' (hook entries are named {field}.<id>)",
+            "rename the scenario's entry",
+        )
+        for field, hook in hooks.items()
+        for e in hook.entries
+        if f"{field}.{e.id}" in ids
+    ]
+    if problems:
+        raise ConfigError(problems=problems)
+    return hooks
 
 
 def load_hook(name: str, field: str, scenario_file: Path, dirs: list[Path]) -> Scenario:
