@@ -219,3 +219,20 @@ def test_interrupted_dse_on_slurm_resumes_without_rerunning(tmp_path: Path, writ
 def _trajectory(root: Path) -> list[dict[str, str]]:
     paths = list(root.glob("out/*/grid/0/trajectory.csv"))
     return list(csv.DictReader(paths[0].open())) if paths else []
+
+
+def test_a_percent_in_the_name_and_a_space_in_the_output_dir(tmp_path: Path) -> None:
+    """Issue 29 item 9: Slurm expands %j, %x ... in output paths (the job's output went elsewhere and it failed
+    "killed by signal 53"); a space split the #SBATCH line (sbatch failed after the results dir was written)."""
+    tests = tmp_path / "tests"
+    tests.mkdir()
+    (tests / "echo.toml").write_text('name = "echo"\ntest_template_name = "BashCmd"\n[cmd_args]\ncmd = "echo hi"\n')
+    scenario = tmp_path / "s.toml"
+    scenario.write_text('name = "100%j_%x"\n[[Tests]]\nid = "t"\ntest_name = "echo"\n')
+    out = tmp_path / "with space"
+    done = cloudai("run", "--system-config", SYSTEM_TOML, "--tests-dir", tests, "--test-scenario", scenario,
+                   "--output-dir", out)  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    (job,) = out.glob("100%j_%x_*/t/0")
+    assert json.loads((job / "job.json").read_text())["status"] == "ok"
+    assert (job / "stdout.txt").read_text() == "hi\n"

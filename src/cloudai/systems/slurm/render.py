@@ -13,6 +13,7 @@ from pathlib import Path
 
 from cloudai.config.slurm import SlurmSystemConfig
 from cloudai.config.timelimit import format_time_limit
+from cloudai.errors import ConfigError
 from cloudai.steps import Run
 from cloudai.systems.base import DEPENDENCY_TYPES, JobSpec
 from cloudai.systems.shell import directive, export_lines, join, quote
@@ -41,6 +42,25 @@ def dependency_expr(kind: str, job_ids: Sequence[str]) -> str | None:
     return ":".join([slurm_type, *job_ids])
 
 
+def slurm_file(path: Path) -> str:
+    """A path for ``--output``/``--error``: Slurm expands ``%j``, ``%x``, ``%N``... in them, ``%%`` is a ``%`` (a
+    scenario named ``100%`` made every job's output vanish into ``100<something>``)."""
+    return str(path).replace("%", "%%")
+
+
+def header_path(path: Path) -> str:
+    """``slurm_file`` for an ``#SBATCH`` line, double-quoted when it holds a space (sbatch splits the line like a
+    shell would); a double quote or backslash cannot be written there and is refused."""
+    text = slurm_file(path)
+    if '"' in text or "\\" in text:
+        raise ConfigError(
+            f"results path {text!r} holds a double quote or backslash, which an #SBATCH line cannot carry",
+            field="--output-dir",
+            hint="use an output directory (and scenario name) without them",
+        )
+    return f'"{text}"' if any(c.isspace() for c in text) else text
+
+
 def time_directive(seconds: float) -> str:
     """``--time`` value; whole seconds rounded up (Slurm itself enforces whole minutes)."""
     return format_time_limit(max(1, math.ceil(seconds)))
@@ -59,7 +79,7 @@ def sbatch_header(
     exclude_nodes: Sequence[str] = (),
 ) -> list[str]:
     """The ``#!`` line and ``#SBATCH`` directives, in a fixed order (each through ``shell.directive``)."""
-    flags = [f"--job-name={job_name}", f"--output={stdout}", f"--error={stderr}"]
+    flags = [f"--job-name={job_name}", f"--output={header_path(stdout)}", f"--error={header_path(stderr)}"]
     flags.append(f"--partition={config.default_partition}")
     flags += placement_flags(config, num_nodes, nodes, exclude_nodes)
     if config.account:
@@ -144,7 +164,7 @@ def step_launcher(spec: JobSpec, config: SlurmSystemConfig) -> Launch:
         if run.name:
             words.append(f"--job-name=cloudai-{run.name}")
         if run.output:
-            words.append(quote(f"--output={job_dir / run.output}"))
+            words.append(quote(f"--output={slurm_file(job_dir / run.output)}"))
         return " ".join([*words, command])
 
     return launch

@@ -26,7 +26,7 @@ from cloudai.systems.base import Job, JobSpec, JobStatus
 from cloudai.systems.shell import export_lines, join, quote
 from cloudai.systems.slurm.container import container_flags
 from cloudai.systems.slurm.placement import placed_count, resolve_nodes
-from cloudai.systems.slurm.render import STDERR, STDOUT, sbatch_header, srun_prefix, time_directive
+from cloudai.systems.slurm.render import STDERR, STDOUT, sbatch_header, slurm_file, srun_prefix, time_directive
 from cloudai.systems.slurm.system import SlurmSystem
 from cloudai.systems.slurm.tasks import with_ntasks
 
@@ -109,7 +109,7 @@ def _step_lines(step: ScriptStep, config: SlurmSystemConfig, index: int) -> list
     named = resolve_nodes(spec.nodes, config)
     flags = [f"-N {len(named) or spec.num_nodes}", f"--job-name={quote(spec.name)}"]
     flags += [f"--nodelist={','.join(named)}"] if named else []
-    flags += [f"--output={quote(str(job_dir / STDOUT))}", f"--error={quote(str(job_dir / STDERR))}"]
+    flags += [f"--output={quote(slurm_file(job_dir / STDOUT))}", f"--error={quote(slurm_file(job_dir / STDERR))}"]
     if spec.time_limit_s:
         flags.append(f"--time={time_directive(spec.time_limit_s)}")
     if step.stop_after:
