@@ -16,6 +16,8 @@ host, its image ignored and named in a comment of the sbatch script).
 
 from __future__ import annotations
 
+import re
+import shlex
 from pathlib import Path
 from typing import Any, Literal
 
@@ -24,6 +26,10 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validat
 from cloudai.config.fields import TimeLimitText, check_env, check_one_line
 from cloudai.config.timelimit import parse_time_limit
 from cloudai.errors import did_you_mean
+
+_NODE_DIST = r"(\*|block|cyclic|arbitrary|plane=[1-9][0-9]*)"
+_CPU_DIST = r"(\*|block|cyclic|fcyclic)"
+DISTRIBUTION = re.compile(rf"{_NODE_DIST}(:{_CPU_DIST}(:{_CPU_DIST})?)?(,(Pack|NoPack))?")
 
 
 class SlurmGroup(BaseModel):
@@ -105,6 +111,29 @@ class SlurmSystemConfig(BaseModel):
             if value is not None:
                 check_one_line(value, field)
         return self
+
+    @field_validator("distribution")
+    @classmethod
+    def _distribution(cls, value: str | None) -> str | None:
+        """Slurm's ``--distribution`` grammar (``block``, ``cyclic:fcyclic``, ``plane=4``, ``*:block,Pack``, ...):
+        the value reaches the srun line, so anything else (``block $(touch x)``) is refused here."""
+        if value is not None and not DISTRIBUTION.fullmatch(value):
+            raise ValueError(
+                f"{value!r} is not a Slurm distribution: <node>[:<socket>[:<core>]][,Pack|,NoPack] with node one of "
+                "*, block, cyclic, arbitrary, plane=N and socket/core one of *, block, cyclic, fcyclic"
+            )
+        return value
+
+    @field_validator("extra_srun_args")
+    @classmethod
+    def _srun_words(cls, value: str | None) -> str | None:
+        """Split into words like a shell would (each is then quoted on the srun line: ``$(...)`` stays literal)."""
+        if value is not None:
+            try:
+                shlex.split(value)
+            except ValueError as exc:
+                raise ValueError(f"cannot be split into words: {exc} (an unbalanced quote?)") from None
+        return value
 
     @field_validator("default_partition")
     @classmethod

@@ -8,6 +8,7 @@ header, exported environment, ``cd`` into the job dir, one ``srun`` of the job's
 from __future__ import annotations
 
 import math
+import shlex
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -106,8 +107,8 @@ def srun_prefix(config: SlurmSystemConfig, extra: Sequence[str] = ()) -> list[st
     if config.distribution:
         words.append(f"--distribution={config.distribution}")
     words += extra
-    if config.extra_srun_args:
-        words.append(config.extra_srun_args)  # verbatim, as CloudAI does: may hold several flags
+    if config.extra_srun_args:  # several flags, as CloudAI appends them, but each word quoted: data, never code
+        words += [quote(word) for word in shlex.split(config.extra_srun_args)]
     return words
 
 
