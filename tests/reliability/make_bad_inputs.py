@@ -928,6 +928,36 @@ dse(
     verify=["tests/dse_infinite_constraint.toml"],
 )
 
+# --- issue 29 item 6: container mounts, images and paths that would smuggle in or break a mount
+for name, mount in [
+    ("mount_with_comma", "/scratch:/scratch,/:/host"),
+    ("mount_relative", "data:/data"),
+    ("mount_empty", ""),
+    ("mount_multiline", "/a:/a\n/b:/b"),
+    ("mount_four_fields", "/a:/a:ro:extra"),
+]:
+    case(
+        name,
+        OK + f"extra_container_mounts = [{json.dumps(mount)}]\n",
+        ["Tests[0].extra_container_mounts", "is not SRC[:DST[:FLAGS]]"],
+        verify=["scenario.toml"],
+    )
+case(
+    "image_with_newline",
+    'name = "s"\n[[Tests]]\nid = "a"\ntest_name = "nccl"\n',
+    ["nccl.toml", "cmd_args.docker_image_url", "newline"],
+    tests={"nccl.toml": 'name = "nccl"\ntest_template_name = "NcclTest"\n[cmd_args]\ndocker_image_url = "img\\nx"\n'},
+    verify=["tests/nccl.toml"],
+)
+case(
+    "slurm_install_path_with_comma",
+    OK,
+    ["system.toml", "install_path", "','"],
+    files={"system.toml": (SLURM + 'install_path = "/opt/a,/:/host"\n' + PART).encode()},
+    args=SYS,
+    verify=["system.toml"],
+)
+
 for old in ROOT.glob("[0-9]*_*"):  # the generated cases; hand-written ones (``hand_*``) stay
     shutil.rmtree(old)
 for i, c in enumerate(CASES, 1):

@@ -84,8 +84,30 @@ def check_no_nul(value: Any, where: str) -> None:
             check_no_nul(item, where)
 
 
+def has_control(text: str) -> bool:
+    """A newline or another control character: it would end a script line or an #SBATCH header."""
+    return _CONTROL.search(text) is not None
+
+
 def check_one_line(value: str, what: str) -> str:
     """``value`` when it holds no newline or other control character (it names a dir or a header line)."""
     if _CONTROL.search(value):
         raise ValueError(f"{what} {shown(value)} holds a newline or control character, which is not allowed")
     return value
+
+
+# A container mount as pyxis takes it: SRC[:DST[:FLAGS]], each path absolute (or starting with a $VAR / ${VAR}
+# the batch shell expands, as CloudAI's ``$PWD/conf/...``), flags letters, = and - (``ro``, ``x-create=dir``).
+_MOUNT_PATH = r"(/|\$[A-Za-z_][A-Za-z0-9_]*|\$\{[A-Za-z_][A-Za-z0-9_]*\})[^:,\s]*"
+MOUNT = re.compile(rf"{_MOUNT_PATH}(:/[^:,\s]*(:[A-Za-z][A-Za-z0-9=+-]*)?)?")
+
+
+def check_mounts(mounts: list[str]) -> list[str]:
+    """``extra_container_mounts``: one mount per entry (a ``,`` would smuggle in another, e.g. ``/:/host``)."""
+    for index, mount in enumerate(mounts):
+        if not MOUNT.fullmatch(mount):
+            raise ValueError(
+                f"mount [{index}] {shown(mount)} is not SRC[:DST[:FLAGS]] with absolute paths (one mount per entry: "
+                "no ',', whitespace or newline; SRC may start with $VAR)"
+            )
+    return mounts

@@ -15,7 +15,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from cloudai.config.fields import NodeCount, StrictPositiveInt, check_one_line
+from cloudai.config.fields import NodeCount, StrictPositiveInt, check_mounts, check_one_line
 from cloudai.config.objectives import Constraint, Objective, default_reward, observed_metrics, parse_constraint
 from cloudai.config.test import (
     CLOUDAI_TEST_ONLY,
@@ -80,6 +80,7 @@ class ScenarioEntry(AgentFields):
     _cmd_args = field_validator("cmd_args")(checked_cmd_args)
     _env = field_validator("extra_env_vars")(checked_env_vars)
     _extra = field_validator("extra_cmd_args")(checked_extra_cmd_args)
+    _mounts = field_validator("extra_container_mounts")(check_mounts)
 
 
 class ScenarioConfig(BaseModel):

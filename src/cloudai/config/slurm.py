@@ -23,7 +23,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
-from cloudai.config.fields import TimeLimitText, check_env, check_one_line
+from cloudai.config.fields import TimeLimitText, check_env, check_one_line, has_control
 from cloudai.config.timelimit import parse_time_limit
 from cloudai.errors import did_you_mean
 
@@ -110,6 +110,10 @@ class SlurmSystemConfig(BaseModel):
         for field, value in fields.items():
             if value is not None:
                 check_one_line(value, field)
+        for field, path in (("install_path", self.install_path), ("output_path", self.output_path)):
+            if "," in str(path) or has_control(str(path)):  # a mount source: a comma would start another mount
+                raise ValueError(f"{field} {str(path)!r} holds a ',' or a control character (it is mounted into "
+                                 "containers as SRC:DST, one per comma)")  # fmt: skip
         return self
 
     @field_validator("distribution")

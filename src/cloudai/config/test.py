@@ -14,7 +14,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from cloudai.config.fields import Seed, StrictPositiveInt, check_env, check_no_nul
+from cloudai.config.fields import Seed, StrictPositiveInt, check_env, check_mounts, check_no_nul
 from cloudai.config.tomlfile import read_toml, validate
 from cloudai.errors import ConfigError, Problem
 
@@ -132,6 +132,7 @@ class WorkloadConfig(AgentFields):
     _cmd_args = field_validator("cmd_args")(checked_cmd_args)
     _env = field_validator("extra_env_vars")(checked_env_vars)
     _extra = field_validator("extra_cmd_args")(checked_extra_cmd_args)
+    _mounts = field_validator("extra_container_mounts")(check_mounts)
 
 
 @dataclass

@@ -115,7 +115,12 @@ class Workload(ABC):
         problems: dict[str, Problem] = {}
         for point in trial_points:
             try:
-                self.args_model.model_validate(_nested({**args, **point}))
+                values = _nested({**args, **point})
+                self.args_model.model_validate(values)
+                wrong = _bad_image(self.container_image(values))
+                if wrong:
+                    field = f"{prefix}.docker_image_url"
+                    problems.setdefault(field, Problem(str(file) if file else None, field, wrong, "give one image"))
             except ValidationError as exc:
                 for p in problems_from(exc, self.args_model, file, knobs=True):
                     field = f"{prefix}.{p.field}" if p.field else prefix
@@ -194,6 +199,13 @@ def _finite(value: Any) -> float | None:
     except OverflowError:  # an int beyond float range
         return None
     return number if math.isfinite(number) else None
+
+
+def _bad_image(image: str | None) -> str | None:
+    """Why a container image cannot reach an srun line as one image (None when it can)."""
+    if image is not None and (not image.strip() or not image.isprintable() or "," in image):
+        return f"container image {shown(image)} is empty or holds a newline, a control character or a ','"
+    return None
 
 
 def _as_written(message: str, space: Space, field: str | None) -> str:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from cloudai.config.fields import shown
 from cloudai.config.slurm import SlurmSystemConfig
+from cloudai.errors import ConfigError
 from cloudai.systems.base import JobSpec
 from cloudai.systems.shell import quote
 
@@ -28,6 +29,12 @@ INSTALL_MOUNT = "/cloudai_install"
 def container_mounts(spec: JobSpec, config: SlurmSystemConfig) -> list[str]:
     """The ``--container-mounts`` entries, in CloudAI's order."""
     job_dir = spec.job_dir.absolute()
+    if "," in str(job_dir):
+        raise ConfigError(
+            f"results path {str(job_dir)!r} holds a ',', which would split the container mounts",
+            field="--output-dir",
+            hint="use an output directory (and scenario name) without a comma",
+        )
     extra = spec.container.mounts if spec.container else ()
     return [
         f"{job_dir}:{RESULTS_MOUNT}",
