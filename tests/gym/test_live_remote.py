@@ -70,7 +70,7 @@ def test_server_at_capacity_is_a_clear_failure(tmp_path: Path) -> None:
         case = LiveCase(tmp_path).write(remote_test(server.url))
         result = case.run()
         assert result.returncode == 1
-        assert f"GymServerError: reset ({server.url}): CAPACITY_REACHED" in result.stdout
+        assert f"GymServerError: reset ({server.url}): CAPACITY_REACHED" in result.stdout + result.stderr
         assert "CAPACITY_REACHED" in (case.trial_dir / "dse_failure.txt").read_text()
         assert holder.step({"batch": 1, "use_cache": True, "ratio": 1.0, "threads": 1})[1] == 1.0  # unaffected
 
@@ -80,7 +80,7 @@ def test_server_killed_mid_run_leaves_the_record_and_a_resume_command(tmp_path: 
         case = LiveCase(tmp_path).write(remote_test(server.url, steps=9))
         result = case.run()
     assert result.returncode == 1
-    assert f"GymServerError: step ({server.url}): the server closed the connection during the step" in result.stdout
+    assert f"GymServerError: step ({server.url}): the server closed the connection during the step" in result.stdout + result.stderr
     assert [int(r["step"]) for r in case.rows()] == [1, 2, 3, 4]  # intact up to the last answered step
     failure = (case.trial_dir / "dse_failure.txt").read_text()
     command = re.search(r"^resume: (.+)$", failure, re.MULTILINE)
@@ -93,7 +93,7 @@ def test_a_step_that_outlives_the_timeout_fails_the_run(tmp_path: Path) -> None:
         case = LiveCase(tmp_path).write(remote_test(server.url, extra='note = "hang"\n').replace("= 10", "= 1"))
         result = case.run()
     assert result.returncode == 1
-    assert f"step ({server.url}): no reply within 1s; the session was closed" in result.stdout
+    assert f"step ({server.url}): no reply within 1s; the session was closed" in result.stdout + result.stderr
     assert "no reply within 1s" in (case.trial_dir / "dse_failure.txt").read_text()
     assert case.rows() == []  # the timed-out step is not recorded
 
@@ -131,7 +131,7 @@ def test_malformed_reply_fails_the_run_with_the_call_named(tmp_path: Path) -> No
         )
         result = case.run()
     assert result.returncode == 1
-    assert f"GymServerError: step ({url}): malformed reply (not a JSON message with a type)" in result.stdout
+    assert f"GymServerError: step ({url}): malformed reply (not a JSON message with a type)" in result.stdout + result.stderr
     assert (case.trial_dir / "dse_failure.txt").is_file()
 
 

@@ -133,7 +133,7 @@ def test_disk_full_stops_with_a_clear_error_and_keeps_rows(tmp_path: Path, small
     result = cloudai(*args, env=env)
     assert result.returncode == 1, (result.stdout, result.stderr)
     assert "No space left on device" in result.stdout + result.stderr
-    assert "resume with: cloudai run" in result.stdout  # the way on, even with nowhere to write it
+    assert "resume with: cloudai run" in result.stdout + result.stderr  # the way on, even with nowhere to write it
     assert "Traceback" not in result.stderr
     (iteration,) = (small_disk / "out").glob("*/t/0")
     rows = _rows(iteration / "trajectory.csv")
