@@ -44,7 +44,8 @@ def test_synthetic_reward_is_the_first_metric(case: Callable[..., Case], agent: 
     c = case(SYNTHETIC.replace("agent_metrics", f'agent = "{agent}"\nagent_steps = 6\nagent_metrics'))
     assert invoke(c.args()).exit_code == 0
     frame = c.trajectory()
-    assert list(frame.step) == list(range(1, 7)) and set(frame.status) <= {"ok", "cached"}
+    assert list(frame.step) == list(range(1, len(frame) + 1)) and set(frame.status) <= {"ok", "cached"}
+    assert (frame.status != "cached").sum() == 6  # agent_steps counts measurements; a cache hit is not one
     measured: dict[str, float] = {}
     for row in frame.to_dict("records"):
         if row["status"] == "cached":  # optuna may ask a point again: the earlier measurement is reused
@@ -120,7 +121,8 @@ def test_other_agents_record_agent_steps(case: Callable[..., Case], agent: str) 
     result = invoke(c.args())
     assert result.exit_code == 0, result.output
     frame = c.trajectory()
-    assert list(frame.step) == list(range(1, 7)) and set(frame.status) <= {"ok", "cached"}
+    assert list(frame.step) == list(range(1, len(frame) + 1)) and set(frame.status) <= {"ok", "cached"}
+    assert (frame.status != "cached").sum() == 6  # agent_steps counts measurements; a cache hit is not one
     assert len(c.job_dirs()) == (frame.status == "ok").sum()
 
 
@@ -308,3 +310,33 @@ def test_a_twin_of_a_running_trial_waits_for_it(case: Callable[..., Case]) -> No
     frame = c.trajectory()
     assert list(frame.status) == ["ok", "ok", "cached", "cached", "cached"]
     assert [p.name for p in c.job_dirs()] == ["1", "2"]
+
+
+SIX_POINTS = (
+    SYNTHETIC.replace("num_channels = [1, 2, 4, 8]", "num_channels = [1, 2, 4]")
+    .replace("{ max_parallel = 1 }", "{ seed = 0 }")
+    .replace("agent_metrics", 'agent = "optuna"\nagent_steps = {steps}\nagent_metrics')
+)
+
+
+def test_agent_steps_counts_measurements_not_cache_hits(case: Callable[..., Case]) -> None:
+    """Optuna over 6 points with agent_steps = 6 measures all 6: its repeats are recorded as cached but do not
+    use up the budget (before: 3 of 6 steps were repeats, 3 distinct configurations measured)."""
+    c = case(SIX_POINTS.replace("{steps}", "6"))
+    result = invoke(c.args())
+    assert result.exit_code == 0, result.output
+    frame = c.trajectory()
+    measured = frame[frame.status != "cached"]
+    assert len(measured) == 6 and measured.action.nunique() == 6
+    assert len(c.job_dirs()) == 6
+    assert "stopped after" not in result.output
+
+
+def test_more_steps_than_points_ends_when_every_point_is_measured(case: Callable[..., Case]) -> None:
+    c = case(SIX_POINTS.replace("{steps}", "10"))
+    result = invoke(c.args())
+    assert result.exit_code == 0, result.output
+    assert "stopped after 6 of 10 step(s) (agent_steps): every one of the space's 6 point(s) is measured" in (
+        result.output
+    )
+    assert c.trajectory().action.nunique() == 6 and len(c.job_dirs()) == 6

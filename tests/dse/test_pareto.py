@@ -57,7 +57,7 @@ def test_run_writes_the_brute_force_front(case: Callable[..., Case], agent: str)
     result = invoke(c.args())
     assert result.exit_code == 0, result.output
     frame = c.trajectory()
-    assert len(frame) == 14
+    assert (frame.status != "cached").sum() == 14
     ok = frame[frame.status == "ok"]
     points = [tuple(json.loads(cell)) for cell in ok.observation]  # observation = [bus_bw, latency_us]
     expected = {int(ok.step.iloc[i]) for i in brute_front(points)}

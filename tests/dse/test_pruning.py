@@ -36,7 +36,7 @@ algo = ["ring", "tree"]
 def check_pruned_run(c: Case, gone: Callable[[dict], bool]) -> pd.DataFrame:
     """Some step was pruned: recorded with its last intermediate value, its job cancelled and gone."""
     frame = c.trajectory()
-    assert len(frame) == 7
+    assert (frame.status != "cached").sum() == 7
     pruned = frame[frame.status == "pruned"]
     assert len(pruned) >= 1, frame[["step", "status", "reward"]]
     for row in pruned.to_dict("records"):

@@ -80,7 +80,10 @@ def test_server_killed_mid_run_leaves_the_record_and_a_resume_command(tmp_path: 
         case = LiveCase(tmp_path).write(remote_test(server.url, steps=9))
         result = case.run()
     assert result.returncode == 1
-    assert f"GymServerError: step ({server.url}): the server closed the connection during the step" in result.stdout + result.stderr
+    assert (
+        f"GymServerError: step ({server.url}): the server closed the connection during the step"
+        in result.stdout + result.stderr
+    )
     assert [int(r["step"]) for r in case.rows()] == [1, 2, 3, 4]  # intact up to the last answered step
     failure = (case.trial_dir / "dse_failure.txt").read_text()
     command = re.search(r"^resume: (.+)$", failure, re.MULTILINE)
@@ -131,7 +134,10 @@ def test_malformed_reply_fails_the_run_with_the_call_named(tmp_path: Path) -> No
         )
         result = case.run()
     assert result.returncode == 1
-    assert f"GymServerError: step ({url}): malformed reply (not a JSON message with a type)" in result.stdout + result.stderr
+    assert (
+        f"GymServerError: step ({url}): malformed reply (not a JSON message with a type)"
+        in result.stdout + result.stderr
+    )
     assert (case.trial_dir / "dse_failure.txt").is_file()
 
 

@@ -30,6 +30,12 @@ runs' steps, marked ``info["warm_start"]``; they inform the agent but never beco
 then the recorded steps (``--resume``), then evaluates ``agent_config.enqueue`` (known-good
 points, in order, minus those already recorded) before asking the agent. When the agent runs
 out before ``max_steps`` it sets ``stop_reason`` (what the run prints).
+
+``max_steps`` counts measurements, not proposals: a step the env answers from its cache (``cached``: the
+point was measured before) is recorded and told like any other, but does not use up the budget, so
+``agent_steps = 6`` over a 6-point space measures 6 distinct points (resume counts the same way). The loop is
+bounded: it stops, saying why, once the env has every point of a finite space decided (``env.exhausted()``) or
+after ``REPEATS_IN_A_ROW`` cached steps in a row (the agent has converged on what it measured).
 """
 
 from __future__ import annotations
@@ -45,6 +51,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from cloudai.config.fields import Seed, TimeLimitText
 from cloudai.envs.base import BaseGym, Feedback, Observation
 from cloudai.recordfiles import SCORED
+
+REPEATS_IN_A_ROW = 20  # cached steps in a row after which the agent is taken to have converged
 
 
 class AgentConfig(BaseModel):
@@ -112,7 +120,8 @@ class BaseAgent(ABC):
         history = self.env.history()
         for feedback in history:
             self._tell(feedback)
-        done_steps = sum(1 for f in history if f.step not in self.uncounted)
+        done_steps = sum(1 for f in history if self._uses_budget(f))
+        repeats = 0  # cached steps in a row
         queue = _pending_enqueued(self.config.enqueue, history)
         parallel = self.config.max_parallel if self.can_ask_ahead and not self.env.live else 1
         parallel = min(parallel, self.env.max_in_flight)
@@ -124,7 +133,7 @@ class BaseAgent(ABC):
             # whatever finished meanwhile (see the module docstring).
             # Live RL: the step after a ``done`` must wait for the reset, so held steps are busy there too.
             busy = len(asked) if self.asks_depend_on_feedback or self.env.live else len(asked) - len(held)
-            while busy < parallel and done_steps + len(asked) < self.max_steps:
+            while busy < parallel and done_steps + len(asked) < self.max_steps and self.stop_reason is None:
                 choice = (self.env.next_step, queue.pop(0)) if queue else self.select_action(observation)
                 if choice is None:
                     break
@@ -141,11 +150,28 @@ class BaseAgent(ABC):
                     held[feedback.step] = feedback
                 continue
             feedback = held.pop(asked.popleft())
-            done_steps += 1
+            counted = self._uses_budget(feedback)
+            done_steps, repeats = done_steps + counted, 0 if counted else repeats + 1
             self._tell(feedback)
+            self._check_exhausted(repeats)
             observation = feedback.observation
             if self.env.live and feedback.done and done_steps < self.max_steps:
                 observation, _ = self.env.reset()
+
+    def _uses_budget(self, feedback: Feedback) -> bool:
+        """Whether a recorded step uses up ``max_steps``: a measurement, not a cache hit or a confirmation re-run."""
+        return feedback.status != "cached" and feedback.step not in self.uncounted
+
+    def _check_exhausted(self, repeats: int) -> None:
+        if self.stop_reason is not None:
+            return
+        if (size := self.env.exhausted()) is not None:
+            self.stop_reason = f"every one of the space's {size} point(s) is measured"
+        elif repeats >= REPEATS_IN_A_ROW:
+            self.stop_reason = (
+                f"the agent proposed {repeats} already measured points in a row (converged; a wider space or "
+                "another sampler would explore more)"
+            )
 
     def _tell(self, feedback: Feedback) -> None:
         if feedback.status in SCORED and (self.best is None or feedback.reward > self.best.reward):

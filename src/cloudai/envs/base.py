@@ -117,6 +117,11 @@ class BaseGym(ABC):
     def env_param_sampler(self) -> EnvParamSampler | None:
         return None
 
+    def exhausted(self) -> int | None:
+        """The size of the action space once every point of it is decided (measured, or refused by a constraint),
+        so that a further step can only repeat one; None while points remain or the space is not finite."""
+        return None
+
     def measure_again(self) -> None:
         """From now on, run every step even when an equal one was measured (confirmation re-runs)."""
 

@@ -53,6 +53,9 @@ if TYPE_CHECKING:
     from cloudai.envs.env_params import EnvParamSampler
 
 
+_DECIDED = frozenset({*SCORED, "constraint"})  # a point with one of these is not worth another step
+
+
 @dataclass(frozen=True)
 class TrialSetup:
     """What one agent-driven (entry, iteration) runs with; built by ``cloudai.run.dse``."""
@@ -118,6 +121,7 @@ class CloudAIGymEnv(BaseGym):
         self._history = [self._replayed(row) for row in self.writer.rows]
         scored = (f for f in self._history if f.status in SCORED)
         self._cache = {cache_key(f.action, f.env_params): self._measured(f) for f in scored}
+        self._decided = {cache_key(f.action, f.env_params) for f in self._history if f.status in _DECIDED}
         self._next = max(self.writer.last_step, _highest_step_dir(setup.out_dir)) + 1
         self._episode = self._history[-1].episode if self._history else 1
         self._pending: dict[int, _Trial] = {}  # in flight, by step
@@ -157,6 +161,11 @@ class CloudAIGymEnv(BaseGym):
 
     def history(self) -> list[Feedback]:
         return list(self._history)
+
+    def exhausted(self) -> int | None:
+        space = self.action_space
+        finite = self.setup.sampler is None and all(isinstance(d, Categorical) for d in space.dims)
+        return space.grid_size if finite and len(self._decided) >= space.grid_size else None
 
     def measure_again(self) -> None:
         """Confirmation re-runs: no cache hits, no sharing with a running twin; every step is a job."""
@@ -317,6 +326,8 @@ class CloudAIGymEnv(BaseGym):
         self._finished[step] = (feedback, time.monotonic() - trial.started)
         if status == "ok":
             self._cache[trial.key] = self._measured(feedback)
+        if status in _DECIDED:
+            self._decided.add(trial.key)
         self._write_ready()
         if self.setup.on_step is not None:
             self.setup.on_step(feedback)

@@ -153,7 +153,7 @@ def _run_iteration(
     env = build_env(plan, checked, run_dir, iteration=iteration, system=system, resume=resume, on_step=on_step)
     history = env.history()
     counts.update(f.status for f in history)
-    progress.done = len(history)
+    progress.done = sum(f.status != "cached" for f in history)
     progress.best = max((f.reward for f in history if f.status in SCORED), default=None)
     if agent_cls.can_ask_ahead and not env.live and config.max_parallel > env.max_in_flight:
         echo(f"note: {entry.id}: max_parallel = {config.max_parallel} is capped at the system's "

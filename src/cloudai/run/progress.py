@@ -60,7 +60,7 @@ class StepProgress:
         return self
 
     def update(self, feedback: Feedback) -> None:
-        self.done += 1
+        self.done += feedback.status != "cached"  # the budget counts measurements (see BaseAgent.run)
         if feedback.status in SCORED and math.isfinite(feedback.reward):
             self.best = feedback.reward if self.best is None else max(self.best, feedback.reward)
         reason = str(feedback.info.get("reason") or "") if feedback.status not in SCORED else ""
