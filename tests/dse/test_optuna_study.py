@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 from tests.dse.conftest import Case, invoke
 
-from cloudai.agents.optuna_storage import JOURNAL_FILE, load_study
+from cloudai.agents.optuna_storage import JOURNAL_FILE, fresh_storage, load_study, study_name
 
 TEST = """name = "x"
 test_template_name = "Synthetic"
@@ -55,3 +55,21 @@ def test_resume_rebuilds_a_missing_study_from_the_trajectory(case: Callable[...,
     assert result.exit_code == 0, result.output
     assert (c.trajectory().status != "cached").sum() == 9  # measurements: resume keeps agent_steps' meaning
     _same_trials(c)
+
+
+def test_a_rebuild_killed_before_its_end_leaves_the_previous_journal_whole(case: Callable[..., Case]) -> None:
+    """Issue 29 item 4: the journal is rebuilt beside the old one and renamed over it once the replay is done; a
+    kill mid-replay (here: the rebuild never published) used to leave 0 of its trials."""
+    import optuna
+
+    c = case(TEST.format(steps=5))
+    assert invoke(c.args()).exit_code == 0
+    before = len(load_study(c.iteration_dir()).trials)
+    assert before == len(c.trajectory())
+    storage, publish = fresh_storage(c.iteration_dir())  # a resume starts its rebuild...
+    study = optuna.create_study(storage=storage, study_name=study_name(c.iteration_dir()), directions=["maximize"])
+    study.add_trial(optuna.trial.create_trial(params={}, distributions={}, value=1.0))  # ...replays one trial, dies
+    assert len(load_study(c.iteration_dir()).trials) == before  # the old journal, whole
+    publish()
+    assert len(load_study(c.iteration_dir()).trials) == 1  # the rebuilt one, in its place
+    assert not list(c.iteration_dir().glob(f"{JOURNAL_FILE}.new"))

@@ -108,6 +108,10 @@ class BaseAgent(ABC):
         """Extra lines ``cloudai list`` prints for this agent (e.g. which samplers are installed)."""
         return []
 
+    def replayed(self) -> None:
+        """Called once the warm-start trials and the recorded history have been told, before the first ask
+        (the optuna agent publishes its rebuilt journal here)."""
+
     def best_notes(self) -> list[str]:
         """Comment lines the agent adds to best.toml (e.g. the bandit's best per env_params regime)."""
         return []
@@ -120,6 +124,7 @@ class BaseAgent(ABC):
         history = self.env.history()
         for feedback in history:
             self._tell(feedback)
+        self.replayed()
         done_steps = sum(1 for f in history if self._uses_budget(f))
         repeats = 0  # cached steps in a row
         queue = _pending_enqueued(self.config.enqueue, history)

@@ -77,8 +77,9 @@ class OptunaAgent(BaseAgent):
         directions: list[Literal["maximize", "minimize"]] = [
             "maximize" if o.direction == "max" else "minimize" for o in self.objectives
         ] or ["maximize"]
+        storage, self._publish_journal = fresh_storage(env.record_dir)
         self.study = optuna.create_study(
-            storage=fresh_storage(env.record_dir),
+            storage=storage,
             study_name=study_name(env.record_dir),
             directions=directions,
             sampler=build_sampler(cfg),
@@ -87,6 +88,9 @@ class OptunaAgent(BaseAgent):
         self._running: dict[int, optuna.Trial] = {}  # step -> asked, not yet told
         if cfg.pruner is not None and not self.objectives:
             env.watch_progress(self._should_prune, cfg.pruner.poll_s)
+
+    def replayed(self) -> None:
+        self._publish_journal()
 
     def _should_prune(self, step: int, new: Sequence[tuple[int, float]]) -> bool:
         """Report ``step``'s new intermediate rewards to its trial; Optuna's pruner decides."""

@@ -6,23 +6,28 @@
                       storage=JournalStorage(JournalFileBackend("<dir>/optuna_journal.log")))
     optuna-dashboard <dir>/optuna_journal.log
 
-trajectory.csv stays the source of truth: each agent start writes the journal anew and replays
-the recorded steps into it (``add_trial``), so a missing, stale or half-written journal after
-``--resume`` is rebuilt. Each trial carries user attrs ``step`` and ``status`` (trajectory.csv's).
-An env without a record dir (tests, dry runs) gets an in-memory study.
+trajectory.csv stays the source of truth: each agent start rebuilds the journal, replaying the recorded
+steps into it (``add_trial``), so a missing, stale or half-written journal after ``--resume`` is rebuilt.
+The rebuild goes to ``optuna_journal.log.new`` and replaces the journal in one ``rename`` once the replay is
+done (``publish``): a kill during the replay leaves the previous journal whole, never an empty one. Each
+trial carries user attrs ``step`` and ``status`` (trajectory.csv's). An env without a record dir (tests, dry
+runs) gets an in-memory study.
 """
 
 from __future__ import annotations
 
 import json
+import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import optuna
-from optuna.storages import BaseStorage, JournalStorage
+from optuna.storages import JournalStorage
 from optuna.storages.journal import JournalFileBackend, JournalFileOpenLock
 
 JOURNAL_FILE = "optuna_journal.log"
+NEW_SUFFIX = ".new"  # the journal being rebuilt, until publish
 
 
 def study_name(record_dir: Path | None) -> str:
@@ -30,16 +35,19 @@ def study_name(record_dir: Path | None) -> str:
     return f"{record_dir.parent.name}/{record_dir.name}" if record_dir is not None else "cloudai"
 
 
-def fresh_storage(record_dir: Path | None) -> BaseStorage | None:
-    """A new, empty journal in ``record_dir`` (an old one is replaced); None means in memory."""
+def fresh_storage(record_dir: Path | None) -> tuple[JournalStorage | None, Callable[[], None]]:
+    """A new, empty journal for ``record_dir``, written beside the old one, and the call that puts it in the old
+    one's place (one ``rename``; later appends go to it); ``(None, no-op)``: in memory."""
     if record_dir is None:
-        return None
+        return None, lambda: None
     record_dir.mkdir(parents=True, exist_ok=True)
     path = record_dir / JOURNAL_FILE
-    path.unlink(missing_ok=True)
+    building = path.with_name(path.name + NEW_SUFFIX)
+    building.unlink(missing_ok=True)
     for stale in record_dir.glob(f"{JOURNAL_FILE}.lock*"):
         stale.unlink(missing_ok=True)
-    return JournalStorage(_UnsyncedJournal(str(path), lock_obj=JournalFileOpenLock(str(path))))
+    backend = _UnsyncedJournal(str(building), lock_obj=JournalFileOpenLock(str(path)))
+    return JournalStorage(backend), backend.publish
 
 
 class _UnsyncedJournal(JournalFileBackend):
@@ -53,6 +61,13 @@ class _UnsyncedJournal(JournalFileBackend):
         text = "\n".join(json.dumps(log, separators=(",", ":")) for log in logs) + "\n"
         with open(self._file_path, "ab") as fh:
             fh.write(text.encode("utf-8"))
+
+    def publish(self) -> None:
+        """Rename the rebuilt journal over the old one (once; later calls do nothing)."""
+        if self._file_path.endswith(NEW_SUFFIX):
+            final = self._file_path.removesuffix(NEW_SUFFIX)
+            os.replace(self._file_path, final)
+            self._file_path = final
 
 
 def load_study(record_dir: Path) -> optuna.Study:
