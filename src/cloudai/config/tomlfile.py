@@ -8,9 +8,9 @@ from typing import Any, TypeVar
 import toml
 from pydantic import BaseModel, ValidationError
 
-from cloudai.config.files import UnsafeFileError, read_regular
 from cloudai.config.messages import explain, toml_value
 from cloudai.errors import ConfigError, Problem, did_you_mean
+from cloudai.readfile import UnsafeFileError, read_regular
 
 MAX_TOML_BYTES = 4 * 1024 * 1024
 M = TypeVar("M", bound=BaseModel)

@@ -12,6 +12,8 @@ import signal
 from collections.abc import Collection, Sequence
 from pathlib import Path
 
+from cloudai.readfile import read_ends
+
 MAX_REASON = 240  # characters: a reason is one line in a table cell
 _TAIL_BYTES = 8192
 _LAUNCHER = ("srun: ", "slurmstepd: ")  # the launcher's echo of the exit code or limit: the reason says it already
@@ -33,13 +35,8 @@ def returncode_text(code: int | None) -> str:
 def last_output_line(job_dir: Path) -> str:
     """The last non-empty line of the job's stderr.txt, else stdout.txt (launcher lines skipped); ``""`` if none."""
     for name in ("stderr.txt", "stdout.txt"):
-        path = job_dir / name
-        try:
-            with path.open("rb") as fh:
-                fh.seek(0, 2)
-                size = fh.tell()
-                fh.seek(max(0, size - _TAIL_BYTES))
-                tail = fh.read().decode("utf-8", errors="replace")
+        try:  # a regular file's last bytes: a job may make its output /dev/zero or a FIFO (refused: no line)
+            tail = read_ends(job_dir / name, 0, _TAIL_BYTES)[0].decode("utf-8", errors="replace")
         except OSError:
             continue
         lines = [line.strip() for line in tail.splitlines() if line.strip() and not line.startswith(_LAUNCHER)]

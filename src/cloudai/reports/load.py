@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from cloudai.errors import ConfigError
+from cloudai.readfile import read_regular
 from cloudai.recordfiles import ENV_FILE, SCORED, TRAJECTORY_FILE
 from cloudai.reports.collector import paused
 from cloudai.reports.confirm import Estimate, confirmed_in
@@ -26,6 +27,7 @@ RUN_MANIFEST = "run.json"
 JOB_RECORD = "job.json"
 FAILURE_FILE = "dse_failure.txt"
 BEST_FILE = "best.toml"  # written when an agent-driven iteration finishes with a best trial
+ABOUT = ("cloudai_version", "command", "host")  # what run.json says of how the run was started
 
 
 @dataclass(frozen=True)
@@ -46,11 +48,20 @@ class Entry:
     log_knobs: tuple[str, ...] = ()
     units: dict[str, str] = field(default_factory=dict)
     regimes: dict[str, RegimeBins] = field(default_factory=dict)  # env param -> its regimes, as the run binned
+    default_means: str = ""  # which metric ``default`` is for this test (fio: read_bw), when the workload says
 
     def label(self, metric: str) -> str:
-        """``bus_bw [GB/s]``: a metric name with its unit when the workload declares one."""
+        """``bus_bw [GB/s]``: a metric name with its unit when the workload declares one (``default = read_bw``)."""
         unit = self.units.get(metric)
-        return f"{metric} [{unit}]" if unit else metric
+        name = f"default = {self.default_means}" if metric == "default" and self.default_means else metric
+        return f"{name} [{unit}]" if unit else name
+
+    @property
+    def reward_unit(self) -> str:
+        """The reward's unit: its metric's when the reward is the metric itself (identity), else ""."""
+        if self.live_rl or self.reward_function != "identity":
+            return ""
+        return self.units.get(self.agent_metrics[0], "")
 
     @property
     def reward_label(self) -> str:
@@ -108,6 +119,7 @@ class RunData:
     entries: list[Entry]
     jobs: list[JobRecord] = field(default_factory=list)
     agent_runs: list[AgentRun] = field(default_factory=list)
+    about: dict[str, str] = field(default_factory=dict)  # run.json's cloudai_version, command, host (when recorded)
 
     def entry(self, test_id: str) -> Entry:
         return next((e for e in self.entries if e.id == test_id), Entry(test_id, test_id))
@@ -137,6 +149,7 @@ def _load(run_dir: Path) -> RunData:
         system=str((manifest or {}).get("system") or ""),
         started_at=_float((manifest or {}).get("started_at")),
         entries=entries,
+        about={k: str(v) for k in ABOUT if isinstance(v := (manifest or {}).get(k), str)},
     )
     for entry in entries:
         for it_dir in _iteration_dirs(run_dir / entry.id):
@@ -182,6 +195,7 @@ def _entries(manifest: dict[str, Any]) -> list[Entry]:
                 log_knobs=tuple(str(k) for k in raw.get("log_knobs") or ()),
                 units={str(k): str(v) for k, v in (raw.get("units") or {}).items()},
                 regimes=_regimes(raw.get("env_param_regimes")),
+                default_means=str(raw.get("default_means") or ""),
             )
         )
     return entries
@@ -230,7 +244,7 @@ def _job_record(test_id: str, iteration: int, job_dir: Path) -> JobRecord:
     metrics = _metrics(record.get("metrics"))
     if (job_dir / "metrics.json").exists():
         with contextlib.suppress(OSError, ValueError):
-            metrics.update(_metrics(json.loads((job_dir / "metrics.json").read_text())))
+            metrics.update(_metrics(json.loads(read_regular(job_dir / "metrics.json", 1 << 20))))  # a job wrote it
     start, end = _float(record.get("started_at")), _float(record.get("ended_at"))
     duration = end - start if start is not None and end is not None else None
     status, reason = str(record.get("status", "unknown")), str(record.get("reason") or "")

@@ -40,11 +40,11 @@ from typing import Annotated, Any, ClassVar
 from pydantic import BaseModel, BeforeValidator, ValidationError
 
 from cloudai.config.fields import shown
-from cloudai.config.files import UnsafeFileError, read_regular
 from cloudai.config.messages import toml_value
 from cloudai.config.tomlfile import problems_from
 from cloudai.errors import Problem, WorkloadError
 from cloudai.installables import Installable
+from cloudai.readfile import UnsafeFileError, read_ends, read_regular
 from cloudai.space import Categorical, Space
 from cloudai.steps import Step
 
@@ -59,6 +59,7 @@ SizeText = Annotated[str, BeforeValidator(_int_as_text)]
 METRICS_FILE = "metrics.json"
 STDOUT_FILE = "stdout.txt"
 MAX_METRICS_BYTES = 1024 * 1024
+STDOUT_HEAD, STDOUT_TAIL = 1 << 20, 8 << 20  # bytes of a job's stdout.txt a parser reads: its header, its results
 
 
 @dataclass(frozen=True)
@@ -84,6 +85,11 @@ class Workload(ABC):
 
     def steps(self, args: Mapping[str, Any], job: JobContext) -> Sequence[Step]:
         return ()
+
+    def default_means(self, cmd_args: Mapping[str, Any]) -> str | None:
+        """Which of ``metrics`` the ``default`` metric is for these (test-level, possibly swept) ``cmd_args``, so
+        results say ``read_bw 3 655 MiB/s`` rather than ``default 3655``; None: not one of them, or not fixed."""
+        return None
 
     def installables(self, args: Mapping[str, Any]) -> Sequence[Installable]:
         """What ``cloudai install`` must put under the system's ``install_path`` first (``cloudai.installables``)."""
@@ -180,12 +186,18 @@ def write_metrics(job_dir: Path, metrics: Mapping[str, float]) -> dict[str, floa
 
 
 def read_stdout(job_dir: Path, tool: str) -> str:
-    """The job's ``stdout.txt``; ``WorkloadError`` naming ``tool`` when it is missing or empty."""
+    """The job's ``stdout.txt``, or its first ``STDOUT_HEAD`` and last ``STDOUT_TAIL`` bytes when it is longer (a
+    tool prints its header first and its results last; what lies between, e.g. gigabytes of ``NCCL_DEBUG=INFO``,
+    is left unread: memory stays bounded). ``WorkloadError`` naming ``tool`` when it is missing, empty or not a
+    regular file (a job may make it ``/dev/zero``): that trial fails with the reason, the sweep goes on."""
     path = job_dir / STDOUT_FILE
     try:
-        text = path.read_text(errors="replace")
+        data, _ = read_ends(path, STDOUT_HEAD, STDOUT_TAIL)
     except FileNotFoundError:
         raise WorkloadError(f"no {STDOUT_FILE} was written: {tool} did not run") from None
+    except OSError as exc:  # UnsafeFileError: not a regular file
+        raise WorkloadError(f"{STDOUT_FILE} refused: {exc}") from None
+    text = data.decode(errors="replace")
     if not text.strip():
         raise WorkloadError(f"{tool} printed nothing ({STDOUT_FILE} is empty); see stderr.txt")
     return text

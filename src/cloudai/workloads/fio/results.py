@@ -30,11 +30,14 @@ from pathlib import Path
 from typing import Any
 
 from cloudai.errors import WorkloadError
+from cloudai.readfile import read_ends, read_regular
 
 OPERATIONS = ("read", "write", "trim")
-VALUES = ("bw", "iops", "latency", "clat_mean", "clat_p99")
+UNITS = {"bw": "MiB/s", "iops": "IOPS", "latency": "us", "clat_mean": "us", "clat_p99": "us"}
+VALUES = tuple(UNITS)
 METRIC_NAMES = ("default", *(f"{op}_{value}" for op in OPERATIONS for value in VALUES))
 STDOUT, STDERR = "stdout.txt", "stderr.txt"
+MAX_JSON_BYTES = 64 << 20  # fio's JSON is ~10 KiB a job: a larger stdout.txt is not fio's report
 P99 = "99.000000"
 
 AGGREGATES: dict[str, Callable[[Sequence[float]], float]] = {
@@ -72,9 +75,11 @@ class Row:
 def read_metrics(job_dir: Path, choice: MetricChoice = MetricChoice()) -> dict[str, float]:
     """The metrics of the fio run whose stdout is ``job_dir/stdout.txt``."""
     try:
-        text = (job_dir / STDOUT).read_text(errors="replace")
+        text = read_regular(job_dir / STDOUT, MAX_JSON_BYTES).decode(errors="replace")
     except FileNotFoundError:
         raise WorkloadError(f"fio wrote no {STDOUT} in {job_dir}") from None
+    except OSError as exc:  # not a regular file (a job may make it /dev/zero), or larger than fio's JSON gets
+        raise WorkloadError(f"{STDOUT} refused: {exc}") from None
     return metrics(parse(text), choice)
 
 
@@ -133,7 +138,7 @@ def error_line(job_dir: Path) -> str | None:
     """fio's own error message (its first ``fio: ...`` line, stderr before stdout), or None."""
     for name in (STDERR, STDOUT):
         try:
-            text = (job_dir / name).read_text(errors="replace")
+            text = read_ends(job_dir / name, 1 << 20, 0)[0].decode(errors="replace")  # fio says why first
         except OSError:
             continue
         for line in text.splitlines():

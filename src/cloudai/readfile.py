@@ -42,6 +42,40 @@ def read_regular(path: Path, limit: int) -> bytes:
         os.close(fd)
 
 
+def read_ends(path: Path, head: int, tail: int) -> tuple[bytes, bool]:
+    """The whole lines within the first ``head`` and the last ``tail`` bytes of the regular file ``path`` (the whole
+    file when it is no larger), and whether anything was left out between them; ``UnsafeFileError`` when it is not
+    a regular file.
+
+    For a job's output, which the job may make gigabytes long (``NCCL_DEBUG=INFO``) or a device: a tool prints
+    its result table last and its header first, so the ends are what a parser needs, in bounded memory."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | getattr(os, "O_NOCTTY", 0))
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise UnsafeFileError(f"not a regular file ({_kind(info.st_mode)})")
+        if info.st_size <= head + tail:
+            return _read_upto(fd, head + tail), False
+        first = _read_upto(fd, head)
+        os.lseek(fd, -tail, os.SEEK_END)
+        last = _read_upto(fd, tail)
+        # whole lines only: a line cut in two could read as something else (a row of numbers, say)
+        return first[: first.rfind(b"\n") + 1] + last[last.find(b"\n") + 1 :], True
+    finally:
+        os.close(fd)
+
+
+def _read_upto(fd: int, limit: int) -> bytes:
+    chunks, size = [], 0
+    while size < limit:
+        chunk = os.read(fd, min(1 << 20, limit - size))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        size += len(chunk)
+    return b"".join(chunks)
+
+
 def _kind(mode: int) -> str:
     for test, name in (
         (stat.S_ISDIR, "a directory"),
