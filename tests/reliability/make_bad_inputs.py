@@ -958,6 +958,58 @@ case(
     verify=["system.toml"],
 )
 
+# --- issue 28 item 6, issue 29 item 7: names that make directories, host lists
+case(
+    "id_300_chars",
+    'name = "s"\n[[Tests]]\nid = "' + "i" * 300 + '"\ntest_name = "sleep"\n',
+    ["scenario.toml", "Tests[0].id", "300 bytes long; at most 200"],
+    verify=["scenario.toml"],
+)
+case(
+    "scenario_name_300_chars",
+    'name = "' + "n" * 300 + '"\n[[Tests]]\nid = "a"\ntest_name = "sleep"\n',
+    ["scenario.toml", "name", "scenario name is 300 bytes long; at most 200"],
+    verify=["scenario.toml"],
+)
+case(
+    "nodes_unclosed_bracket_standalone",
+    OK + 'nodes = ["node[1-"]\n',
+    ["scenario.toml", "Tests[0].nodes", "'node[1-' is not a Slurm host list"],
+    verify=["scenario.toml"],
+)
+case(
+    "nodes_ten_million",
+    OK + 'nodes = ["n[0-9999999]"]\n',
+    ["scenario.toml", "Tests[0].nodes", "names 10000000 nodes; at most 100000"],
+    verify=["scenario.toml"],
+)
+case(
+    "nodes_with_semicolon",
+    OK + 'nodes = ["n1;reboot"]\n',
+    ["scenario.toml", "Tests[0].nodes", "a node name holds only letters, digits"],
+    verify=["scenario.toml"],
+)
+case(
+    "nodes_empty_name",
+    OK + 'exclude_nodes = ["n1,,n2"]\n',
+    ["scenario.toml", "Tests[0].exclude_nodes", "empty node name"],
+    verify=["scenario.toml"],
+)
+case(
+    "node_listed_and_excluded",
+    OK + 'nodes = ["n[1-4]"]\nexclude_nodes = ["n3"]\n',
+    ["scenario.toml", "Tests[0]", "n3 both in nodes and in exclude_nodes"],
+    verify=["scenario.toml"],
+)
+case(
+    "slurm_exclude_nodes_bad_hostlist",
+    OK,
+    ["system.toml", "exclude_nodes", "runs backwards"],
+    files={"system.toml": (SLURM + 'exclude_nodes = ["n[9-1]"]\n' + PART).encode()},
+    args=SYS,
+    verify=["system.toml"],
+)
+
 for old in ROOT.glob("[0-9]*_*"):  # the generated cases; hand-written ones (``hand_*``) stay
     shutil.rmtree(old)
 for i, c in enumerate(CASES, 1):

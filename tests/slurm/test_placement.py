@@ -47,6 +47,18 @@ def test_expand_hostlist() -> None:
         expand_hostlist("n[1-2][3]")
 
 
+def test_a_host_list_is_counted_not_expanded_and_bounded() -> None:
+    """10^7 names are refused from their count alone (expanding them took 1.1 GB and 15-30 s)."""
+    from cloudai.config.hostlist import HostlistError, check_hostlist, count_hosts
+
+    assert count_hosts("n[0-9999999],m[01-10,12]") == 10_000_000 + 11
+    with pytest.raises(HostlistError, match="names 10000000 nodes; at most 100000"):
+        check_hostlist("n[0-9999999]")
+    for bad, why in [("n[a-b]", "not a number or a range"), ("n 1", "only letters"), ("a,,b", "empty node name")]:
+        with pytest.raises(HostlistError, match=why):
+            check_hostlist(bad)
+
+
 def test_resolve_group_specs_names_and_duplicates() -> None:
     config = cluster()
     assert resolve_nodes(["main:g1:2", "n-002", "main:g2:max_avail"], config) == ["n-001", "n-002", "n-004", "n-005"]

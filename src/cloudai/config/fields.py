@@ -96,6 +96,22 @@ def check_one_line(value: str, what: str) -> str:
     return value
 
 
+# A scenario name and an entry id each name a directory (``<name>_<date>_<time>``, ``<id>/<iteration>``); Linux
+# allows 255 bytes per name, less the run dir's 24-byte date suffix and a hook's ``pre_test.`` prefix.
+MAX_DIR_NAME = 200
+
+
+def check_dir_name(value: str, what: str) -> str:
+    """``value`` when it is one line and short enough to name a directory (``MAX_DIR_NAME`` bytes in UTF-8)."""
+    check_one_line(value, what)
+    size = len(value.encode())
+    if size > MAX_DIR_NAME:
+        raise ValueError(
+            f"{what} is {size} bytes long; at most {MAX_DIR_NAME} (it names a results directory): shorten it"
+        )
+    return value
+
+
 # A container mount as pyxis takes it: SRC[:DST[:FLAGS]], each path absolute (or starting with a $VAR / ${VAR}
 # the batch shell expands, as CloudAI's ``$PWD/conf/...``), flags letters, = and - (``ro``, ``x-create=dir``).
 _MOUNT_PATH = r"(/|\$[A-Za-z_][A-Za-z0-9_]*|\$\{[A-Za-z_][A-Za-z0-9_]*\})[^:,\s]*"

@@ -13,9 +13,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from cloudai.config.fields import NodeCount, StrictPositiveInt, check_mounts, check_one_line
+from cloudai.config.fields import NodeCount, StrictPositiveInt, check_dir_name, check_mounts
+from cloudai.config.hostlist import check_hostlists, check_node_specs, listed_and_excluded
 from cloudai.config.objectives import Constraint, Objective, default_reward, observed_metrics, parse_constraint
 from cloudai.config.test import (
     CLOUDAI_TEST_ONLY,
@@ -75,12 +76,21 @@ class ScenarioEntry(AgentFields):
     @field_validator("id")
     @classmethod
     def _one_line_id(cls, value: str) -> str:
-        return check_one_line(value, "id")
+        return check_dir_name(value, "id")
 
     _cmd_args = field_validator("cmd_args")(checked_cmd_args)
     _env = field_validator("extra_env_vars")(checked_env_vars)
     _extra = field_validator("extra_cmd_args")(checked_extra_cmd_args)
     _mounts = field_validator("extra_container_mounts")(check_mounts)
+    _nodes = field_validator("nodes")(check_node_specs)
+    _exclude = field_validator("exclude_nodes")(check_hostlists)
+
+    @model_validator(mode="after")
+    def _not_listed_and_excluded(self) -> ScenarioEntry:
+        both = listed_and_excluded(self.nodes, self.exclude_nodes)
+        if both:
+            raise ValueError(f"node(s) {', '.join(both[:5])} both in nodes and in exclude_nodes: keep one")
+        return self
 
 
 class ScenarioConfig(BaseModel):
@@ -98,7 +108,7 @@ class ScenarioConfig(BaseModel):
     @field_validator("name")
     @classmethod
     def _one_line_name(cls, value: str) -> str:
-        return check_one_line(value, "scenario name")
+        return check_dir_name(value, "scenario name")
 
 
 @dataclass(frozen=True)

@@ -24,6 +24,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from cloudai.config.fields import TimeLimitText, check_env, check_one_line, has_control
+from cloudai.config.hostlist import check_hostlists
 from cloudai.config.timelimit import parse_time_limit
 from cloudai.errors import did_you_mean
 
@@ -40,6 +41,8 @@ class SlurmGroup(BaseModel):
     name: str
     nodes: list[str] = Field(default_factory=list)
 
+    _nodes = field_validator("nodes")(check_hostlists)
+
 
 class SlurmPartition(BaseModel):
     model_config = ConfigDict(extra="forbid")
@@ -47,6 +50,8 @@ class SlurmPartition(BaseModel):
     name: str
     nodes: list[str] = Field(default_factory=list)
     groups: list[SlurmGroup] = Field(default_factory=list)
+
+    _nodes = field_validator("nodes")(check_hostlists)
 
 
 class SlurmSystemConfig(BaseModel):
@@ -84,6 +89,8 @@ class SlurmSystemConfig(BaseModel):
     data_repository: dict[str, Any] | None = None
     reports: dict[str, Any] | None = None
     slurm_api: dict[str, Any] | None = None
+
+    _exclude = field_validator("exclude_nodes")(check_hostlists)
 
     @model_validator(mode="before")
     @classmethod

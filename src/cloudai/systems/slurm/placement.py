@@ -13,13 +13,12 @@ nodes of the group at submission time instead. Pure functions: nothing here asks
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 
+from cloudai.config import hostlist
+from cloudai.config.hostlist import HostlistError
 from cloudai.config.slurm import SlurmSystemConfig
 from cloudai.errors import did_you_mean
-
-_RANGE = re.compile(r"^(\d+)-(\d+)$")
 
 
 class PlacementError(ValueError):
@@ -27,33 +26,11 @@ class PlacementError(ValueError):
 
 
 def expand_hostlist(text: str) -> list[str]:
-    """``"a-[01-03,7],b"`` -> ``["a-01", "a-02", "a-03", "a-7", "b"]`` (zero padding kept).
-
-    Commas inside brackets separate ranges, outside them names. One bracket per name, as CloudAI
-    accepts; anything else is a ``PlacementError``.
-    """
-    names: list[str] = []
-    for part in re.split(r",\s*(?![^\[]*\])", text.strip()):
-        if not part:
-            continue
-        if "[" not in part:
-            names.append(part)
-            continue
-        match = re.fullmatch(r"([^\[\]]*)\[([^\[\]]+)\]([^\[\]]*)", part)
-        if match is None:
-            raise PlacementError(f"'{part}' is not a Slurm host list (e.g. node-[001-004])")
-        head, ranges, tail = match.groups()
-        for item in ranges.split(","):
-            bounds = _RANGE.match(item.strip())
-            if bounds is None:
-                names.append(f"{head}{item.strip()}{tail}")
-                continue
-            low, high = bounds.groups()
-            if int(low) > int(high):
-                raise PlacementError(f"'{part}': range {item} runs backwards")
-            width = len(low)
-            names += [f"{head}{n:0{width}d}{tail}" for n in range(int(low), int(high) + 1)]
-    return names
+    """``config.hostlist.expand_hostlist``, its refusals as ``PlacementError`` (checked at load already)."""
+    try:
+        return hostlist.expand_hostlist(text)
+    except HostlistError as exc:
+        raise PlacementError(str(exc)) from None
 
 
 def _group_nodes(config: SlurmSystemConfig, partition: str, group: str) -> list[str]:
