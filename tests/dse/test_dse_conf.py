@@ -30,9 +30,10 @@ def test_shipped_example_and_its_best_toml(tmp_path: Path, scenario: str, steps:
     assert result.exit_code == 0, result.output
     (iteration,) = (tmp_path / "a").glob("*/synthetic/0")
     frame = pd.read_csv(iteration / "trajectory.csv")
-    assert len(frame) == steps and set(frame.status) <= {"ok", "cached", "constraint"}
+    assert set(frame.status) <= {"ok", "cached", "constraint"}
+    assert len(frame[frame.status != "cached"]) == steps  # agent_steps counts measurements: a cache hit is free
     best = frame[frame.status == "ok"].reward.max()
-    assert f"reward {best:.6g}" in result.output
+    assert f"bus_bw {best:.6g} GB/s (a single measurement)" in result.output  # the metric and its unit
 
     tests = tmp_path / "best_tests"
     tests.mkdir()
@@ -45,6 +46,23 @@ def test_shipped_example_and_its_best_toml(tmp_path: Path, scenario: str, steps:
     assert rerun.exit_code == 0, rerun.output
     (metrics,) = (tmp_path / "b").glob("*/b/0/metrics.json")
     assert json.loads(metrics.read_text())["bus_bw"] == pytest.approx(best)
+
+
+@pytest.mark.slow
+def test_shipped_pruning_example_prunes_through_the_system(tmp_path: Path) -> None:
+    """conf/ has an example of agent_config.pruner: hopeless trials are cancelled while they run."""
+    scenario = SCENARIOS / "dse_pruning.toml"
+    result = invoke(["run", "--tests-dir", str(TESTS), "--test-scenario", str(scenario),
+                     "--output-dir", str(tmp_path)])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    (iteration,) = tmp_path.glob("*/synthetic/0")
+    frame = pd.read_csv(iteration / "trajectory.csv")
+    assert len(frame[frame.status != "cached"]) == 24
+    pruned = frame[frame.status == "pruned"]
+    assert len(pruned) >= 6 and pruned.reason.str.startswith("pruned at progress step ").all()
+    assert (frame.status == "ok").any() and (iteration / "best.toml").exists()
+    at = pruned.reason.str.extract(r"progress step (\d+)")[0].astype(int)
+    assert (at < 10).all()  # cut short: before the trial's last (10th) progress line
 
 
 def _best_name(tests: Path) -> str:

@@ -90,7 +90,7 @@ def test_grid_search_sweeps_the_grid_in_step_order(case: Callable[..., Case]) ->
         assert reward == bus_bw  # identity(bus_bw), the first agent_metric
         assert json.loads(obs) == [bus_bw, -((action["x"] - 2) ** 2) - (action["y"] - 1) ** 2 + 10]
     assert len(c.job_dirs()) == 12
-    assert "best of 12 step(s) is step 12: reward 32" in result.output
+    assert "best of 12 step(s) is step 12: bus_bw 32 (a single measurement)" in result.output
     assert not (c.iteration_dir() / "env.csv").exists()
 
 

@@ -142,15 +142,15 @@ def test_confirm_re_runs_the_top_candidates_as_real_jobs(case: Callable[..., Cas
     assert confirm == ["step,candidate,action", '4,1,"{""x"": 2}"', '5,2,"{""x"": 1}"', '6,1,"{""x"": 2}"',
                        '7,2,"{""x"": 1}"']  # fmt: skip
     assert [int(d.name) for d in c.job_dirs()] == [1, 2, 3, 4, 5, 6, 7]
-    line = 'confirmed best, candidate 1: mean 10 ± 0 (95 % CI, n=2); action {"x": 2}'
+    line = 'candidate 1: confirmed: mean 10 ± 0 (95 % CI, n=2); action {"x": 2}'
     assert (
-        line in result.output
-        and "search: best of 3 step(s) is step 3: reward 10 (a single measurement)" in result.output
+        f"recommended default: {line}" in result.output
+        and "search: best of 3 step(s) is step 3: default 10 (a single measurement)" in result.output
     )
     best = (c.iteration_dir() / "best.toml").read_text()
-    assert best.startswith(f"# Confirmed best: {line.removeprefix('confirmed best, ')}")
+    assert best.startswith(f"# Recommended (best.toml is it): {line}")
     report = (c.run_dir() / "report.html").read_text()
-    assert "Confirmed best: candidate 1: mean 10 ± 0 (95 % CI, n=2)" in report
+    assert "Recommended (best.toml): candidate 1: confirmed: mean 10 ± 0 (95 % CI, n=2)" in report
 
 
 def test_raising_agent_steps_after_confirmation_searches_on(case: Callable[..., Case]) -> None:
@@ -168,7 +168,7 @@ def test_raising_agent_steps_after_confirmation_searches_on(case: Callable[..., 
     }
     search = [s for s in c.trajectory().step if s not in confirm_steps]
     assert len(search) == 4 and {3, 4} <= confirm_steps
-    assert "confirmed best, candidate 1" in result.output
+    assert "recommended default: candidate 1: confirmed" in result.output
 
 
 SYSTEM = 'name = "here"\nscheduler = "standalone"\n[global_env_vars]\nNCCL_ALGO = "{algo}"\n'

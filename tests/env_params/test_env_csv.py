@@ -115,9 +115,9 @@ def test_shipped_bandit_example(tmp_path: Path) -> None:
     assert len(frame) == 36 + 9 and list(env.step) == list(frame.step)  # env_params: 3 candidates re-run 3 times
     confirm = pd.read_csv(iteration / "confirm.csv")
     assert list(confirm.step) == list(range(37, 46)) and sorted(confirm.candidate) == [1, 1, 1, 2, 2, 2, 3, 3, 3]
-    assert "confirmed best, candidate" in result.output and "(95 % CI, n=3)" in result.output
+    assert "recommended bus_bw: candidate" in result.output and " GB/s (95 % CI, n=3)" in result.output
     assert "(a single measurement)" in result.output and "env_params: " in result.output
-    assert "# Confirmed best: candidate" in (iteration / "best.toml").read_text()
+    assert "# Recommended (best.toml is it): candidate" in (iteration / "best.toml").read_text()
     assert list(env.columns) == ["step", "background_load", "jitter"]
     assert env.jitter.between(0.0, 0.3).all() and set(env.background_load) == {0.0, 0.5, 0.9}
     best = (iteration / "best.toml").read_text()

@@ -85,6 +85,11 @@ def test_list_takes_a_kind_and_verbose() -> None:
     assert "PydanticUndefined" not in agents.stdout and "enqueue = []" in agents.stdout
     workloads = cloudai("list", "workloads", "-v")
     assert "Fio" in workloads.stdout and "metrics: " in workloads.stdout and "fio_binary = 'fio'" in workloads.stdout
+    from cloudai.workloads import WORKLOADS
+
+    real = {"Fio", "NcclTest", "UCCTest", "OSUBench"}  # measure real hardware: their best is confirmed by default
+    assert {name for name in WORKLOADS.names() if WORKLOADS.get(name).noisy} == real
+    assert workloads.stdout.count("; noisy (the best is confirmed)") == len(real)
     reports = cloudai("list", "reports")
     assert "report.html" in reports.stdout and "trajectory.csv" in reports.stdout
     systems = cloudai("list", "systems", "-v")

@@ -33,8 +33,12 @@ def test_conf_examples_run_episode_after_episode(tmp_path: Path, name: str, step
     assert all(len(group) == horizon for group in grouped.values())  # done at the horizon ends each episode
     assert {r["status"] for r in rows} == {"ok"}
     best = run_dir / "serving" / "0" / "best.toml"
-    assert "= the live server's reward (a single measurement)." in best.read_text()
-    assert best.read_text().startswith("# Confirmed best: candidate")
+    assert "(reward = the live server's reward; a single measurement)." in best.read_text()
+    assert best.read_text().startswith("# Recommended (best.toml is it): candidate")
+    report = (run_dir / "report.html").read_text()  # the re-runs are drawn as confirmation, not as one more episode
+    shown = report[report.index('data-section="episodes"') :]
+    assert f"The 9 confirmation re-runs (steps {steps + 1}-{steps + 9}) are not an episode" in shown
+    assert f'<td class="num">{steps // horizon + 1}</td>' not in shown.split("</table>")[0]
     if name == "random":  # best.toml runs unchanged: a live episode with the best knobs fixed
         tests = tmp_path / "best_tests"
         tests.mkdir()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from cloudai.reports.confirm import Estimate, estimates, read_confirm, t95, winner, write_confirm
+from cloudai.reports.confirm import Estimate, estimates, read_confirm, t95, verdict_lines, winner, write_confirm
 
 
 def test_mean_and_student_t_interval() -> None:
@@ -22,9 +22,19 @@ def test_failed_repeats_are_counted_not_averaged_and_unrecorded_steps_are_left_o
     assert e.rewards == (5.0, 7.0) and e.failed == 1 and e.steps == (4, 5, 6)
 
 
-def test_winner_is_the_highest_mean_and_none_without_scores() -> None:
+def test_winner_is_the_highest_lower_bound_and_none_without_scores() -> None:
+    """b's mean is higher, but its interval reaches below a's: a is the better bet (issue 28 item 3)."""
     a, b = Estimate(1, {"x": 1}, (5.0, 5.0)), Estimate(2, {"x": 2}, (6.0, 4.0, 9.0))
-    assert winner([a, b]) is b
+    assert winner([a, b]) is a
+    assert verdict_lines([a, b], "GB/s")[0].startswith("candidate 2's mean 6.33333 is higher, but its CI spans ±")
+    c = Estimate(3, {"x": 3}, (7.0, 7.0))  # a higher mean, measured as tightly: the winner, nothing to explain
+    assert winner([a, b, c]) is c and verdict_lines([a, c]) == []
+    assert winner([Estimate(1, {"x": 1}, (5.0,)), Estimate(2, {"x": 2}, (6.0,))]).candidate == 2  # n=1: the mean
+    close = [Estimate(4, {"x": 4}, (5.0, 6.0, 5.5)), Estimate(5, {"x": 5}, (5.2, 5.8, 5.6))]
+    assert verdict_lines(close) == [
+        "not separable from candidate 4 at n=3 (the 95 % intervals overlap): "
+        "raise agent_config.confirm_repeats to tell them apart"
+    ]
     assert winner([Estimate(1, {"x": 1}, (), failed=3)]) is None
     assert t95(1) == 12.706 and t95(500) == 1.96
 

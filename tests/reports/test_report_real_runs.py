@@ -207,7 +207,7 @@ def test_two_real_runs_of_the_same_test_are_compared(real_dse: RealRun, real_int
     assert page.sections["compare-dse"] == "compare-dse"
     assert_pngs(page.images, 1)  # best-so-far curves overlaid
     header, *rows = tables(cmp)["compare-dse"]
-    assert header == ["", f"{real_dse.path.name} #0", f"{real_interrupted.path.name} #0"]
+    assert header == ["value", f"{real_dse.path.name} #0", f"{real_interrupted.path.name} #0"]
     by_name = {r[0]: r[1:] for r in rows}
     bests = [read_csv(r.path / "summary.csv")[0] for r in (real_dse, real_interrupted)]
     assert by_name["best reward"] == [fmt(float(b["best_reward"])) for b in bests]

@@ -78,7 +78,7 @@ def dse_test(agent: str, swept: str, steps: int | None = None) -> str:
         f'agent = "{agent}"',
         *([f"agent_steps = {steps}"] if steps else []),
         'agent_metrics = ["default", "write_iops"]',
-        "agent_config = { seed = 3 }",
+        "agent_config = { seed = 3, confirm = 0 }",  # fio is noisy: these test the sweep, not the confirmation
         "[cmd_args]",
         'metric_operation = "write"',
         "[cmd_args.args]",
@@ -168,19 +168,26 @@ def test_shipped_dse_fio_example_dry_run(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_shipped_dse_fio_example_runs_three_trials(tmp_path: Path) -> None:
+def test_shipped_dse_fio_example_confirms_its_best_by_default(tmp_path: Path) -> None:
     (tmp_path / "s.toml").write_text(
         'name = "s"\n[[Tests]]\nid = "fio"\ntest_name = "dse_fio"\ntime_limit = "00:01:00"\nagent_steps = 3\n'
+        "agent_config = { seed = 7, confirm_repeats = 2 }\n"  # 2 re-runs, not 3: each fio run here is 1.5 s
     )
     ran = invoke(run_args(EXAMPLE_TESTS, tmp_path / "s.toml", tmp_path / "out"))
     assert ran.exit_code == 0, ran.output
     iteration = one("*/fio/0", tmp_path / "out")
     frame = pd.read_csv(iteration / "trajectory.csv")
-    assert len(frame) == 3 and set(frame.status) == {"ok"}
+    # fio is noisy: 3 search steps, then its best (by default 3; here all 3 distinct points) re-run twice each
+    assert len(frame) == 3 + 3 * 2 and set(frame.status) == {"ok"}
+    confirmed = pd.read_csv(iteration / "confirm.csv")
+    assert sorted(confirmed.step) == list(range(4, 10))
     assert all(set(a) == {"args.bs", "args.ioengine", "args.iodepth", "args.numjobs"} for a in actions(frame))
     assert not list(iteration.glob("*/fio-dse.dat*"))  # unlink = 1: no 128 MiB file left per trial
-    best = toml.loads((iteration / "best.toml").read_text())
+    text = (iteration / "best.toml").read_text()
+    assert "# Recommended (best.toml is it): candidate " in text and " MiB/s (95 % CI, n=2)" in text
+    best = toml.loads(text)
     assert best["cmd_args"]["args"]["rw"] == "randread" and isinstance(best["cmd_args"]["args"]["bs"], str)
+    assert "recommended read_bw: candidate " in ran.output and "confirmed: mean " in ran.output
 
 
 def test_a_trial_fio_refuses_is_failed_with_fios_error_line_and_the_sweep_goes_on(tmp_path: Path) -> None:

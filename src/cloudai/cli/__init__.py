@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import os
+import shlex
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -100,6 +101,21 @@ def system_source(system_config: Path | None) -> str:
     return f"--system-config {system_config}"
 
 
+def command_line() -> str:
+    """This command as a user would type it again (``cloudai run --tests-dir ...``), rebuilt from the parsed
+    options rather than ``sys.argv`` (which is the test runner's under click's CliRunner)."""
+    ctx = click.get_current_context()
+    words = ["cloudai", *ctx.command_path.split()[1:]]
+    for param in ctx.command.params:
+        value = ctx.params.get(param.name or "")
+        if value is None or value is False or value == param.default or not isinstance(param, click.Option):
+            continue
+        if ctx.get_parameter_source(param.name or "") is click.core.ParameterSource.ENVIRONMENT:
+            continue  # e.g. $CLOUDAI_SYSTEM_CONFIG: the summary line says it came from there
+        words += [param.opts[-1]] if param.is_flag else [param.opts[-1], str(value)]
+    return shlex.join(words)
+
+
 def _scenario_options(func: Callable[..., Any]) -> Callable[..., Any]:
     path = click.Path(path_type=Path)
     for option in reversed(
@@ -170,7 +186,7 @@ def run(
     fresh_root = not root.exists()  # made by this run: removed again when bad input stops it before any result
     run_dir = resume if resume is not None else create_run_dir(root, plan.scenario.name)
     if resume is None:
-        write_run_manifest(plan, run_dir)
+        write_run_manifest(plan, run_dir, command_line())
         lock_results_dir(run_dir)
     interrupts_end_the_run()
     how = How(files, single_sbatch, resume, warm_dirs, root if fresh_root else None)
@@ -204,7 +220,7 @@ def dry_run(
     plan, system = _prepare(system_config, tests_dir, hook_dir, test_scenario, single_sbatch, verbose, log_file)
     system.preflight(node_needs(plan), live=False)
     run_dir = create_run_dir(output_root(plan, output_dir), plan.scenario.name)
-    write_run_manifest(plan, run_dir)
+    write_run_manifest(plan, run_dir, command_line())
     with debug_log(run_dir):
         say(f"Dry run of scenario '{plan.scenario.name}' on {system.name} (system: {system_source(system_config)})")
         log_plan(plan, sys.argv)

@@ -11,7 +11,7 @@ import json
 import math
 import warnings
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal, TypeGuard
 
@@ -52,11 +52,15 @@ def best_so_far(traj: Trajectory) -> list[float]:
     return out
 
 
-def episode_returns(traj: Trajectory) -> dict[int, tuple[float, int]]:
-    """Episode -> (sum of its rewards, number of steps); failed steps' rewards count, as the agent was paid them."""
+def episode_returns(traj: Trajectory, confirming: Collection[int] = ()) -> dict[int, tuple[float, int]]:
+    """Episode -> (sum of its rewards, number of steps); failed steps' rewards count, as the agent was paid them.
+    ``confirming``: the confirmation re-runs' steps, left out: they replay the best candidates after the search,
+    so as an "episode" they would read as the policy's last episode (a collapse, or a jump, that never happened)."""
     sums: dict[int, float] = defaultdict(float)
     sizes: dict[int, int] = defaultdict(int)
     for s in traj.steps:
+        if s.step in confirming:
+            continue
         sizes[s.episode] += 1
         if not math.isnan(s.reward):
             sums[s.episode] += s.reward

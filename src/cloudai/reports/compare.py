@@ -67,7 +67,7 @@ def _best_side_by_side(members: list[tuple[str, AgentRun]]) -> str:
     ]
     for knob in knobs:
         rows.append([knob, *(None if b is None else _value(b.action.get(knob)) for _, _, b in bests)])
-    return h.table(["", *(label for label, _, _ in bests)], rows)
+    return h.table(["value", *(label for label, _, _ in bests)], rows)
 
 
 def _value(value: object) -> object:

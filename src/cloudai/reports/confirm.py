@@ -6,7 +6,12 @@ are each run again ``confirm_repeats`` times, as ordinary steps after the search
 ``trajectory.csv``; ``confirm.csv`` (``step,candidate,action``) marks those steps. The estimate of
 a candidate uses its confirmation steps only (the search picked it for a high value, so its search
 samples are biased upward): mean and a Student-t 95 % confidence interval over the scored repeats;
-a failed repeat counts in ``failed``, not in the mean. The winner is the highest mean.
+a failed repeat counts in ``failed``, not in the mean.
+
+The winner (the run's one recommendation: terminal, best.toml and report) is the candidate with the highest
+lower 95 % bound (mean - CI): a higher mean whose interval spans 60 is not a better bet than a slightly lower
+mean measured to ±1. With one repeat each (no interval) it is the highest mean. ``verdict_lines`` says why, and
+says when the winner cannot be told apart from the runner-up at this n.
 
 ``cloudai.run`` (terminal, best.toml) and the report both call ``estimates`` on the same files,
 so all three say the same thing. Reads files only; writing is ``write_confirm``.
@@ -61,11 +66,21 @@ class Estimate:
             return math.nan
         return t95(self.n - 1) * stdev(self.rewards) / math.sqrt(self.n)
 
-    def text(self) -> str:
-        ci = "n/a" if math.isnan(self.ci95) else f"{self.ci95:.4g}"
+    @property
+    def low(self) -> float:
+        """The lower end of the 95 % interval (-inf without one): what the recommendation ranks by."""
+        return self.mean - self.ci95 if math.isfinite(self.ci95) else -math.inf
+
+    def value(self, unit: str = "") -> str:
+        """``confirmed: mean 55.7 ± 1.2 GB/s (95 % CI, n=3)``, or why there is no mean."""
+        if not self.rewards:
+            return f"confirmed: no scored repeat ({self.failed} failed)"
+        ci = "" if math.isnan(self.ci95) else f" ± {self.ci95:.4g}"
         failed = f", {self.failed} failed" if self.failed else ""
-        mean = "no scored repeat" if not self.rewards else f"mean {self.mean:.6g} ± {ci} (95 % CI, n={self.n}{failed})"
-        return f"candidate {self.candidate}: {mean}; action {json.dumps(self.action, sort_keys=True)}"
+        return f"confirmed: mean {self.mean:.6g}{ci}{' ' + unit if unit else ''} (95 % CI, n={self.n}{failed})"
+
+    def text(self, unit: str = "") -> str:
+        return f"candidate {self.candidate}: {self.value(unit)}; action {json.dumps(self.action, sort_keys=True)}"
 
 
 def t95(dof: int) -> float:
@@ -122,11 +137,34 @@ def estimates(
     ]
 
 
+def _rank(e: Estimate) -> tuple[float, float, int]:
+    return e.low, e.mean, -e.candidate
+
+
 def winner(found: Sequence[Estimate]) -> Estimate | None:
-    """The candidate with the highest mean (then the narrower interval, then the lower candidate number)."""
-    scored = [e for e in found if e.rewards]
-    width = lambda e: e.ci95 if math.isfinite(e.ci95) else math.inf  # noqa: E731
-    return max(scored, key=lambda e: (e.mean, -width(e), -e.candidate), default=None)
+    """The recommendation: the highest lower 95 % bound (then the higher mean, then the lower candidate number)."""
+    return max((e for e in found if e.rewards), key=_rank, default=None)
+
+
+def verdict_lines(found: Sequence[Estimate], unit: str = "") -> list[str]:
+    """Why the winner is recommended over a candidate with a higher mean, and whether the runner-up is separable."""
+    top = winner(found)
+    if top is None:
+        return []
+    lines = []
+    others = sorted((e for e in found if e.rewards and e is not top), key=_rank, reverse=True)
+    for e in (e for e in others if e.mean > top.mean):
+        spread = f"its CI spans ±{e.ci95:.4g}" if math.isfinite(e.ci95) else f"it has n={e.n}, no CI"
+        lines.append(
+            f"candidate {e.candidate}'s mean {e.mean:.6g} is higher, but {spread}: at worst {e.low:.4g} against "
+            f"{top.low:.4g} for candidate {top.candidate}"
+        )
+    if others and math.isfinite(top.ci95) and others[0].mean + others[0].ci95 >= top.low:
+        lines.append(
+            f"not separable from candidate {others[0].candidate} at n={top.n} (the 95 % intervals overlap): "
+            "raise agent_config.confirm_repeats to tell them apart"
+        )
+    return lines
 
 
 def confirmed_in(traj: Trajectory, directory: Path) -> list[Estimate]:

@@ -57,6 +57,11 @@ def para(text: str) -> str:
     return f"<p>{escape(text)}</p>"
 
 
+def link(href: str, text: str) -> str:
+    """A relative link (to a file beside the page, e.g. ``t/0/best.toml``)."""
+    return f'<a href="{escape(href)}">{escape(text)}</a>'
+
+
 def pre(text: str) -> str:
     return f"<pre>{escape(text)}</pre>"
 
@@ -71,10 +76,14 @@ def fmt(value: object) -> str:
 
 
 def table(
-    header: Sequence[str], rows: Iterable[Sequence[object]], status_col: int | None = None, tail: Sequence[str] = ()
+    header: Sequence[str],
+    rows: Iterable[Sequence[object]],
+    status_col: int | None = None,
+    tail: Sequence[str] = (),
+    tail_header: str = "chart",
 ) -> str:
-    """``tail``: one trusted HTML cell per row (e.g. ``bars``) appended after the escaped ones."""
-    head = "".join(f"<th>{escape(h)}</th>" for h in (*header, *([""] if tail else [])))
+    """``tail``: one trusted HTML cell per row (e.g. ``bars``) after the escaped ones, under ``tail_header``."""
+    head = "".join(f"<th>{escape(h)}</th>" for h in (*header, *([tail_header] if tail else [])))
     body = []
     for n, row in enumerate(rows):
         cells = []
@@ -113,5 +122,5 @@ def bar_table(header: Sequence[str], items: Iterable[tuple[str, float]]) -> str:
         f'<td class="barcell"><div class="bar" style="width:{max(0.0, value) / top * 100:.1f}%"></div></td></tr>'
         for name, value in items
     ]
-    head = "".join(f"<th>{escape(h)}</th>" for h in (*header, ""))
+    head = "".join(f"<th>{escape(h)}</th>" for h in (*header, "chart"))
     return f"<table>\n<thead><tr>{head}</tr></thead>\n<tbody>\n" + "\n".join(rows) + "\n</tbody>\n</table>"

@@ -34,10 +34,11 @@ STATUS_STYLE = {
 
 LEFT, RIGHT, TOP = 0.75, 0.2, 0.35  # margins in inches: y tick labels and label, right edge, title
 DPI = 90
+PAGE_WIDTH = 12.4  # inches: at DPI, the page's 1150 px less its padding, so a full-width plot is drawn 1:1
 
 
 def _figure(
-    width: float = 8.0, height: float = 3.6, nrows: int = 1, ncols: int = 1, bottom: float = 0.6, count: int = 0
+    width: float = PAGE_WIDTH, height: float = 3.6, nrows: int = 1, ncols: int = 1, bottom: float = 0.6, count: int = 0
 ) -> tuple[Figure, list[Axes]]:
     """A figure with margins fixed in inches (``bottom``: room for x tick labels and label) rather than a
     layout engine: constrained layout draws every figure twice and was ~40% of the report's time.

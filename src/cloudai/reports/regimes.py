@@ -49,8 +49,17 @@ class Regimes:
     guessed: list[str] = field(default_factory=list)  # params binned from observed values (no RegimeBins recorded)
 
 
-def regimes(traj: Trajectory, best: Step | None = None, bins: Mapping[str, RegimeBins] | None = None) -> Regimes | None:
+def regimes(
+    traj: Trajectory,
+    best: Step | None = None,
+    bins: Mapping[str, RegimeBins] | None = None,
+    *,
+    alternative: bool = True,
+) -> Regimes | None:
     """Per env param, group scored steps by regime; None without a scored step or without env data.
+
+    ``alternative``: name the most robust other configuration in the verdict. Off after a confirmation, whose
+    winner is the run's one recommendation: the verdict is then a caveat on it, not a second recommendation.
 
     ``best``: the configuration to judge (the confirmed winner's step); default the highest-reward step.
     ``bins``: each param's regimes as the run recorded them (``Entry.regimes``); a param without falls back
@@ -88,7 +97,8 @@ def regimes(traj: Trajectory, best: Step | None = None, bins: Mapping[str, Regim
     common = set.intersection(*(set(w) for w in worst_per_param))
     worst_of = {k: min(w[k] for w in worst_per_param) for k in common}
     guessed = [p for p in traj.env_params if p not in bins]
-    return Regimes(rows, *_verdict(rows, empty, best, _robust(traj, worst_of)), empty=empty, guessed=guessed)
+    robust = _robust(traj, worst_of) if alternative else None
+    return Regimes(rows, *_verdict(rows, empty, best, robust), empty=empty, guessed=guessed)
 
 
 def _groups(traj: Trajectory, param: str, bins: RegimeBins | None) -> dict[str, dict[str, list[float]]]:

@@ -13,12 +13,14 @@ from __future__ import annotations
 import json
 import math
 from datetime import UTC, datetime
+from urllib.parse import quote
 
 from cloudai.reports import analysis, confirm, plots, plots_knobs, regimes, thin
 from cloudai.reports import html as h
 from cloudai.reports import measure_sections as ms
-from cloudai.reports.load import AgentRun, Entry, RunData
-from cloudai.reports.trajectory import Step, Trajectory
+from cloudai.reports.baseline import versus_first
+from cloudai.reports.load import BEST_FILE, AgentRun, Entry, RunData
+from cloudai.reports.trajectory import Trajectory
 from cloudai.space import REGIME_BINS
 
 
@@ -33,10 +35,19 @@ def run_page(run: RunData) -> str:
 
 
 def _overview(run: RunData) -> str:
+    """What ran, where, when and how: enough to tell two reports apart and to run it again."""
     when = datetime.fromtimestamp(run.started_at, UTC).strftime("%Y-%m-%d %H:%M:%S UTC") if run.started_at else "—"
-    rows = [("scenario", run.scenario), ("system", run.system or "—"), ("started", when), ("results", str(run.path))]
-    rows.append(("tests", ", ".join(f"{e.id} ({e.test_name})" for e in run.entries) or "—"))
-    return h.section("overview", "Overview", [h.table(["", ""], rows)])
+    rows = [
+        ("scenario", run.scenario),
+        ("system", run.system or "—"),
+        ("host", run.about.get("host", "—")),
+        ("started", when),
+        ("command", run.about.get("command", "—")),
+        ("cloudai version", run.about.get("cloudai_version", "—")),
+        ("results", str(run.path)),
+        ("tests", ", ".join(f"{e.id} ({e.test_name})" for e in run.entries) or "—"),
+    ]
+    return h.section("overview", "Overview", [h.table(["item", "value"], rows)])
 
 
 def _jobs(run: RunData) -> str:
@@ -68,7 +79,7 @@ def agent_section(run: RunData, ar: AgentRun) -> str:
     if thinned := thin.envelope_note(max(by_status.values())):
         parts.append(h.note(thinned))
     best = traj.best()
-    parts += _confirmed(ar, base)
+    parts += _confirmed(ar, entry, base)
     if best is not None:
         action = json.dumps(best.action, sort_keys=True)
         measured = ", ".join(
@@ -76,6 +87,10 @@ def agent_section(run: RunData, ar: AgentRun) -> str:
         )
         single = f"{entry.reward_label} = {h.fmt(best.reward)} at step {best.step} (a single measurement; {measured})"
         parts.append(h.para(f"Best {'search step' if ar.confirmed else 'step'}: {single}, action {action}."))
+        parts += _baseline(traj, entry, ar)
+    if ar.finished:
+        href = "/".join(quote(p) for p in (ar.test_id, str(ar.iteration), BEST_FILE))
+        parts.append(f"<p>The recommended configuration as a test TOML, ready to run: {h.link(href, href)}</p>")
     reward_img = h.img(plots.reward_curve(traj, entry.reward_label), entry.reward_label)
     parts.append(h.section(f"{base}--reward", f"Reward per step ({entry.reward_label})", [reward_img], 3))
     if not entry.live_rl or entry.agent_metrics != ("default",):
@@ -94,13 +109,37 @@ def agent_section(run: RunData, ar: AgentRun) -> str:
     parts.append(ms.time_section(traj, base))
     parts.append(ms.trials_section(ar, base))
     if traj.env_params:
-        parts.append(_regimes(traj, entry, base, confirm.headline_step(traj, ar.confirmed)))
+        parts.append(_regimes(traj, entry, base, ar.confirmed))
     if entry.live_rl or traj.episodes > 1:
-        returns = analysis.episode_returns(traj)
+        confirming = {step for e in ar.confirmed for step in e.steps}
+        returns = analysis.episode_returns(traj, confirming)
         table = h.table(["episode", "return", "steps"], [(ep, ret, n) for ep, (ret, n) in returns.items()])
         img = h.img(plots.episode_returns(returns), "episode returns")
-        parts.append(h.section(f"{base}--episodes", "Episode returns", [img, table], 3))
+        shown = [img, table]
+        if confirming:
+            shown.append(
+                h.note(
+                    f"The {len(confirming)} confirmation re-runs (steps {min(confirming)}-{max(confirming)}) are not"
+                    " an episode of the policy: they are under Confirmed candidates."
+                )
+            )
+        parts.append(h.section(f"{base}--episodes", "Episode returns", shown, 3))
     return h.section(base, title, parts, data="agent")
+
+
+def _baseline(traj: Trajectory, entry: Entry, ar: AgentRun) -> list[str]:
+    """The recommendation (or the best step) against the first trial, as the terminal says it."""
+    top, best = confirm.winner(ar.confirmed), traj.best()
+    first = min(traj.scored(), key=lambda s: s.step, default=None)
+    if first is None or best is None or first.key == confirm.action_key(top.action if top else best.action):
+        return []  # the baseline is the answer
+    value = top.mean if top is not None else best.reward
+    versus = versus_first(value, (first.step, first.action, first.reward), ar.confirmed, entry.reward_unit)
+    return (
+        [h.para(f"Against the baseline: {'the recommendation' if top else 'the best step'} is {versus}.")]
+        if versus
+        else []
+    )
 
 
 def _importance(traj: Trajectory, base: str) -> str:
@@ -122,21 +161,23 @@ def _basis(imp: analysis.Importance) -> str:
     return f"the {imp.trials} distinct ok trials"
 
 
-def _confirmed(ar: AgentRun, base: str) -> list[str]:
-    """The confirmed winner (the estimate to rely on) and every re-run candidate, as the terminal says it."""
+def _confirmed(ar: AgentRun, entry: Entry, base: str) -> list[str]:
+    """The recommendation (the confirmed winner, with why) and every re-run candidate, as the terminal says it."""
     top = confirm.winner(ar.confirmed)
     if top is None:
         return []
+    why = [h.note(f"Why: {line}.") for line in confirm.verdict_lines(ar.confirmed, entry.reward_unit)]
     header = ["candidate", "mean reward", "± 95 % CI", "n", "failed", "action"]
     rows = [[e.candidate, e.mean, e.ci95, e.n, e.failed, json.dumps(e.action, sort_keys=True)] for e in ar.confirmed]
     title = "Confirmed candidates (re-run after the search; steps listed in confirm.csv)"
     table = h.section(f"{base}--confirm", title, [h.table(header, rows)], 3)
-    return [h.para(f"Confirmed best: {top.text()}."), table]
+    return [h.para(f"Recommended (best.toml): {top.text(entry.reward_unit)}."), *why, table]
 
 
-def _regimes(traj: Trajectory, entry: Entry, base: str, best: Step | None = None) -> str:
+def _regimes(traj: Trajectory, entry: Entry, base: str, confirmed: list[confirm.Estimate]) -> str:
     title = "Best configuration across environment regimes"
-    reg = regimes.regimes(traj, best, entry.regimes)
+    best = confirm.headline_step(traj, confirmed)
+    reg = regimes.regimes(traj, best, entry.regimes, alternative=not confirmed)
     if reg is None:
         return h.section(f"{base}--regimes", title, [h.note("No scored trial to place in a regime.")], 3)
     header = ["env param", "regime", "best mean", "best min", "best n", "all configs mean", "configs", "share better"]

@@ -112,9 +112,10 @@ def print_summary(run_dir: Path, console: Console | None = None, *, rendering: i
         status = ", ".join(f"{_style(s)}{n} {s}[/]" for s, n in sorted(counts.items())) or "no results"
         best = _best(agent_runs)
         confirmed = [(w, ar) for ar in agent_runs if (w := winner(ar.confirmed)) is not None]
-        top = max(confirmed, key=lambda c: c[0].mean, default=None)
+        top = max(confirmed, key=lambda c: (c[0].low, c[0].mean), default=None)
         if top is not None:
-            notes.append(f"Best of {entry.id} (confirmed, iteration {top[1].iteration}): {top[0].text()}")
+            text = top[0].text(entry.reward_unit)
+            notes.append(f"Recommended for {entry.id} (iteration {top[1].iteration}, best.toml): {text}")
         elif best is not None:
             notes.append(f"Best of {entry.id}: {json.dumps(best.action, sort_keys=True)}")
         if any(ar.status == "incomplete" for ar in agent_runs):

@@ -25,7 +25,8 @@ from typing import TYPE_CHECKING, Any
 import toml
 
 from cloudai.recordfiles import ENV_FILE, SCORED, TRAJECTORY_FILE
-from cloudai.reports.confirm import Estimate, winner
+from cloudai.reports.baseline import versus_first
+from cloudai.reports.confirm import Estimate, action_key, verdict_lines, winner
 from cloudai.space import NUM_NODES, split_knobs
 
 if TYPE_CHECKING:
@@ -76,10 +77,13 @@ def best_text(
     live = bool(entry.cmd_args.get("live_rl_mode"))
     reward = "the live server's reward" if live else f"{entry.agent.reward}({entry.agent.metrics[0]})"
     title = "Best trial" if kind == "best" else "Pareto-optimal trial"
+    if confirmed and kind == "best":
+        title = "The recommendation's best search step"
+    name, unit = measured_as(entry)
     lines = [
-        *_confirmed_lines(confirmed),
+        *_confirmed_lines(confirmed, unit),
         f"# {title} of '{entry.id}' over {recorded} recorded step(s): step {best.step} ({best.status}),",
-        f"# reward {best.reward:.6g} = {reward} (a single measurement).",
+        f"# {name} {best.reward:.6g}{' ' + unit if unit else ''} (reward = {reward}; a single measurement).",
         "# Metrics: " + ", ".join(f"{k}={_num(v)}" for k, v in metrics.items()),
         f"# Action: {', '.join(f'{k}={v!r}' for k, v in best.action.items())}",
     ]
@@ -94,36 +98,67 @@ def best_text(
     return "\n".join(lines) + "\n\n" + toml.dumps(test)
 
 
-def _confirmed_lines(confirmed: Sequence[Estimate]) -> list[str]:
+def measured_as(entry: RunEntry) -> tuple[str, str]:
+    """How a reward reads to a user: ``("bus_bw", "GB/s")`` when the reward is the metric itself (identity), else
+    ``("reward", "")`` (an inverse or a live server's reward has no unit of its own)."""
+    from cloudai.workloads import default_means, units_of
+
+    metric = entry.agent.metrics[0]
+    if entry.agent.reward != "identity" or entry.cmd_args.get("live_rl_mode"):
+        return "reward", ""
+    name = (default_means(entry.workload, entry.cmd_args) if metric == "default" else None) or metric
+    return name, units_of(entry.workload, entry.cmd_args).get(metric, "")
+
+
+def _confirmed_lines(confirmed: Sequence[Estimate], unit: str) -> list[str]:
     top = winner(confirmed)
     if top is None:
         return []
-    lines = [f"# Confirmed best: {top.text()}", "# Every confirmed candidate (re-run after the search):"]
-    return lines + [f"#   {e.text()}" for e in confirmed]
+    lines = [f"# Recommended (best.toml is it): {top.text(unit)}"]
+    lines += [f"#   why: {line}" for line in verdict_lines(confirmed, unit)]
+    lines.append("# Every confirmed candidate (re-run after the search):")
+    return lines + [f"#   {e.text(unit)}" for e in confirmed]
 
 
 def outcome_lines(
-    label: str, single: Feedback, searched: int, confirmed: Sequence[Estimate], out_dir: Path
+    label: str,
+    entry: RunEntry,
+    single: Feedback,
+    first: Feedback,
+    searched: int,
+    confirmed: Sequence[Estimate],
+    out_dir: Path,
 ) -> list[str]:
-    """What the terminal says at the end of an iteration: the estimate to rely on first, then the search's
-    best single measurement, then (env_params) the report's trap/robust verdict on the best configuration."""
-    best = f"best of {searched} step(s) is step {single.step}: reward {single.reward:.6g} (a single measurement)"
+    """What the terminal says at the end of an iteration: one recommendation (the confirmed winner, with why),
+    then the search's best single measurement, each against the first trial (``first``: the baseline), then
+    (env_params) what the regimes say of the recommendation."""
+    name, unit = measured_as(entry)
+    value = f"{name} {single.reward:.6g}{' ' + unit if unit else ''}"
+    best = f"best of {searched} step(s) is step {single.step}: {value} (a single measurement)"
     top = winner(confirmed)
     if top is None:
         lines = [f"{label}: {best}", f"  action {json.dumps(single.action)}"]
+        same = action_key(first.action) == action_key(single.action)
+        versus = "" if same else versus_first(single.reward, (first.step, first.action, first.reward), (), unit)
     else:
-        lines = [f"{label}: confirmed best, {top.text()}"]
-        lines += [f"  {e.text()}" for e in confirmed if e is not top]
+        lines = [f"{label}: recommended {name}: {top.text(unit)}"]
+        lines += [f"  why: {line}" for line in verdict_lines(confirmed, unit)]
+        lines += [f"  {e.text(unit)}" for e in confirmed if e is not top]
         lines.append(f"  search: {best}, action {json.dumps(single.action)}")
-    verdict = regime_verdict(out_dir)
+        same = action_key(first.action) == action_key(top.action)
+        versus = "" if same else versus_first(top.mean, (first.step, first.action, first.reward), confirmed, unit)
+    if versus:
+        lines.append(f"  against the baseline: {versus}")
+    verdict = regime_verdict(out_dir, confirmed=top is not None)
     if verdict:
         lines.append(f"  env_params: {verdict}")
     return lines
 
 
-def regime_verdict(out_dir: Path) -> str | None:
+def regime_verdict(out_dir: Path, *, confirmed: bool = False) -> str | None:
     """The report's trap/robust verdict for this iteration (None without env_params): the same files, the same
-    functions as ``cloudai generate-report``, so the terminal and the report agree."""
+    functions as ``cloudai generate-report``, so the terminal and the report agree. ``confirmed``: the verdict is
+    a caveat on the recommendation (its re-runs already weighed the regimes), naming no other configuration."""
     from cloudai.reports.confirm import confirmed_in, headline_step
     from cloudai.reports.load import entry_of
     from cloudai.reports.regimes import regimes
@@ -134,7 +169,8 @@ def regime_verdict(out_dir: Path) -> str | None:
         return None
     traj = read_trajectory(path)
     read_env(out_dir / ENV_FILE, traj)
-    found = regimes(traj, headline_step(traj, confirmed_in(traj, out_dir)), entry_of(out_dir).regimes)
+    estimates = confirmed_in(traj, out_dir)
+    found = regimes(traj, headline_step(traj, estimates), entry_of(out_dir).regimes, alternative=not estimates)
     return None if found is None else found.verdict
 
 

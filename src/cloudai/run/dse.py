@@ -210,6 +210,7 @@ def _run_iteration(
         echo(f"{entry.id}/{iteration}: no trial succeeded in {recorded} step(s); see {out_dir / 'trajectory.csv'}")
         return 1
     single, top = best, winner(confirmed)
+    first = min((f for f in search if f.status in SCORED), key=lambda f: f.step)  # the baseline
     if top is not None:  # the TOML of the confirmed winner, from its best search step (its env_params)
         best = max((f for f in search if action_key(f.action) == action_key(top.action) and f.status in SCORED),
                    key=lambda f: f.reward)  # fmt: skip
@@ -217,7 +218,7 @@ def _run_iteration(
     notes = [*regimes, *agent.best_notes()]
     text = best_text(entry, checked.space, best, recorded, notes, confirmed=confirmed)
     path = atomic_write(out_dir / BEST_FILE, text)
-    for line in outcome_lines(f"{entry.id}/{iteration}", single, searched, confirmed, out_dir):
+    for line in outcome_lines(f"{entry.id}/{iteration}", entry, single, first, searched, confirmed, out_dir):
         echo(line)
     echo(f"  test TOML: {path}")
     for line in regimes:

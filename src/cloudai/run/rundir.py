@@ -11,6 +11,9 @@ if TYPE_CHECKING:
     from cloudai.plan.route import CheckedEntry
 
 import json
+import shlex
+import socket
+import sys
 import time
 from datetime import datetime
 from pathlib import Path
@@ -42,16 +45,6 @@ def create_run_dir(root: Path, scenario_name: str) -> Path:
         ) from None
 
 
-def _units(workload: str) -> dict[str, str]:
-    """The workload's declared metric units ({} for a plugin that declares none or is unknown)."""
-    from cloudai.workloads import WORKLOADS
-
-    try:
-        return dict(getattr(WORKLOADS.get(workload), "units", {}))
-    except Exception:  # an unknown workload (live RL has none): no units
-        return {}
-
-
 def _regimes(checked: CheckedEntry) -> dict[str, object]:
     """Each env param's regimes (``space.RegimeBins``), so the report bins as best.toml and the terminal do."""
     from cloudai.envs.env_params import sampler_for
@@ -60,8 +53,11 @@ def _regimes(checked: CheckedEntry) -> dict[str, object]:
     return {name: bins.to_json() for name, bins in sampler.bins().items()} if sampler else {}
 
 
-def write_run_manifest(plan: Plan, run_dir: Path) -> None:
-    """``run.json``: what ran, so reports and ``--resume`` need not re-read the TOML."""
+def write_run_manifest(plan: Plan, run_dir: Path, command: str = "") -> None:
+    """``run.json``: what ran, so reports and ``--resume`` need not re-read the TOML; ``command``: how it was
+    started (default: this process's argv)."""
+    from cloudai.workloads import default_means, units_of
+
     entries = [
         {
             "id": c.entry.id,
@@ -76,14 +72,20 @@ def write_run_manifest(plan: Plan, run_dir: Path) -> None:
             "objectives": {o.metric: o.direction for o in c.entry.agent.objectives},
             "constraints": [k.text for k in c.entry.agent.constraints],
             "log_knobs": [d.name for d in c.space.dims if getattr(d, "log", False)],
-            "units": _units(c.entry.workload),
+            "units": units_of(c.entry.workload, c.entry.cmd_args),
+            "default_means": default_means(c.entry.workload, c.entry.cmd_args),
             "env_params": sorted(c.entry.agent.env_params or {}),
             "env_param_regimes": _regimes(c),
         }
         for c in plan.checked.values()
     ]
+    from cloudai import __version__
+
     manifest = {
         "scenario": plan.scenario.name,
+        "cloudai_version": __version__,
+        "command": command or shlex.join(sys.argv),
+        "host": socket.gethostname(),
         "fingerprints": {c.entry.id: entry_fingerprint(c.entry, plan.system_config) for c in plan.checked.values()},
         "scenario_file": str(plan.scenario.file),
         "started_at": time.time(),

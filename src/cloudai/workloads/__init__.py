@@ -8,7 +8,8 @@ are the Slurm system's), an agent or an env.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from cloudai.registry import Registry
 
@@ -30,3 +31,25 @@ WORKLOADS: Registry[type[Workload]] = Registry(
 )
 
 __all__ = ["WORKLOADS"]
+
+
+def units_of(workload: str, cmd_args: Mapping[str, Any] | None = None) -> dict[str, str]:
+    """The workload's declared metric units ({} for a plugin that declares none, or an unknown workload); with
+    ``cmd_args``, ``default`` gets the unit of the metric it means (``Workload.default_means``)."""
+    try:
+        cls = WORKLOADS.get(workload)
+    except Exception:  # an unknown workload (live RL has none): no units
+        return {}
+    units = dict(getattr(cls, "units", {}))
+    means = cls().default_means(cmd_args) if cmd_args is not None and "default" not in units else None
+    if means in units:
+        units["default"] = units[means]
+    return units
+
+
+def default_means(workload: str, cmd_args: Mapping[str, Any]) -> str | None:
+    """What ``default`` means for this test (``Workload.default_means``); None when unknown."""
+    try:
+        return WORKLOADS.get(workload)().default_means(cmd_args)
+    except Exception:  # an unknown workload, or one that cannot be built without its environment
+        return None

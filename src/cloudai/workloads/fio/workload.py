@@ -59,6 +59,14 @@ class Fio(Workload):
     args_model = FioArgs
     produces_metrics = True
     metrics = results.METRIC_NAMES
+    noisy = True  # the same job measured 2 543, 3 051 and 4 122 MiB/s in three runs here
+    units = {f"{op}_{value}": unit for op in results.OPERATIONS for value, unit in results.UNITS.items()}
+
+    def default_means(self, cmd_args: Mapping[str, Any]) -> str | None:
+        """``read_bw`` for ``metric_operation = "read"`` (CloudAI's default name: ``bw``); None for ``all``/``first``
+        or a swept field (no one metric)."""
+        operation, name = cmd_args.get("metric_operation", "all"), cmd_args.get("metric_name", "bw")
+        return f"{operation}_{name}" if operation in results.OPERATIONS and name in results.UNITS else None
 
     def __init__(self) -> None:
         # The metric_* fields of each job this instance built, by job dir: read_metrics gets only the dir.

@@ -90,6 +90,8 @@ class NcclTest(Workload):
     args_model = NcclTestArgs
     produces_metrics = True
     metrics = ("default", "latency-in-place", "latency-out-of-place", "busbw", "algbw")
+    noisy = True  # real hardware: confirm the best by default
+    units = {"default": "us", "latency-in-place": "us", "latency-out-of-place": "us", "busbw": "GB/s", "algbw": "GB/s"}
 
     def argv(self, args: Mapping[str, Any], job: JobContext) -> list[str]:
         model = NcclTestArgs.model_validate(args)

@@ -68,6 +68,8 @@ class OSUBench(Workload):
     args_model = OSUBenchArgs
     produces_metrics = True
     metrics = ("default", "avg_lat", "min_lat", "max_lat", "mb_sec", "messages_sec")
+    noisy = True  # real hardware: confirm the best by default
+    units = {"avg_lat": "us", "min_lat": "us", "max_lat": "us", "mb_sec": "MB/s", "messages_sec": "messages/s"}
 
     def argv(self, args: Mapping[str, Any], job: JobContext) -> list[str]:
         model = OSUBenchArgs.model_validate(args)

@@ -58,6 +58,12 @@ class UCCTest(Workload):
     args_model = UCCTestArgs
     produces_metrics = True
     metrics = ("default", "time-avg", "time-min", "time-max", "bw-avg", "bw-max", "bw-min")
+    noisy = True  # real hardware: confirm the best by default
+    units = {
+        "default": "us",
+        **{f"time-{s}": "us" for s in ("avg", "min", "max")},
+        **{f"bw-{s}": "GB/s" for s in ("avg", "min", "max")},
+    }
 
     def argv(self, args: Mapping[str, Any], job: JobContext) -> list[str]:
         model = UCCTestArgs.model_validate(args)

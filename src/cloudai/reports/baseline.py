@@ -1,0 +1,31 @@
+"""The result against a baseline: a number alone ("55.7 GB/s") says little; "1.6x the first trial" says what the
+search bought. The baseline is the first scored search step's configuration (the point a user would have run
+without a search: the test's first value of every list, the grid's corner, the sampler's first draw), at its
+confirmed mean when it was re-run, else its single measurement (said so). Rewards are maximised, so a ratio
+above 1 is better; a ratio needs both values positive, otherwise the difference is given.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from cloudai.reports.confirm import Estimate, action_key
+
+
+def versus_first(
+    value: float, first: tuple[int, Mapping[str, Any], float], confirmed: Sequence[Estimate], unit: str = ""
+) -> str:
+    """``1.62x the first trial's configuration (step 1: 34.2 GB/s, a single measurement)``; "" when not finite.
+
+    ``first``: the first scored search step's (step, action, reward)."""
+    step, action, reward = first
+    same = next((e for e in confirmed if e.rewards and action_key(e.action) == action_key(action)), None)
+    base, how = (same.mean, "its confirmed mean") if same else (reward, "a single measurement")
+    if not (math.isfinite(value) and math.isfinite(base)):
+        return ""
+    shown = f"step {step}: {base:.4g}{' ' + unit if unit else ''}, {how}"
+    if value > 0 and base > 0:
+        return f"{value / base:.3g}x the first trial's configuration ({shown})"
+    return f"{value - base:+.4g} over the first trial's configuration ({shown})"
