@@ -9,6 +9,7 @@ than the limit means "too large", whatever ``st_size`` claimed.
 
 from __future__ import annotations
 
+import io
 import os
 import stat
 from pathlib import Path
@@ -40,6 +41,17 @@ def read_regular(path: Path, limit: int) -> bytes:
         return b"".join(chunks)
     finally:
         os.close(fd)
+
+
+def open_text(path: Path) -> io.TextIOWrapper:
+    """``path`` opened for reading as UTF-8 text (undecodable bytes replaced, newlines kept for ``csv``), when it
+    is a regular file; ``UnsafeFileError`` otherwise. For files read a line at a time (memory stays bounded)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | getattr(os, "O_NOCTTY", 0))
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        raise UnsafeFileError(f"not a regular file ({_kind(mode)})")
+    return open(fd, newline="", encoding="utf-8", errors="replace")
 
 
 def read_ends(path: Path, head: int, tail: int) -> tuple[bytes, bool]:

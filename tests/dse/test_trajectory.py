@@ -80,7 +80,7 @@ def test_damage_in_the_middle_is_an_error(tmp_path: Path) -> None:
     lines = (tmp_path / "trajectory.csv").read_text().splitlines()
     lines[2] = "garbage"
     (tmp_path / "trajectory.csv").write_text("\n".join(lines) + "\n")
-    with pytest.raises(ConfigError, match="row 3"):
+    with pytest.raises(ConfigError, match="line 3"):
         read_trajectory(tmp_path)
 
 

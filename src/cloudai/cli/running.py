@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from cloudai.cli.logs import say
 from cloudai.errors import ConfigError
+from cloudai.readfile import read_ends
 
 if TYPE_CHECKING:
     from cloudai.plan.load import Plan
@@ -72,7 +73,15 @@ def _has_results(run_dir: Path) -> bool:
     """Whether anything ran into ``run_dir``: a job record or a recorded step."""
     if any(run_dir.rglob("job.json")):
         return True
-    return any(len(path.read_bytes().splitlines()) > 1 for path in run_dir.rglob("trajectory.csv"))  # beyond a header
+    return any(_has_rows(path) for path in run_dir.rglob("trajectory.csv"))
+
+
+def _has_rows(path: Path) -> bool:
+    """A line beyond the header in the file's first 64 KiB (a job may leave a trajectory.csv of its own: a device)."""
+    try:
+        return len(read_ends(path, 1 << 16, 0)[0].splitlines()) > 1
+    except OSError:
+        return False
 
 
 def _report(run_dir: Path) -> None:

@@ -27,6 +27,7 @@ RUN_MANIFEST = "run.json"
 JOB_RECORD = "job.json"
 FAILURE_FILE = "dse_failure.txt"
 BEST_FILE = "best.toml"  # written when an agent-driven iteration finishes with a best trial
+MAX_JSON = 16 << 20  # run.json, job.json, metrics.json: a larger one (or a device) is not one cloudai wrote
 ABOUT = ("cloudai_version", "command", "host")  # what run.json says of how the run was started
 
 
@@ -166,7 +167,7 @@ def _read_manifest(run_dir: Path) -> dict[str, Any] | None:
     if not path.exists():
         return None
     try:
-        data = json.loads(path.read_text())
+        data = json.loads(read_regular(path, MAX_JSON))
     except (OSError, ValueError) as exc:
         raise ConfigError(f"unreadable run manifest: {exc}", file=path) from None
     if not isinstance(data, dict) or not isinstance(data.get("entries", []), list):
@@ -238,13 +239,13 @@ def _iteration_dirs(test_dir: Path) -> list[Path]:
 
 def _job_record(test_id: str, iteration: int, job_dir: Path) -> JobRecord:
     try:
-        record = json.loads((job_dir / JOB_RECORD).read_text())
+        record = json.loads(read_regular(job_dir / JOB_RECORD, MAX_JSON))
     except (OSError, ValueError):
         record = {"status": "unknown", "reason": "job.json unreadable"}
     metrics = _metrics(record.get("metrics"))
     if (job_dir / "metrics.json").exists():
         with contextlib.suppress(OSError, ValueError):
-            metrics.update(_metrics(json.loads(read_regular(job_dir / "metrics.json", 1 << 20))))  # a job wrote it
+            metrics.update(_metrics(json.loads(read_regular(job_dir / "metrics.json", MAX_JSON))))  # a job wrote it
     start, end = _float(record.get("started_at")), _float(record.get("ended_at"))
     duration = end - start if start is not None and end is not None else None
     status, reason = str(record.get("status", "unknown")), str(record.get("reason") or "")
@@ -278,7 +279,7 @@ def _reasons(it_dir: Path, trajectory: Trajectory) -> dict[int, str]:
             continue
         path = it_dir / str(step.step) / JOB_RECORD
         try:
-            record = json.loads(path.read_text())
+            record = json.loads(read_regular(path, MAX_JSON))
             if step.status == "constraint" and record.get("status") == "ok":
                 reasons[step.step] = "measured outside agent_constraints"
             else:

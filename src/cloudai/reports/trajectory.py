@@ -11,13 +11,14 @@ Plain Python records rather than a DataFrame: 10 000 steps is small, and the typ
 from __future__ import annotations
 
 import csv
-import io
 import json
 import math
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from cloudai.readfile import open_text
 from cloudai.recordfiles import COLUMNS, LEGACY_COLUMNS, SCORED, STATUSES
 
 Value = bool | int | float | str | None
@@ -82,8 +83,13 @@ def read_trajectory(path: Path) -> Trajectory:
 def iter_steps(path: Path, notes: list[str]) -> Iterator[Step]:
     """The steps ``read_trajectory`` keeps, in file order, one row in memory at a time (a 10^5-step file is
     never held whole); what it drops is described in ``notes``."""
-    torn = _ends_without_newline(path)
-    with path.open(newline="", encoding="utf-8", errors="replace") as fh:
+    try:
+        fh = open_text(path)
+    except OSError as exc:  # not a regular file (a device, a FIFO), unreadable
+        notes.append(f"{path.name}: not read: {exc}")
+        return
+    with fh:
+        torn = _ends_without_newline(fh.fileno())
         rows = csv.reader(fh)
         header = next(rows, None)
         if header is None or tuple(header) not in (COLUMNS, LEGACY_COLUMNS):
@@ -107,13 +113,10 @@ def iter_steps(path: Path, notes: list[str]) -> Iterator[Step]:
             row, lineno = following, lineno + 1
 
 
-def _ends_without_newline(path: Path) -> bool:
-    """Whether the file's last byte is not a newline: its last row is torn (an empty file is not)."""
-    with path.open("rb") as fh:
-        if fh.seek(0, io.SEEK_END) == 0:
-            return False
-        fh.seek(-1, io.SEEK_END)
-        return fh.read(1) != b"\n"
+def _ends_without_newline(fd: int) -> bool:
+    """Whether the open file's last byte is not a newline: its last row is torn (an empty file is not)."""
+    size = os.fstat(fd).st_size
+    return size > 0 and os.pread(fd, 1, size - 1) != b"\n"
 
 
 def _parse_row(row: list[str]) -> Step | None:
@@ -161,8 +164,12 @@ def read_env(path: Path, traj: Trajectory) -> None:
 
 def env_params(path: Path, notes: list[str]) -> list[str] | None:
     """The params ``env.csv``'s header names; None (and a note) when it does not start with ``step``."""
-    with path.open(newline="", errors="replace") as fh:
-        header = next(csv.reader(fh), None)
+    try:
+        with open_text(path) as fh:
+            header = next(csv.reader(fh), None)
+    except OSError as exc:
+        notes.append(f"{path.name}: not read: {exc}")
+        return None
     if not header or header[0] != "step":
         notes.append(f"{path.name}: expected a header starting with 'step'; regimes not shown")
         return None
@@ -184,7 +191,7 @@ def iter_env(path: Path, params: list[str], notes: list[str]) -> Iterator[tuple[
             known[text] = converted
         return converted
 
-    with path.open(newline="", errors="replace") as fh:
+    with open_text(path) as fh:  # a regular file: ``env_params`` opened it already
         rows = csv.reader(fh)
         next(rows, None)  # the header (``env_params``)
         for lineno, row in enumerate(rows, start=2):

@@ -14,6 +14,7 @@ results dir (``run.json``) holding at least one of this scenario's agent-driven 
 from __future__ import annotations
 
 import csv
+import math
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -22,7 +23,7 @@ from cloudai.envs.base import Feedback
 from cloudai.envs.offline import replayed
 from cloudai.errors import ConfigError
 from cloudai.plan.points import point_problem
-from cloudai.recordfiles import ENV_FILE, TRAJECTORY_FILE
+from cloudai.recordfiles import ENV_FILE, SCORED, TRAJECTORY_FILE
 from cloudai.trajectory.records import read_trajectory
 
 if TYPE_CHECKING:
@@ -40,13 +41,20 @@ class WarmStart:
 
     def note(self, test_id: str) -> str:
         where = ", ".join(str(d) for d in self.dirs)
-        skipped = f"; {self.skipped} skipped (knobs or values outside the new space)" if self.skipped else ""
+        why = "knobs or values outside the new space, or a reward that is not a finite number"
+        skipped = f"; {self.skipped} skipped ({why})" if self.skipped else ""
         return f"{test_id}: warm start from {where}: {len(self.told)} earlier trial(s) told to the agent{skipped}"
 
 
 def parse_warm_dirs(text: str | None) -> tuple[Path, ...]:
-    """``DIR[,DIR...]`` as paths (empty parts ignored)."""
-    return tuple(Path(part.strip()) for part in (text or "").split(",") if part.strip())
+    """``DIR[,DIR...]`` as paths (empty parts ignored); a value that names no dir (``","``) is a ``ConfigError``:
+    starting cold when a warm start was asked for would be a silent surprise."""
+    dirs = tuple(Path(part.strip()) for part in (text or "").split(",") if part.strip())
+    if text is not None and not dirs:
+        raise ConfigError(
+            f"{text!r} names no directory", field="--warm-start", hint="pass DIR[,DIR...]: earlier results dirs"
+        )
+    return dirs
 
 
 def check_warm_dirs(plan: Plan, dirs: tuple[Path, ...]) -> None:
@@ -60,7 +68,10 @@ def check_warm_dirs(plan: Plan, dirs: tuple[Path, ...]) -> None:
                 field="--warm-start",
                 hint="pass a results dir that `cloudai run` wrote (comma-separate several)",
             )
-        if not any(_trajectories(directory, test_id) for test_id in ids):
+        found = [it_dir for test_id in ids for it_dir in _trajectories(directory, test_id)]
+        for it_dir in found:  # each reads back whole before anything is written (a damaged row names its line)
+            read_trajectory(it_dir, _env_names(it_dir))
+        if not found:
             raise ConfigError(
                 f"holds no trajectory.csv of this scenario's agent-driven test(s) {ids}",
                 file=directory,
@@ -81,7 +92,8 @@ def load_warm_start(
     for directory in dirs:
         for iteration_dir in _trajectories(directory, test_id):
             for row in read_trajectory(iteration_dir, _env_names(iteration_dir)):
-                if point_problem(space, row.action) is not None:
+                infinite = row.status in SCORED and not math.isfinite(row.reward)  # not a trial Optuna can rank
+                if infinite or point_problem(space, row.action) is not None:
                     skipped += 1
                     continue
                 feedback = replayed(row, full_space, metrics)

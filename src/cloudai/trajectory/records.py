@@ -34,8 +34,12 @@ from typing import Any
 
 from cloudai.atomicfile import atomic_write
 from cloudai.errors import ConfigError
+from cloudai.readfile import UnsafeFileError, read_regular
 from cloudai.recordfiles import COLUMNS, ENV_FILE, LEGACY_COLUMNS, STATUSES, TRAJECTORY_FILE
 from cloudai.space import env_cell
+
+# trajectory.csv of ~10^6 steps (a row is ~100-300 bytes): a record larger than this is not one cloudai wrote
+MAX_RECORD_BYTES = 256 << 20
 
 SYNC_INTERVAL_S = 1.0  # a run's fsync cadence: an fsync per row cost more than a `sleep 0` trial (RELIABILITY.md)
 
@@ -187,7 +191,7 @@ def read_trajectory(directory: Path, env_names: Sequence[str] = ()) -> list[Row]
             if last:
                 break
             raise ConfigError(
-                f"row {index + 2} is damaged or out of step order (or has no {ENV_FILE} row)",
+                f"line {index + 2} is damaged or out of step order (or has no {ENV_FILE} row)",
                 file=path,
                 hint="fix or remove that row; cloudai only repairs a torn last row",
             )
@@ -196,19 +200,25 @@ def read_trajectory(directory: Path, env_names: Sequence[str] = ()) -> list[Row]
 
 
 def _read_rows(path: Path, header: Sequence[str], legacy: Sequence[str] | None = None) -> list[list[str]]:
-    if not path.exists():
-        raise ConfigError("missing", file=path, hint=f"{path.name} is written next to {TRAJECTORY_FILE}")
-    with path.open(newline="", encoding="utf-8", errors="replace") as fh:
-        text = fh.read()
-    rows = list(csv.reader(io.StringIO(text)))
+    """The rows after the header, one per line: the writer puts no newline inside a field, so a row torn in the
+    middle of the file (an open quote) stays one damaged row instead of swallowing the rows after it."""
+    try:
+        text = read_regular(path, MAX_RECORD_BYTES).decode("utf-8", errors="replace")
+    except FileNotFoundError:
+        raise ConfigError("missing", file=path, hint=f"{path.name} is written next to {TRAJECTORY_FILE}") from None
+    except UnsafeFileError as exc:  # /dev/zero, a FIFO, a file beyond any run's size
+        raise ConfigError(f"refused: {exc}", file=path, hint="this is not a record cloudai wrote") from None
+    lines = text.split("\n")
+    torn = lines.pop() != ""  # the text after the last newline: a torn last line (or nothing)
+    rows = [next(csv.reader([line]), []) for line in lines]
     if not rows or tuple(rows[0]) not in (tuple(header), tuple(legacy or header)):
         raise ConfigError(
             f"header is {rows[0] if rows else '(empty)'}, expected {','.join(header)}",
             file=path,
             hint="was this run started with different agent_metrics or env_params? start a new run",
         )
-    if text and not text.endswith("\n"):
-        rows[-1] = []  # a torn last line: parseable prefix or not, it was never committed
+    if torn:
+        rows.append([])  # a torn last line: parseable prefix or not, it was never committed
     return rows[1:]
 
 
