@@ -73,8 +73,9 @@ def main() -> None:
         ours, ours_s = parse_in_child(OURS, job)
     assert (ours["avg_busbw"], ours["rows"]) == (base["avg_busbw"], base["rows"]), (ours, base)
     print(f"flooded output: {size / (1 << 20):.0f} MiB, the same table found both ways ({ours['rows']} rows)")
+    ratio = base["rss_mb"] / ours["rss_mb"]
     print(f"  peak RSS: whole-file read {base['rss_mb']:.0f} MB ({base_s:.2f} s), "
-          f"bounded read {ours['rss_mb']:.0f} MB ({ours_s:.2f} s): {base['rss_mb'] / ours['rss_mb']:.1f}x less")  # fmt: skip
+          f"bounded read {ours['rss_mb']:.0f} MB ({ours_s:.2f} s): {ratio:.1f}x less")  # fmt: skip
 
     from cloudai.config.hostlist import HostlistError, check_hostlist, expand_hostlist
 
