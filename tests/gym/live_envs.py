@@ -8,8 +8,11 @@ marker file exists, once it has taken ``fail_after`` steps: a crash a resumed ru
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from cloudai.gym.examples import ServingSim
 from cloudai.gymserver.spaces import ContinuousSpace
@@ -56,3 +59,28 @@ class FailingSim(ServingSim):
             raise RuntimeError("injected crash")
         self.steps += 1
         return super().step(action)
+
+
+class NumpyEnv:
+    """Answers with numpy values, as environments written with numpy do; ``mode`` picks what: ``array`` (the
+    observation a float64 array, the reward ``np.float64``), ``scalars`` (a list of ``np.float32``/``np.int64``, the
+    reward ``np.float32``), ``long`` (one value more than declared), ``nan`` (a NaN in the observation)."""
+
+    def __init__(self, mode: str = "array") -> None:
+        self.mode = mode
+
+    def action_space(self) -> dict[str, list[Any]]:
+        return {"x": [1, 2, 3]}
+
+    def observation_space(self) -> list[str]:
+        return ["a", "b"]
+
+    def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict]:
+        return np.zeros(2), {}
+
+    def step(self, action: dict[str, Any]) -> tuple[Any, Any, bool, dict]:
+        x = action["x"]
+        if self.mode == "scalars":
+            return [np.float32(x / 2), np.int64(x)], np.float32(x / 4), False, {}
+        values = {"array": [x / 2, x], "long": [x / 2, x, 99.0], "nan": [x / 2, math.nan]}[self.mode]
+        return np.array(values), np.float64(x / 4), False, {}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import json
 import math
 from pathlib import Path
 from typing import Any
@@ -158,3 +159,34 @@ def test_gymnasium_checker_passes_over_live_servingsim(tmp_path: Path) -> None:
     assert episode() == (first, terminated)  # same seed, same actions: same observations and rewards
     assert terminated == [False] * 49 + [True]  # ServingSim's default horizon ends the episode
     adapter.close()
+
+
+@pytest.mark.parametrize(
+    ("mode", "status", "reason"),
+    [
+        ("array", "ok", ""),
+        ("scalars", "ok", ""),
+        ("long", "failed", "the server observed 3 value(s); its observation_space declares 2"),
+        ("nan", "failed", "observation not a finite number: b = nan"),
+    ],
+)
+def test_numpy_values_are_numbers_and_a_bad_observation_fails_the_step(
+    tmp_path: Path, mode: str, status: str, reason: str
+) -> None:
+    """Issue 30 item 2: numpy arrays and scalars were recorded as [null, null] or NaN with status ok, an
+    np.float32 reward failed every step, a longer observation was cut silently."""
+    server = f'env_class = "tests.gym.live_envs.NumpyEnv"\nenv_kwargs = {{ mode = "{mode}" }}\n'
+    tests, scenario = write(tmp_path, 'agent = "random_search"\n', server)
+    env = load_env(tests, scenario, output_dir=tmp_path / "out").env
+    env.reset()
+    observation, reward, _, info = env.step({"x": 2})
+    env.close()
+    assert (info["status"], info["reason"]) == (status, reason)
+    with (env.record_dir / "trajectory.csv").open() as fh:
+        (row,) = list(csv.DictReader(fh))
+    assert (row["status"], row["reason"]) == (status, reason)
+    if status == "ok":
+        assert observation == [1.0, 2.0] and reward == 0.5
+        assert json.loads(row["observation"]) == [1.0, 2.0] and float(row["reward"]) == 0.5
+    else:
+        assert reward == env.setup.penalty_reward

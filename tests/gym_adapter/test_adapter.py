@@ -142,8 +142,9 @@ def test_step_passes_knob_values_and_reports_every_knob() -> None:
     point = {"algo": "tree", "use_cuda": False, "chunk_kb": 128, "ratio": 0.25}
     obs, reward, terminated, truncated, info = adapter.step(adapter.encode_action(point))
     assert gym.rows[-1]["action"] == point
-    assert info["knobs"] == {**point, "fixed_flag": "on", "num_nodes": 1}
-    assert info["step"] == 1 and info["status"] == "ok"
+    ours = info["cloudai"]
+    assert ours["knobs"] == {**point, "fixed_flag": "on", "num_nodes": 1}
+    assert ours["step"] == 1 and ours["status"] == "ok" and set(info) == {"cloudai"}
     assert obs.dtype == np.float32 and obs[0] == np.float32(reward)
     assert (terminated, truncated) == (False, False)
     assert adapter.cloudai_env is gym

@@ -95,7 +95,8 @@ def test_every_step_is_a_trajectory_row(tmp_path: Path) -> None:
     point = {"algo": "tree", "threads": 4, "chunk_kb": 1000}
     obs, reward, _terminated, _truncated, info = adapter.step(adapter.encode_action(point))
     assert reward == pytest.approx(2.0 + 0.4 + 0.1) and obs.tolist() == pytest.approx([reward, 2 * reward])
-    assert info["status"] == "ok" and info["knobs"]["chunk_kb"] == 1000 and "cmd" in info["knobs"]
+    ours = info["cloudai"]
+    assert ours["status"] == "ok" and ours["knobs"]["chunk_kb"] == 1000 and "cmd" in ours["knobs"]
     adapter.close()
     (row,) = rows(adapter)
     assert json.loads(row["action"]) == point and float(row["reward"]) == pytest.approx(reward)

@@ -29,6 +29,7 @@ The sibling of ``CloudAIGymEnv``, built by ``cloudai.run.dse.build_env`` from th
 from __future__ import annotations
 
 import math
+import numbers
 import time
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
@@ -56,9 +57,28 @@ def step_status(reward: Any, info: Mapping[str, Any]) -> tuple[str, str]:
     reported = info.get("status")
     if reported in _SERVER_STATUSES:
         return str(reported), str(info.get("reason") or f"the server reported {reported}")
-    if isinstance(reward, int | float) and math.isfinite(reward):
+    number = as_number(reward)
+    if number is not None and math.isfinite(number):
         return "ok", ""
     return "failed", f"the server's reward is {reward!r}, not a finite number"
+
+
+def as_number(value: Any) -> float | None:
+    """``value`` as a float when it is a real number: Python's, numpy's (``np.float32``, ``np.int64``, a 0-d array)
+    or any ``numbers.Real``; None for anything else (a bool, a string, None)."""
+    if isinstance(value, bool) or getattr(getattr(value, "dtype", None), "kind", "") == "b":  # numpy's bool_ too
+        return None
+    if getattr(value, "shape", None) == ():  # a numpy scalar or 0-d array
+        value = value.item()
+    return float(value) if isinstance(value, numbers.Real) else None
+
+
+def observed_values(raw: Any) -> list[Any]:
+    """A server's observation as a flat list: a list or tuple as it is, a numpy array flattened to Python values
+    (``tolist``); anything else is no values."""
+    if hasattr(raw, "tolist") and getattr(raw, "shape", ()) != ():
+        raw = raw.reshape(-1).tolist() if hasattr(raw, "reshape") else raw.tolist()
+    return list(raw) if isinstance(raw, list | tuple) else []
 
 
 class LiveGymEnv(BaseGym):
@@ -87,6 +107,7 @@ class LiveGymEnv(BaseGym):
             names = self._call("observation_space", self.server.observation_space)
             self.metrics = tuple(wanted or names)
             self._slots = _slots(list(names), self.metrics, f"{entry.field_prefix}.agent_metrics")
+            self._width = _width(names)  # values per observation
         except BaseException:
             close_server(self.server)
             raise
@@ -149,7 +170,10 @@ class LiveGymEnv(BaseGym):
         self._open = not done
         observation = self._observe(raw)
         status, reason = step_status(reward, server_info)
-        reward = float(reward) if status == "ok" else self.setup.penalty_reward
+        problem = self._problem(raw, observation)
+        if status == "ok" and problem:  # never a silent null, NaN or truncation
+            status, reason = "failed", problem
+        reward = _float(reward) if status == "ok" else self.setup.penalty_reward
         metrics = dict(zip(self.metrics, observation, strict=True))
         info = {**server_info, "status": status, "reason": reason, "step": step, "episode": self._episode,
                 "env_params": dict(self._env), "metrics": metrics, "done": done}  # fmt: skip
@@ -189,8 +213,17 @@ class LiveGymEnv(BaseGym):
         return dict(self._env) if self._open and step >= self._env_from else None
 
     def _observe(self, raw: Any) -> Observation:
-        values = list(raw) if isinstance(raw, list | tuple) else []
+        values = observed_values(raw)
         return [_float(values[i]) if i < len(values) else math.nan for i in self._slots]
+
+    def _problem(self, raw: Any, observation: Observation) -> str:
+        """Why a step's observation cannot be recorded as it is: a length other than the server declares, a value
+        that is not a finite number; "" when it can."""
+        count = len(observed_values(raw))
+        if count != self._width:
+            return f"the server observed {count} value(s); its observation_space declares {self._width}"
+        bad = [f"{m} = {v!r}" for m, v in zip(self.metrics, observation, strict=True) if not math.isfinite(v)]
+        return f"observation not a finite number: {', '.join(bad)}" if bad else ""
 
     def _call(self, call: str, fn: Callable[[], T]) -> T:
         """``fn()``, with anything but our own errors turned into a ``GymServerError`` naming the server."""
@@ -226,5 +259,14 @@ def _slots(names: list[str], metrics: tuple[str, ...], field: str) -> list[int]:
     return [names.index(m) for m in metrics]
 
 
+def _width(names: Any) -> int:
+    """How many values an observation holds: one per name, or per structured leaf its width (a box's ``n``)."""
+    if isinstance(names, Mapping):
+        return sum(int(getattr(leaf, "n", None) or 1) if getattr(leaf, "kind", "") == "box" else 1
+                   for leaf in names.values())  # fmt: skip
+    return len(names)
+
+
 def _float(value: Any) -> float:
-    return float(value) if isinstance(value, int | float) else math.nan
+    number = as_number(value)
+    return math.nan if number is None else number

@@ -18,14 +18,17 @@ NaN reported as 0.0 with ``status`` in ``info``), or a ``spaces.Dict`` when the 
 ``kind="categorical"`` -> ``Discrete(n)``), filled from the flat list in descriptor order.
 With env_params the observation is ``Dict(observation=<the above>, env_params=Dict(...))``:
 the environment the NEXT step will run under (a list param's candidate index, a range
-param's value), so a contextual policy acts knowing it; ``info["env_params"]`` keeps the
+param's value), so a contextual policy acts knowing it; ``info["cloudai"]["env_params"]`` keeps the
 values the step just measured under.
 
 Episodes: ``terminated`` is the env's ``done`` in live-RL mode (offline DSE never
 terminates); ``truncated`` after ``max_steps`` steps since ``reset`` (default: the env's
 ``agent_steps``). The adapter counts its own steps and never touches the env's monotonic
-step counter; ``info`` carries the env's info (``step``, ``status``, ``metrics``,
-``env_params``...) plus ``knobs``, every knob's value in that trial (fixed ones included).
+step counter. ``info`` holds one key of cloudai's, ``info["cloudai"]``: the env's info (``step``,
+``status``, ``episode``, ``metrics``, ``env_params``...) plus ``knobs``, every knob's value in that
+trial (fixed ones included). The rest of ``info`` is the trainer's: Gymnasium's
+``RecordEpisodeStatistics`` writes ``info["episode"]`` (a dict of return, length, time), and a vector
+env adds its ``_``-prefixed masks; a cloudai key there would break them.
 A trial is a real job, so the registered spec is ``nondeterministic`` (see ``make``).
 """
 
@@ -42,6 +45,8 @@ from cloudai.envs.base import BaseGym
 from cloudai.envs.knobs import ObsLeaf, candidate_index, observation_leaves, validate_point
 from cloudai.errors import ConfigError
 from cloudai.space import Categorical, Space
+
+INFO_KEY = "cloudai"  # the one key of ``info`` that is cloudai's
 
 
 def action_space_of(space: Space) -> spaces.Dict:
@@ -132,7 +137,7 @@ class GymnasiumAdapter(gymnasium.Env[Any, dict[str, Any]]):
         super().reset(seed=seed)
         self._episode_steps = 0
         observation, info = self._env.reset(seed=seed, options=options)
-        return self._observe(observation), dict(info)
+        return self._observe(observation), {INFO_KEY: dict(info)}
 
     def step(self, action: dict[str, Any]) -> tuple[Any, float, bool, bool, dict[str, Any]]:
         point = self.decode_action(action)
@@ -140,7 +145,7 @@ class GymnasiumAdapter(gymnasium.Env[Any, dict[str, Any]]):
         self._episode_steps += 1
         terminated = bool(done) and self._env.live
         truncated = self.max_steps is not None and self._episode_steps >= self.max_steps and not terminated
-        info = {**info, "knobs": self._space.full(point)}
+        info = {INFO_KEY: {**info, "knobs": self._space.full(point)}}
         return self._observe(observation), float(reward), terminated, truncated, info
 
     def close(self) -> None:
