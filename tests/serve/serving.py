@@ -57,10 +57,11 @@ def served(app: Any, token: str | None = None) -> Iterator[str]:
 class ServeProcess:
     """``cloudai serve ...`` as a user starts it (in its own session, so its pid is its process group).
 
-    ``url`` and ``trial_dir`` are parsed from its banner line, printed once the port is bound.
+    ``url`` and ``trial_dir`` (the HTTP default session's records) are parsed from its banner line, printed once
+    the port is bound; WebSocket session n records into ``session_dir(n)``.
     """
 
-    BANNER = re.compile(r"Serving '(?P<id>[^']+)' at (?P<url>http://\S+) .*; results in (?P<dir>.+)$")
+    BANNER = re.compile(r"Serving '(?P<id>[^']+)' at (?P<url>http://\S+) .*; results in (?P<dir>\S+) \(HTTP\)")
 
     def __init__(self, *args: str | os.PathLike[str], env: dict[str, str] | None = None, cwd: Path | None = None):
         self.proc = subprocess.Popen(
@@ -78,6 +79,9 @@ class ServeProcess:
             self.proc.kill()
             raise AssertionError(f"no banner: {line!r}\n{self.proc.stderr.read() if self.proc.stderr else ''}")
         self.banner, self.url, self.trial_dir = line, match["url"], Path(match["dir"])
+
+    def session_dir(self, number: int) -> Path:
+        return self.trial_dir.parent / str(number)
 
     def _stdout(self) -> IO[str]:
         assert self.proc.stdout is not None

@@ -63,7 +63,7 @@ def test_cloudai_run_and_openenv_client_record_the_same_trajectory(tmp_path: Pat
         code, _, err = server.stop(signal.SIGTERM)
         assert code == 130, err
     (client_file,) = (tmp_path / "client" / "out").glob("*/Tests.remote/0/trajectory.csv")
-    by_client, served_a = rows(client_file), rows(server.trial_dir / "trajectory.csv")
+    by_client, served_a = rows(client_file), rows(server.session_dir(1) / "trajectory.csv")
     actions = [json.loads(r["action"]) for r in by_client]
     assert len(actions) == 6 and len({json.dumps(a, sort_keys=True) for a in actions}) == 6  # the whole grid
 
@@ -72,7 +72,7 @@ def test_cloudai_run_and_openenv_client_record_the_same_trajectory(tmp_path: Pat
         for action in actions:
             client.step(action)
         other.stop(signal.SIGTERM)
-    served_b = rows(other.trial_dir / "trajectory.csv")
+    served_b = rows(other.session_dir(1) / "trajectory.csv")
 
     assert [{k: r[k] for k in RECORD} for r in served_a] == [{k: r[k] for k in RECORD} for r in served_b]
     assert {r["status"] for r in served_a} == {"ok"}

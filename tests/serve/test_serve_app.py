@@ -12,6 +12,7 @@ from starlette.testclient import TestClient
 from starlette.websockets import WebSocketDisconnect
 from tests.gym_adapter.knob_gym import KnobGym, StructuredKnobGym, discrete_space, mixed_space
 
+from cloudai.errors import ConfigError
 from cloudai.serve.app import create_app
 
 POINT = {"algo": "tree", "use_cuda": False, "chunk_kb": 128, "ratio": 0.25}
@@ -140,15 +141,35 @@ def test_capacity_reached_past_the_session_limit(client: TestClient) -> None:
     assert client.post("/step", json={"action": POINT}).status_code == 200  # slot free again
 
 
-def test_more_sessions_share_one_env_and_one_step_sequence() -> None:
-    gym = KnobGym(mixed_space())
+def test_sessions_are_isolated_each_with_its_own_env_episodes_and_steps() -> None:
+    """Issue 30 item 3: B's reset moved A into episode 2 when the sessions shared one env."""
+    made: dict[int, KnobGym] = {}
+
+    def new_env(number: int) -> KnobGym:
+        made[number] = KnobGym(mixed_space(), live=True, horizon=5)
+        return made[number]
+
+    default = KnobGym(mixed_space())
     with (
-        TestClient(create_app(gym, name="t", max_sessions=2)) as client,
+        TestClient(create_app(default, name="t", max_sessions=2, new_env=new_env)) as client,
         client.websocket_connect("/ws") as a,
         client.websocket_connect("/ws") as b,
     ):
-        steps = [frame(ws, {"type": "step", "data": POINT})["data"]["observation"]["trial"]["step"] for ws in (a, b, a)]
-    assert steps == [1, 2, 3]
+        frame(a, {"type": "reset", "data": {"episode_id": "A"}})
+        first = frame(a, {"type": "step", "data": POINT})["data"]["observation"]["trial"]
+        frame(b, {"type": "reset", "data": {"episode_id": "B"}})
+        frame(b, {"type": "step", "data": POINT})
+        again = frame(a, {"type": "step", "data": POINT})["data"]["observation"]["trial"]
+        states = [frame(ws, {"type": "state"})["data"] for ws in (a, b)]
+    assert (first["step"], again["step"]) == (1, 2)  # A's own step sequence, untouched by B
+    assert [(s["episode_id"], s["step_count"], s["next_step"]) for s in states] == [("A", 2, 3), ("B", 1, 2)]
+    assert sorted(made) == [1, 2] and [len(made[n].rows) for n in (1, 2)] == [2, 1] and default.rows == []
+    assert all(env.closed for env in made.values())  # each session's env closed with its session
+
+
+def test_more_sessions_than_one_need_an_env_each() -> None:
+    with pytest.raises(ConfigError, match="2 sessions need an environment each: give new_env"):
+        create_app(KnobGym(mixed_space()), name="t", max_sessions=2)
 
 
 def test_http_default_session(client: TestClient, gym: KnobGym) -> None:

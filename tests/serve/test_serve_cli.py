@@ -62,7 +62,7 @@ def test_openenv_client_drives_real_trials_and_binds_loopback(tmp_path: Path) ->
             results = [client.step(action) for action in ACTIONS]
         code, out, err = server.stop(signal.SIGTERM)
     assert code == 130, err
-    rows = trajectory(server.trial_dir)
+    rows = trajectory(server.session_dir(1))  # the first WebSocket session's own records
     assert [json.loads(r["action"]) for r in rows] == ACTIONS
     assert [float(r["reward"]) for r in rows] == pytest.approx([r.reward for r in results])
     assert [r.observation["trial"]["step"] for r in results] == [1, 2, 3]
@@ -86,10 +86,11 @@ def test_http_and_errors_against_the_subprocess(tmp_path: Path) -> None:
         with connect(ws_url) as first, connect(ws_url) as second:
             assert json.loads(second.recv())["data"]["code"] == "CAPACITY_REACHED"
             assert httpx.post(f"{server.url}/step", json={"action": point}).status_code == 409
-            first.send(json.dumps({"type": "step", "data": point}))
-            assert json.loads(first.recv())["data"]["observation"]["trial"]["status"] == "cached"
+            first.send(json.dumps({"type": "step", "data": point}))  # its own env: measured, not the HTTP cache
+            assert json.loads(first.recv())["data"]["observation"]["trial"]["status"] == "ok"
         server.stop(signal.SIGINT)
-    assert [r["status"] for r in trajectory(server.trial_dir)] == ["ok", "cached"]
+    assert [r["status"] for r in trajectory(server.trial_dir)] == ["ok"]
+    assert [r["status"] for r in trajectory(server.session_dir(2))] == ["ok"]  # session 1 was the oversized one
 
 
 def test_token_auth_and_the_token_is_never_written(tmp_path: Path) -> None:
@@ -154,7 +155,7 @@ def test_signal_mid_trial_cancels_it_and_exits_130(tmp_path: Path, signum: signa
     assert group_members(server.proc.pid) == []
     (row,) = trajectory(server.trial_dir)  # the finished step only, the file intact
     assert row["status"] == "ok" and json.loads(row["action"]) == ACTIONS[1]
-    assert json.loads((server.trial_dir / "2" / "job.json").read_text())["status"] == "cancelled"
+    assert json.loads((server.session_dir(1) / "1" / "job.json").read_text())["status"] == "cancelled"
 
 
 def test_serve_rejects_a_plain_scenario_and_a_busy_port(tmp_path: Path) -> None:

@@ -2,8 +2,10 @@
 
 Six WebSocket sessions and two HTTP clients step one served test (real trials: a range knob
 keeps most actions new, repeats are answered from the cache) until a deadline, then stop on
-their own. ``CLOUDAI_SERVE_LOAD_S`` sets the duration (default 10 s, to keep the whole suite
-under 5 minutes on 2 cores; the issue's 30 s: ``CLOUDAI_SERVE_LOAD_S=30``).
+their own. Each WebSocket session has its own environment and records (``<test id>/<n>``); the
+two HTTP clients share the default session's (``<test id>/0``). ``CLOUDAI_SERVE_LOAD_S`` sets the
+duration (default 10 s, to keep the whole suite under 5 minutes on 2 cores; the issue's 30 s:
+``CLOUDAI_SERVE_LOAD_S=30``).
 """
 
 from __future__ import annotations
@@ -92,13 +94,26 @@ def test_eight_clients_lose_and_duplicate_nothing(tmp_path: Path) -> None:
         code, _, err = server.stop(signal.SIGTERM)
     assert code == 130, err
     assert [e for t in tallies for e in t.errors] == []  # no 5xx, no error frame
-    acked = sorted((step, json.dumps(sent, sort_keys=True)) for t in tallies for step, sent in t.acked)
-    with (server.trial_dir / "trajectory.csv").open() as handle:
-        records = list(csv.DictReader(handle))
-    recorded = [(int(r["step"]), json.dumps(json.loads(r["action"]), sort_keys=True)) for r in records]
-    assert recorded == acked  # every acknowledged step exactly once, with its action; nothing else
-    assert [step for step, _ in recorded] == list(range(1, len(recorded) + 1))
+
+    def steps(acked: list[tuple[int, dict[str, Any]]]) -> list[tuple[int, str]]:
+        return sorted((step, json.dumps(sent, sort_keys=True)) for step, sent in acked)
+
+    by_session = {steps(t.acked)[0][1]: steps(t.acked) for t in tallies[:WS_CLIENTS]}  # keyed by its first action
+    http = steps([pair for t in tallies[WS_CLIENTS:] for pair in t.acked])
+    recorded: dict[str, list[tuple[int, str]]] = {}
+    for path in sorted(server.trial_dir.parent.glob("*/trajectory.csv")):
+        with path.open() as handle:
+            rows = [
+                (int(r["step"]), json.dumps(json.loads(r["action"]), sort_keys=True)) for r in csv.DictReader(handle)
+            ]
+        assert [step for step, _ in rows] == list(range(1, len(rows) + 1))  # each session's steps, its own
+        if path.parent == server.trial_dir:
+            assert rows == http  # the HTTP clients' steps, exactly once each
+        elif rows:
+            recorded[rows[0][1]] = rows
+    assert recorded == by_session  # every session's acknowledged steps in its own record, nothing else
     assert sum(len(t.acked) for t in tallies[:WS_CLIENTS]) > 0
     assert all(t.acked for t in tallies[:WS_CLIENTS])  # every session got turns
     http_acked, busy = sum(len(t.acked) for t in tallies[WS_CLIENTS:]), sum(t.busy for t in tallies)
-    print(f"{len(recorded)} steps in {LOAD_S:g} s; HTTP: {http_acked} acknowledged, {busy} busy (409)")
+    total = sum(len(r) for r in recorded.values()) + len(http)
+    print(f"{total} steps in {LOAD_S:g} s; HTTP: {http_acked} acknowledged, {busy} busy (409)")

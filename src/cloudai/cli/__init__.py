@@ -388,14 +388,16 @@ def serve(
         token=token,
         max_sessions=max_sessions,
         session_idle_timeout_s=session_idle_timeout,
+        new_env=loaded.another,  # each WebSocket session its own env: <results>/<test id>/<session number>
     )
     url = f"http://{host if ':' not in host else f'[{host}]'}:{sock.getsockname()[1]}"
     auth = f"bearer token from ${token_var}" if token else "no auth"
-    click.echo(f"Serving '{loaded.checked.entry.id}' at {url} ({auth}); results in {loaded.trial_dir}")
+    where = f"{loaded.trial_dir} (HTTP) and {loaded.trial_dir.parent}/<n> (WebSocket session n)"
+    click.echo(f"Serving '{loaded.checked.entry.id}' at {url} ({auth}); results in {where}")
     try:
         run(app, sock)  # until SIGINT/SIGTERM: raises Interrupted (exit 130)
     finally:
-        click.echo(f"Stopped. Results: {loaded.trial_dir}")
+        click.echo(f"Stopped. Results: {loaded.trial_dir.parent}")
 
 
 @cli.command(name="generate-report")

@@ -38,6 +38,12 @@ class LoadedEnv:
     env: BaseGym
     checked: CheckedEntry
     run_dir: Path
+    plan: Plan | None = None
+
+    def another(self, iteration: int) -> BaseGym:
+        """One more env of the same test, recording into ``<run_dir>/<test id>/<iteration>/`` (a serve session's)."""
+        assert self.plan is not None, "built by load_env"
+        return _build(self.plan, self.checked, self.run_dir, iteration)
 
     @property
     def trial_dir(self) -> Path:
@@ -98,14 +104,14 @@ def load_env(
     root = output_root(plan, None if output_dir is None else Path(output_dir))
     run_dir = create_run_dir(root, plan.scenario.name)
     write_run_manifest(plan, run_dir)
-    return LoadedEnv(_build(plan, checked, run_dir), checked, run_dir)
+    return LoadedEnv(_build(plan, checked, run_dir), checked, run_dir, plan)
 
 
-def _build(plan: Plan, checked: CheckedEntry, run_dir: Path) -> BaseGym:
+def _build(plan: Plan, checked: CheckedEntry, run_dir: Path, iteration: int = 0) -> BaseGym:
     """The DSE helper's builder for one entry (``cloudai.run.dse``)."""
     from cloudai.run.dse import build_env
 
-    return build_env(plan, checked, run_dir)
+    return build_env(plan, checked, run_dir, iteration=iteration)
 
 
 def make(

@@ -7,12 +7,15 @@ and ``/state`` as in OpenEnv.
 
 Differences from a stock OpenEnv server, each on purpose:
 
-* There is one environment, the test's: every session steps the same ``BaseGym``, so every
-  trial lands in the test's one trajectory.csv with monotonic steps. Env calls run one at a
-  time, in order, in one thread (an env is not thread-safe): ``EnvCalls``.
-* ``POST /reset`` and ``/step`` act on one shared default session (stock OpenEnv builds a
+* Sessions are isolated: each WebSocket session steps an environment of its own, with its own
+  episodes and steps, made by ``new_env(k)`` for the k-th session (``cloudai serve``: the test's env
+  recording into ``<results>/<test id>/<k>/``, so every row names its session by its dir; the HTTP
+  default session's is ``<test id>/0``). Without ``new_env`` (an app built around one env object)
+  the one WebSocket session steps ``env`` itself and ``max_sessions`` must be 1. Env calls run one
+  at a time, in order, in one thread (an env is not thread-safe): ``EnvCalls``.
+* ``POST /reset`` and ``/step`` act on one shared default session, on ``env`` (stock OpenEnv builds a
   fresh env per request), so ``curl`` can run an episode. A step while another trial runs,
-  or while WebSocket sessions hold every slot, gets 409: the env is not concurrent.
+  or while WebSocket sessions hold every slot, gets 409: trials run one at a time.
 * ``max_sessions`` WebSocket sessions at most (default 1); past it the handshake is
   accepted and answered with a ``CAPACITY_REACHED`` error, then closed (as OpenEnv does).
 * Bearer-token auth on every route when a token is given; bodies over ``max_body`` -> 413;
@@ -57,6 +60,7 @@ class Busy(Exception):
 class Session:
     episode_id: str | None = None
     step_count: int = 0
+    env: BaseGym | None = None  # its own environment (the hub's ``env`` for the HTTP default session)
 
 
 class Hub:
@@ -70,12 +74,17 @@ class Hub:
         max_sessions: int = 1,
         description: str = "",
         idle_timeout_s: float = SESSION_IDLE_TIMEOUT_S,
+        new_env: Callable[[int], BaseGym] | None = None,
     ) -> None:
+        if new_env is None and max_sessions > 1:
+            raise ConfigError(f"{max_sessions} sessions need an environment each: give new_env", field="max_sessions")
         self.env, self.name, self.max_sessions, self.description = env, name, max_sessions, description
+        self.new_env, self.made = new_env, 0  # session environments made so far
+        self.open_envs: set[BaseGym] = set()
         self.idle_timeout_s = idle_timeout_s
         self.sessions = 0
         self.closing = False
-        self.default = Session()
+        self.default = Session(env=env)
         self.space = env.define_action_space()
         self.names = list(env.define_observation_space())
         self.leaves = observation_leaves(env)
@@ -92,6 +101,31 @@ class Hub:
         async with self._lock:
             return await asyncio.wrap_future(self.calls.submit(fn))
 
+    async def open(self, session: Session) -> None:
+        """Give a WebSocket session its environment (made in the env thread: a live env may start a server)."""
+        if self.new_env is None:
+            session.env = self.env
+            return
+        self.made += 1
+        number, make = self.made, self.new_env
+        env: BaseGym = await asyncio.wrap_future(self.calls.submit(lambda: make(number)))
+        self.open_envs.add(env)
+        session.env = env
+
+    def release(self, session: Session) -> None:
+        """Close a session's own environment in the env thread, after its calls (the hub's ``env`` stays open).
+        Not awaited: a server stopping now closes it with the rest (``close_env``), whichever comes first."""
+        env, session.env = session.env, None
+        if env is None or env is self.env:
+            return
+
+        def close() -> None:
+            if env in self.open_envs:
+                self.open_envs.discard(env)
+                env.close()
+
+        self.calls.submit(close)
+
     async def reset(self, session: Session, data: Any, *, wait: bool = True) -> dict[str, Any]:
         if not isinstance(data, Mapping):
             raise ConfigError(f"reset data must be an object, not {shown(data)}", field="data")
@@ -101,19 +135,25 @@ class Hub:
         options = data.get("options")
         if options is not None and not isinstance(options, dict):
             raise ConfigError("options must be an object", field="options")
-        values, info = await self._call(lambda: self.env.reset(seed=seed, options=options), wait=wait)
+        env = self._env_of(session)
+        values, info = await self._call(lambda: env.reset(seed=seed, options=options), wait=wait)
         session.episode_id = str(data.get("episode_id") or uuid.uuid4())
         session.step_count = 0
         return wire.payload(values, None, False, info, self.names, self.leaves)
 
     async def step(self, session: Session, action: Mapping[str, Any], *, wait: bool = True) -> dict[str, Any]:
         point = validate_point(self.space, {k: v for k, v in action.items() if k != "metadata"})
-        values, reward, done, info = await self._call(lambda: self.env.step(point), wait=wait)
+        env = self._env_of(session)
+        values, reward, done, info = await self._call(lambda: env.step(point), wait=wait)
         session.step_count += 1
         return wire.payload(values, reward, done, info, self.names, self.leaves)
 
     def state(self, session: Session) -> dict[str, Any]:
-        return {"episode_id": session.episode_id, "step_count": session.step_count, "next_step": self.env.next_step}
+        next_step = self._env_of(session).next_step
+        return {"episode_id": session.episode_id, "step_count": session.step_count, "next_step": next_step}
+
+    def _env_of(self, session: Session) -> BaseGym:
+        return session.env if session.env is not None else self.env
 
     def metadata(self) -> dict[str, Any]:
         from importlib.metadata import version
@@ -132,7 +172,10 @@ class Hub:
         self.closing = True
         if not self.closed:
             self.closed = True
-            self.env.close()
+            for env in [*self.open_envs, self.env]:  # the sessions' that are still open, then the default's
+                with suppress(Exception):
+                    env.close()
+            self.open_envs.clear()
 
     async def shutdown(self) -> None:
         """Lifespan end: close the env through the call queue (after the call running now), stop the queue."""
@@ -163,13 +206,15 @@ def create_app(
     max_body: int = MAX_BODY,
     description: str = "",
     session_idle_timeout_s: float = SESSION_IDLE_TIMEOUT_S,
+    new_env: Callable[[int], BaseGym] | None = None,
 ) -> ServeApp:
-    """The ASGI app: FastAPI inside the ``Guard``; ``.hub`` holds the env."""
+    """The ASGI app: FastAPI inside the ``Guard``; ``.hub`` holds the envs (``new_env``: the module docstring)."""
     from fastapi import Body, FastAPI, HTTPException
     from starlette.routing import WebSocketRoute
 
     wire.quiet_refused_handshakes()
-    hub = Hub(env, name, max_sessions=max_sessions, description=description, idle_timeout_s=session_idle_timeout_s)
+    hub = Hub(env, name, max_sessions=max_sessions, description=description, idle_timeout_s=session_idle_timeout_s,
+              new_env=new_env)  # fmt: skip
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -231,10 +276,20 @@ def create_app(
             await _refuse(websocket, hub)
             return
         hub.sessions += 1
+        session = Session()
         try:
-            await _serve_session(hub, websocket)
+            try:
+                await hub.open(session)
+            except Exception as exc:  # the session's environment could not be made (a live server down...)
+                log.exception("session environment not made")
+                await _send_error(websocket, "SESSION_ERROR", f"no environment for this session: {exc}")
+                with suppress(RuntimeError):
+                    await websocket.close()
+                return
+            await _serve_session(hub, websocket, session)
         finally:
             hub.sessions -= 1
+            hub.release(session)
 
     api.router.routes.append(WebSocketRoute("/ws", ws))  # plain Starlette: no dependency injection needed
     served = ServeApp(api, hub, token=token, max_body=max_body)
@@ -263,13 +318,12 @@ async def _send_error(websocket: WebSocket, code: str, message: str, **extra: An
     await websocket.send_text(wire.dumps({"type": "error", "data": {"message": message, "code": code, **extra}}))
 
 
-async def _serve_session(hub: Hub, websocket: WebSocket) -> None:
+async def _serve_session(hub: Hub, websocket: WebSocket, session: Session) -> None:
     """One WebSocket session: answer each frame in order until ``close``, disconnect or shutdown."""
     import json
 
     from starlette.websockets import WebSocketDisconnect
 
-    session = Session()
     with suppress(WebSocketDisconnect, OSError):  # OSError: uvicorn's ClientDisconnected on a late reply
         while True:
             try:
