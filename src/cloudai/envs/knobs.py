@@ -9,24 +9,11 @@ from __future__ import annotations
 import math
 import numbers
 from collections.abc import Callable, Mapping
-from typing import Any, Protocol
+from typing import Any
 
-from cloudai.envs.base import BaseGym
 from cloudai.errors import ConfigError
+from cloudai.gymserver.spaces import ObsLeafDescriptor, as_leaf
 from cloudai.space import Categorical, Range, Space
-
-
-class ObsLeaf(Protocol):
-    """What the adapter reads of an ``ObsLeafDescriptor`` (``cloudai.gymserver.spaces``)."""
-
-    @property
-    def kind(self) -> str: ...
-    @property
-    def low(self) -> float | None: ...
-    @property
-    def high(self) -> float | None: ...
-    @property
-    def n(self) -> int | None: ...
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -80,8 +67,15 @@ def validate_point(space: Space, values: Mapping[str, Any]) -> dict[str, Any]:
     return point
 
 
-def observation_leaves(env: BaseGym) -> dict[str, ObsLeaf] | None:
-    """The env's structured observation leaves, when its ``observation_descriptors()`` offers any (else None)."""
-    describe: Callable[[], Mapping[str, ObsLeaf] | None] | None = getattr(env, "observation_descriptors", None)
-    leaves = describe() if callable(describe) else None
-    return None if leaves is None else dict(leaves)
+DESCRIBE_HOOKS = ("observation_descriptors", "structured_observation_descriptors")  # ours, CloudAI's (PR #934)
+
+
+def observation_leaves(env: object) -> dict[str, ObsLeafDescriptor] | None:
+    """The env's structured observation leaves, when its ``observation_descriptors()`` (or CloudAI's
+    ``structured_observation_descriptors()``) offers any, each in one vocabulary (``as_leaf``); else None."""
+    for hook in DESCRIBE_HOOKS:
+        describe: Callable[[], Mapping[str, Any] | None] | None = getattr(env, hook, None)
+        leaves = describe() if callable(describe) else None
+        if leaves is not None:
+            return {str(name): as_leaf(leaf) for name, leaf in leaves.items()}
+    return None

@@ -36,11 +36,12 @@ from typing import Any, TypeVar
 
 from cloudai.envs.base import BaseGym, Feedback, Observation
 from cloudai.envs.env_params import EnvParamSampler
+from cloudai.envs.knobs import observation_leaves
 from cloudai.envs.offline import TrialSetup, check_action, replayed
 from cloudai.envs.servers import RESERVED_ARGS, create_gym_server
 from cloudai.errors import ConfigError, GymServerError, Problem, did_you_mean
 from cloudai.gymserver.protocol import close_server
-from cloudai.gymserver.spaces import narrow_space, to_dimension
+from cloudai.gymserver.spaces import as_leaf, narrow_space, to_dimension
 from cloudai.space import Space, flatten, is_range
 from cloudai.trajectory.records import TrajectoryWriter
 
@@ -129,9 +130,13 @@ class LiveGymEnv(BaseGym):
         return list(self.metrics)
 
     def observation_descriptors(self) -> dict[str, Any] | None:
-        """The server's structured leaves in ``agent_metrics`` order (for the Gymnasium adapter); None if flat."""
+        """The server's structured leaves in ``agent_metrics`` order (for the Gymnasium adapter); None if flat.
+        From its observation space when that maps names to leaves, else from its own descriptor hook (ours or
+        CloudAI's ``structured_observation_descriptors``)."""
         space = self._call("observation_space", self.server.observation_space)
-        return {m: space[m] for m in self.metrics} if isinstance(space, Mapping) else None
+        leaves = {str(k): as_leaf(v) for k, v in space.items()} if isinstance(space, Mapping) else None
+        leaves = leaves or observation_leaves(self.server)
+        return None if leaves is None else {m: leaves[m] for m in self.metrics if m in leaves} or None
 
     @property
     def next_step(self) -> int:
@@ -261,10 +266,7 @@ def _slots(names: list[str], metrics: tuple[str, ...], field: str) -> list[int]:
 
 def _width(names: Any) -> int:
     """How many values an observation holds: one per name, or per structured leaf its width (a box's ``n``)."""
-    if isinstance(names, Mapping):
-        return sum(int(getattr(leaf, "n", None) or 1) if getattr(leaf, "kind", "") == "box" else 1
-                   for leaf in names.values())  # fmt: skip
-    return len(names)
+    return sum(as_leaf(leaf).width for leaf in names.values()) if isinstance(names, Mapping) else len(names)
 
 
 def _float(value: Any) -> float:

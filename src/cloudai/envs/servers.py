@@ -89,14 +89,20 @@ def validate_live_rl_args(cmd_args: Mapping[str, Any], file: object, *, prefix: 
 
 
 def constructor_kwargs(cls: type, cmd_args: Mapping[str, Any], prefix: str = "cmd_args") -> dict[str, Any]:
-    """Scalar cmd_args the constructor names, then ``env_kwargs`` on top (unknown explicit ones: error)."""
+    """Scalar cmd_args the constructor names (every scalar one when it takes ``**kwargs``, as CloudAI's factory
+    passes them), then ``env_kwargs`` on top (unknown explicit ones: error). Lists and ranges are knobs, and
+    cloudai's own fields (``env_class``, ``live_rl_mode``...) are never passed."""
     params = inspect.signature(cls).parameters
     named = {n for n, p in params.items() if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
     open_ended = any(p.kind == p.VAR_KEYWORD for p in params.values())
     kwargs = {
         name: value
         for name, value in cmd_args.items()
-        if name in named and name not in RESERVED_ARGS and not isinstance(value, list) and not is_range(value)
+        if (name in named or open_ended)
+        and name not in RESERVED_ARGS
+        and not name.startswith("env_kwargs.")
+        and not isinstance(value, list)
+        and not is_range(value)
     }
     explicit = _env_kwargs(cmd_args, prefix)
     unknown = [name for name in explicit if name not in named and not open_ended]

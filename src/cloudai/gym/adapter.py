@@ -15,7 +15,10 @@ serve`` also applies to values that arrive over the wire).
 The observation is a flat float32 ``Box`` (one unbounded slot per ``agent_metrics`` name,
 NaN reported as 0.0 with ``status`` in ``info``), or a ``spaces.Dict`` when the env offers
 ``observation_descriptors()`` (leaves ``kind="box"`` -> ``Box(low, high, (n or 1,))``,
-``kind="categorical"`` -> ``Discrete(n)``), filled from the flat list in descriptor order.
+``kind="categorical"`` -> ``Discrete(n)``), filled from the flat list in descriptor order. CloudAI's
+spelling of the same (PR #934: ``structured_observation_descriptors()``, kinds ``"box"`` of width
+``dim`` and ``"discrete"``) is read through ``as_leaf``, and an env's ``encode_observation(values)``
+fills the leaves itself.
 With env_params the observation is ``Dict(observation=<the above>, env_params=Dict(...))``:
 the environment the NEXT step will run under (a list param's candidate index, a range
 param's value), so a contextual policy acts knowing it; ``info["cloudai"]["env_params"]`` keeps the
@@ -42,8 +45,9 @@ import numpy as np
 from gymnasium import spaces
 
 from cloudai.envs.base import BaseGym
-from cloudai.envs.knobs import ObsLeaf, candidate_index, observation_leaves, validate_point
+from cloudai.envs.knobs import candidate_index, observation_leaves, validate_point
 from cloudai.errors import ConfigError
+from cloudai.gymserver.spaces import ObsLeafDescriptor as ObsLeaf
 from cloudai.space import Categorical, Space
 
 INFO_KEY = "cloudai"  # the one key of ``info`` that is cloudai's
@@ -167,6 +171,12 @@ class GymnasiumAdapter(gymnasium.Env[Any, dict[str, Any]]):
             if flat.shape != (len(self._names),):
                 raise ConfigError(f"the env observed {flat.size} value(s) for {len(self._names)} name(s)")
             return flat
+        encode = getattr(self._env, "encode_observation", None)  # CloudAI's hook (PR #934): the env's own leaves
+        if callable(encode):
+            encoded = encode(list(values))
+            if not isinstance(encoded, Mapping):
+                raise ConfigError(f"encode_observation must return a mapping of leaf names, not {type(encoded)}")
+            return self._leafwise(encoded)
         observation: dict[str, Any] = {}
         offset = 0
         for name, leaf in self._leaves.items():
@@ -177,3 +187,18 @@ class GymnasiumAdapter(gymnasium.Env[Any, dict[str, Any]]):
         if offset != flat.size:
             raise ConfigError(f"the env observed {flat.size} value(s); its descriptors take {offset}")
         return observation
+
+    def _leafwise(self, encoded: Mapping[str, Any]) -> dict[str, Any]:
+        """``encode_observation``'s leaves as the observation space's types; a missing leaf is a ``ConfigError``."""
+        assert self._leaves is not None
+        missing = [name for name in self._leaves if name not in encoded]
+        if missing:
+            raise ConfigError(
+                f"encode_observation gave no leaf {missing}; the descriptors declare {list(self._leaves)}"
+            )
+        return {
+            name: np.int64(np.asarray(encoded[name]).reshape(-1)[0])
+            if leaf.kind == "categorical"
+            else np.asarray(encoded[name], dtype=np.float32).reshape(leaf.width)
+            for name, leaf in self._leaves.items()
+        }

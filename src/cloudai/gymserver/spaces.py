@@ -53,15 +53,25 @@ class ContinuousSpace:
 
 @dataclass(frozen=True)
 class ObsLeafDescriptor:
-    """One leaf of a structured observation: a ``box`` of floats in [low, high] or a ``categorical`` of ``n``."""
+    """One leaf of a structured observation: a ``box`` of ``n`` floats in [low, high] or a ``categorical`` of ``n``.
 
-    kind: Literal["box", "categorical"]
+    CloudAI's spelling (its PR #934) is accepted as written: kind ``"discrete"`` is ``"categorical"``, and a box's
+    width may be given as ``dim``; both are normalised here, so everything downstream sees one vocabulary."""
+
+    kind: Literal["box", "categorical", "discrete"]
     low: float | None = None
     high: float | None = None
     n: int | None = None
+    dim: int | None = None  # CloudAI's name for a box's width (``n`` here)
 
     def __post_init__(self) -> None:
+        if self.kind == "discrete":
+            object.__setattr__(self, "kind", "categorical")
         if self.kind == "box":
+            if self.dim is not None:
+                if isinstance(self.dim, bool) or not isinstance(self.dim, int) or self.dim < 1:
+                    raise ConfigError(f"a box leaf's dim must be >= 1, not {self.dim!r}")
+                object.__setattr__(self, "n", self.dim if self.n in (None, self.dim) else self.n)
             low = -math.inf if self.low is None else self.low
             high = math.inf if self.high is None else self.high
             if not low <= high:
@@ -70,7 +80,27 @@ class ObsLeafDescriptor:
             if isinstance(self.n, bool) or not isinstance(self.n, int) or self.n < 1:
                 raise ConfigError(f"a categorical leaf needs n >= 1, not {self.n!r}")
         else:
-            raise ConfigError(f"an observation leaf is 'box' or 'categorical', not {self.kind!r}")
+            raise ConfigError(f"an observation leaf is 'box' or 'categorical' ('discrete'), not {self.kind!r}")
+        object.__setattr__(self, "dim", None)  # read into n: one spelling downstream
+
+    @property
+    def width(self) -> int:
+        """How many values of a flat observation the leaf takes: a box's ``n``, a categorical's one."""
+        return int(self.n or 1) if self.kind == "box" else 1
+
+
+def as_leaf(leaf: Any) -> ObsLeafDescriptor:
+    """Any leaf description as an ``ObsLeafDescriptor``: ours, CloudAI's (a pydantic ``ObsLeafDescriptor`` with
+    ``kind``/``dim``/``n``), or a mapping of those fields (from JSON). The one place spellings are reconciled."""
+    if isinstance(leaf, ObsLeafDescriptor):
+        return leaf
+    fields = ("kind", "low", "high", "n", "dim")
+    get = leaf.get if isinstance(leaf, Mapping) else (lambda name: getattr(leaf, name, None))
+    found = {name: get(name) for name in fields}
+    kind = found.pop("kind")
+    if kind not in ("box", "categorical", "discrete"):
+        raise ConfigError(f"an observation leaf is 'box' or 'categorical' ('discrete'), not {kind!r} ({leaf!r})")
+    return ObsLeafDescriptor(kind, **found)
 
 
 ActionSpec = list[Any] | ContinuousSpace

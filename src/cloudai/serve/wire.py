@@ -24,8 +24,8 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from cloudai.envs.knobs import ObsLeaf
 from cloudai.errors import ConfigError
+from cloudai.gymserver.spaces import ObsLeafDescriptor as ObsLeaf
 from cloudai.space import Categorical, Space
 
 log = logging.getLogger("cloudai.serve")
