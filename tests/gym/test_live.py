@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import json
 import re
 import shlex
 from pathlib import Path
@@ -35,6 +36,11 @@ def test_conf_examples_run_episode_after_episode(tmp_path: Path, name: str, step
     best = run_dir / "serving" / "0" / "best.toml"
     assert "(reward = the live server's reward; a single measurement)." in best.read_text()
     assert best.read_text().startswith("# Recommended (best.toml is it): candidate")
+    if name == "random":  # no agent_metrics: the server's names label every observed value (issue 30 item 5)
+        manifest = json.loads((run_dir / "run.json").read_text())
+        assert manifest["entries"][0]["agent_metrics"] == ["throughput", "p99_latency_ms", "queue_depth"]
+        header = (run_dir / "serving" / "0" / "trials.csv").read_text().splitlines()[0].split(",")
+        assert header[-3:] == ["throughput", "p99_latency_ms", "queue_depth"] and "default" not in header
     report = (run_dir / "report.html").read_text()  # the re-runs are drawn as confirmation, not as one more episode
     shown = report[report.index('data-section="episodes"') :]
     assert f"The 9 confirmation re-runs (steps {steps + 1}-{steps + 9}) are not an episode" in shown

@@ -90,7 +90,7 @@ def load_env(
 ) -> LoadedEnv:
     """Validate, pick the entry, create the results dir, build the env (see the module docstring)."""
     from cloudai.plan.load import load_plan
-    from cloudai.run.rundir import create_run_dir, output_root, write_run_manifest
+    from cloudai.run.rundir import create_run_dir, output_root, record_observation_names, write_run_manifest
 
     plan = load_plan(None if system_config is None else Path(system_config), Path(tests_dir), Path(scenario))
     checked = pick_entry(plan, test_id)
@@ -104,7 +104,10 @@ def load_env(
     root = output_root(plan, None if output_dir is None else Path(output_dir))
     run_dir = create_run_dir(root, plan.scenario.name)
     write_run_manifest(plan, run_dir)
-    return LoadedEnv(_build(plan, checked, run_dir), checked, run_dir, plan)
+    env = _build(plan, checked, run_dir)
+    if env.live:  # the server names what it observes: the records say so
+        record_observation_names(run_dir, checked.entry.id, env.define_observation_space())
+    return LoadedEnv(env, checked, run_dir, plan)
 
 
 def _build(plan: Plan, checked: CheckedEntry, run_dir: Path, iteration: int = 0) -> BaseGym:

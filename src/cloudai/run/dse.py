@@ -133,6 +133,7 @@ def _run_iteration(
     from cloudai.run.best import BEST_FILE, best_text, outcome_lines, regime_notes
     from cloudai.run.confirm import confirm_plan, run_confirmation, search_steps
     from cloudai.run.progress import StepProgress
+    from cloudai.run.rundir import record_observation_names
 
     entry = checked.entry
     agent_cls = AGENTS.get(entry.agent.name)
@@ -152,6 +153,8 @@ def _run_iteration(
         progress.update(feedback)
 
     env = build_env(plan, checked, run_dir, iteration=iteration, system=system, resume=resume, on_step=on_step)
+    if env.live:  # the server names what it observes: the records say so
+        record_observation_names(run_dir, entry.id, env.define_observation_space())
     history = env.history()
     counts.update(f.status for f in history)
     progress.done = sum(f.status != "cached" for f in history)
@@ -224,7 +227,7 @@ def _run_iteration(
     echo(f"  test TOML: {path}")
     for line in regimes:
         echo(f"  {line}")
-    _after_run(checked, [*history, *finished], counts, out_dir, echo)
+    _after_run(checked, [*history, *finished], counts, out_dir, echo, tuple(env.define_observation_space()))
     return 0
 
 
@@ -240,10 +243,18 @@ def _slim(feedback: Feedback, metrics: tuple[str, ...]) -> Feedback:
     return replace(feedback, info=info)
 
 
-def _after_run(checked: CheckedEntry, steps: list[Feedback], counts: Counter[str], out_dir: Path, echo: Echo) -> None:
+def _after_run(
+    checked: CheckedEntry,
+    steps: list[Feedback],
+    counts: Counter[str],
+    out_dir: Path,
+    echo: Echo,
+    observed: tuple[str, ...],
+) -> None:
     """Status counts, the Pareto front (several objectives), trials.csv and the Optuna study's dashboard command.
 
-    ``steps``: the scored ones (and every recorded one on resume); ``counts``: every step's status."""
+    ``steps``: the scored ones (and every recorded one on resume); ``counts``: every step's status; ``observed``:
+    the observation's names (a live server's own when the test names no ``agent_metrics``)."""
     from cloudai.reports.trials_csv import write_trials
     from cloudai.run.pareto_out import write_pareto
 
@@ -251,7 +262,7 @@ def _after_run(checked: CheckedEntry, steps: list[Feedback], counts: Counter[str
         echo("  steps: " + ", ".join(f"{n} {status}" for status, n in sorted(counts.items(), key=lambda x: -x[1])))
     write_pareto(checked.entry, checked.space, steps, out_dir, echo, recorded=counts.total())
     if (out_dir / TRAJECTORY_FILE).is_file():
-        write_trials(out_dir, checked.entry.agent.metrics)
+        write_trials(out_dir, observed)
     if checked.entry.agent.name == "optuna":  # only its runs have a study (and only they may import optuna)
         from cloudai.agents.optuna_storage import JOURNAL_FILE, dashboard_command
 

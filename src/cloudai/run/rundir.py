@@ -18,6 +18,7 @@ import time
 from datetime import datetime
 from pathlib import Path
 
+from cloudai.atomicfile import atomic_write
 from cloudai.errors import ConfigError
 from cloudai.run.fingerprint import entry_fingerprint
 
@@ -97,3 +98,14 @@ def write_run_manifest(plan: Plan, run_dir: Path, command: str = "") -> None:
 
 def output_root(plan: Plan, output_dir: Path | None) -> Path:
     return output_dir if output_dir is not None else Path(plan.system_config.output_path)
+
+
+def record_observation_names(run_dir: Path, entry_id: str, names: list[str]) -> None:
+    """A live entry without ``agent_metrics`` observes what its server names: put those names in ``run.json``
+    (replacing ``["default"]``), so trials.csv and the report label every observed value, not one "default"."""
+    path = run_dir / "run.json"
+    manifest = json.loads(path.read_text())
+    for entry in manifest["entries"]:
+        if entry["id"] == entry_id and entry.get("agent_metrics") in (["default"], None) and names:
+            entry["agent_metrics"] = list(names)
+            atomic_write(path, json.dumps(manifest, indent=1))
