@@ -99,3 +99,5 @@ def test_sigint_then_resume_runs_each_point_once(case: Callable[..., Case]) -> N
     assert list(env.step) == list(final.step)
     sampler = EnvParamSampler({"background_load": EnvParamSpec(weights=[0.5, 0.3, 0.2])}, SPACE, 0)
     assert list(env.background_load) == [sampler.sample(s)["background_load"] for s in final.step]
+    # the numbers of an uninterrupted run (cancelled trials' numbers reused): env.csv is the uninterrupted one's
+    assert list(final.step) == list(range(1, 13))

@@ -122,6 +122,7 @@ def test_a_crashing_server_leaves_a_resumable_run(tmp_path: Path) -> None:
     assert expected in result.stdout + result.stderr
     failure = (case.trial_dir / "dse_failure.txt").read_text()
     assert "injected crash" in failure
+    assert "where:  at step 26 (the last step started)" in failure  # the failing step, not the one before it
     before = (case.trial_dir / "trajectory.csv").read_text()
     assert [int(r["step"]) for r in case.rows()] == list(range(1, 26))  # every finished step is recorded
     assert len(case.rows("env.csv")) == 25

@@ -266,7 +266,7 @@ def dse(name, msg, args="", top="", tail="", scenario="", verify=("scenario.toml
 RS = 'agent = "random_search"\n'
 dse(
     "env_params_unknown_field",
-    ["env_params_unknown_field.toml", "env_params.jitter.weigths"],
+    ["env_params_unknown_field.toml", "env_params.jitter.weigths", "did you mean 'weights'"],
     "jitter = [0.0, 0.1]\n",
     RS,
     "[env_params.jitter]\nweigths = [1, 1]\n",

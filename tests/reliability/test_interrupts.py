@@ -83,7 +83,11 @@ def test_dse_interrupt_cancels_trials_and_resumes(tmp_path: Path, sig: signal.Si
     assert resumed.returncode == 0, resumed.stderr
     rows = _rows(iteration / "trajectory.csv")
     assert sorted(json.loads(r["action"])["x"] for r in rows) == [1, 2, 3, 4]
-    assert [r["step"] for r in rows] == ["3", "4", "5", "6"]  # steps 1 and 2 were the cancelled ones
+    # steps 1 and 2 were cancelled: their numbers are reused (env_params draw per step), their files set aside
+    assert [r["step"] for r in rows] == ["1", "2", "3", "4"]
+    aside = sorted(p.parent.name for p in iteration.glob("*.cancelled/job.json"))
+    assert aside == ["1.cancelled", "2.cancelled"]
+    assert {json.loads(p.read_text())["status"] for p in iteration.glob("*.cancelled/job.json")} == {"cancelled"}
 
 
 def test_second_ctrl_c_while_stopping_kills_at_once(tmp_path: Path) -> None:

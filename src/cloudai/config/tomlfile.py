@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, TypeVar
+from types import UnionType
+from typing import Any, TypeVar, Union, get_args, get_origin
 
 import toml
 from pydantic import BaseModel, ValidationError
@@ -101,14 +103,24 @@ def _fields_at(model: type[BaseModel], loc: tuple[str | int, ...]) -> list[str]:
 def _model_at(model: type[BaseModel], loc: tuple[str | int, ...]) -> Any:
     """The (nested) model at ``loc``, or None when ``loc`` leaves the models."""
     current: Any = model
+    keyed = False  # the last field was a table of models (``env_params.<name>``): this part is a key
     for part in loc:
-        if isinstance(part, int):
+        if isinstance(part, int) or keyed:
+            keyed = False
             continue
         field = getattr(current, "model_fields", {}).get(part)
         if field is None:
             return None
         current = _model_in(field.annotation)
+        keyed = _is_table(field.annotation)
     return current
+
+
+def _is_table(annotation: Any) -> bool:
+    """A ``dict[str, ...]`` (or an optional one): its keys are names the user chose, not fields."""
+    if get_origin(annotation) in (dict, Mapping):
+        return True
+    return get_origin(annotation) in (Union, UnionType) and any(_is_table(a) for a in get_args(annotation))
 
 
 def _model_in(annotation: Any) -> Any:

@@ -89,6 +89,12 @@ class BaseGym(ABC):
     @abstractmethod
     def next_step(self) -> int: ...
 
+    @property
+    def last_started(self) -> int:
+        """The number of the last step started (0: none yet): what a failure report names. An env that numbers a
+        step only once it finished (live RL) says so itself."""
+        return self.next_step - 1
+
     def step_async(self, action: dict[str, Any]) -> int:
         """Start a trial. Default: run it now and hand it out on the next ``step_wait``."""
         step = self.next_step

@@ -120,6 +120,7 @@ class LiveGymEnv(BaseGym):
         self._open = False  # an episode is running (reset ran, no done since)
         self._env: dict[str, Any] = {}  # env_params in force this episode
         self._env_from = 0  # the step the held env_params apply from
+        self._stepping = False  # inside the server's step call (a failure there is step next_step's)
 
     # -- BaseGym -----------------------------------------------------------------------------
 
@@ -141,6 +142,11 @@ class LiveGymEnv(BaseGym):
     @property
     def next_step(self) -> int:
         return self._next
+
+    @property
+    def last_started(self) -> int:
+        """``next_step`` is taken only once the server answered: a step that failed inside it is ``next_step``."""
+        return self._next if self._stepping else self._next - 1
 
     def history(self) -> list[Feedback]:
         return list(self._history)
@@ -168,7 +174,9 @@ class LiveGymEnv(BaseGym):
         if not self._open:
             self.reset()
         step, started = self._next, time.monotonic()
+        self._stepping = True
         raw, reward, ended, server_info = self._call("step", lambda: self.server.step({**self._fixed, **action}))
+        self._stepping = False
         done = bool(ended)
         self._next += 1
         self._fresh = False

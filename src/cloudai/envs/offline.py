@@ -122,7 +122,8 @@ class CloudAIGymEnv(BaseGym):
         scored = (f for f in self._history if f.status in SCORED)
         self._cache = {cache_key(f.action, f.env_params): self._measured(f) for f in scored}
         self._decided = {cache_key(f.action, f.env_params) for f in self._history if f.status in _DECIDED}
-        self._next = max(self.writer.last_step, _highest_step_dir(setup.out_dir)) + 1
+        _set_aside_unrecorded(setup.out_dir, self.writer.last_step)
+        self._next = self.writer.last_step + 1  # the numbers of an uninterrupted run: env_params draw by step
         self._episode = self._history[-1].episode if self._history else 1
         self._pending: dict[int, _Trial] = {}  # in flight, by step
         self._running: dict[str, _Trial] = {}  # in flight, by cache key
@@ -388,8 +389,17 @@ def _typed(space: Space, name: str, text: str) -> Any:
     return text
 
 
-def _highest_step_dir(out_dir: Path) -> int:
-    """The highest step that has a job dir: a resumed run never reuses one (a cancelled trial's files)."""
+def _set_aside_unrecorded(out_dir: Path, last_step: int) -> None:
+    """Rename the job dirs of steps after the last recorded one (trials cancelled or in flight when the run
+    stopped: never recorded) to ``<step>.cancelled`` (``.cancelled.2``...), so a resumed run numbers its steps as
+    an uninterrupted run would (env_params are drawn per step number: env.csv stays identical) and no recorded
+    trial's files are touched."""
     if not out_dir.is_dir():
-        return 0
-    return max((int(p.name) for p in out_dir.iterdir() if p.name.isdigit() and p.is_dir()), default=0)
+        return
+    for job_dir in out_dir.iterdir():
+        if job_dir.name.isdigit() and int(job_dir.name) > last_step and job_dir.is_dir():
+            target, n = out_dir / f"{job_dir.name}.cancelled", 1
+            while target.exists():
+                n += 1
+                target = out_dir / f"{job_dir.name}.cancelled.{n}"
+            job_dir.rename(target)

@@ -375,7 +375,7 @@ def _write_failure(
     text = (
         f"cloudai: the agent-driven run of '{entry.id}' (agent {entry.agent.name}) failed hard.\n\n"
         f"what:   {type(exc).__name__}: {exc}\n"
-        f"where:  at step {env.next_step - 1} (the last step started); steps in flight were cancelled: {in_flight}\n"
+        f"where:  at step {env.last_started} (the last step started); steps in flight were cancelled: {in_flight}\n"
         f"record: every finished step is in {out_dir / 'trajectory.csv'}\n"
         f"resume: {resume_cmd}\n\n"
         "traceback:\n" + "".join(traceback.format_exception(exc))
