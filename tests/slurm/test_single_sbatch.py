@@ -139,3 +139,27 @@ def test_single_sbatch_does_not_resume(tmp_path: Path) -> None:
                    "--test-scenario", SLEEP_SCENARIO, "--resume", old)  # fmt: skip
     assert done.returncode == 2 and "--single-sbatch cannot resume" in done.stderr, done.stderr
     assert slurm_states(tmp_path) == []
+
+
+@pytest.mark.slurm
+def test_single_sbatch_records_trials_as_a_normal_run_does(tmp_path: Path, write: Callable[[str, str], Path]) -> None:
+    """Issue 30 item 7: one function decides how a finished job becomes a step. The two trials that break
+    agent_constraints were ``ok`` rows (and the best) in single-sbatch mode but ``constraint`` rows normally."""
+    test = GRID6.replace("duration_s = 1", "duration_s = 0").replace(
+        'agent_metrics = ["bus_bw"]\n',
+        'agent_metrics = ["bus_bw"]\nagent_reward_function = "identity"\nagent_constraints = { bus_bw = "<= 30" }\n',
+    )
+    write("tests/grid.toml", test)
+    scenario = write("s.toml", GRID6_SCENARIO)
+    recorded = {}
+    for mode, extra in (("normal", ()), ("single", ("--single-sbatch",))):
+        done = cloudai("run", *extra, "--system-config", SYSTEM_TOML, "--tests-dir", tmp_path / "tests",
+                       "--test-scenario", scenario, "--output-dir", tmp_path / mode)  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        (iteration,) = tmp_path.glob(f"{mode}/*/grid/0")
+        rows = list(csv.DictReader((iteration / "trajectory.csv").open()))
+        best = (iteration / "best.toml").read_text().split("\n\n", 1)[1]  # the test, without the comment lines
+        recorded[mode] = ([(r["step"], r["action"], r["status"], r["reward"], r["reason"]) for r in rows], best)
+    assert recorded["single"] == recorded["normal"]
+    statuses = [status for _, _, status, _, _ in recorded["normal"][0]]
+    assert statuses.count("constraint") == 2 and statuses.count("ok") == 4

@@ -31,12 +31,12 @@ import json
 import math
 import time
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from cloudai.config.objectives import broken_constraints
+from cloudai.config.objectives import Constraint, broken_constraints
 from cloudai.envs.base import BaseGym, Feedback, Observation
 from cloudai.envs.pruning import ProgressWatch, PruneJudge
 from cloudai.envs.rewards import REWARDS
@@ -303,12 +303,9 @@ class CloudAIGymEnv(BaseGym):
         job = trial.job
         assert job is not None
         metrics = finish_job(job, self.workload, self.metrics)  # a missing metric fails the job, job.json too
-        observation = [metrics.get(name, math.nan) for name in self.metrics]
-        status = {JobStatus.OK: "ok", JobStatus.TIMEOUT: "timeout"}.get(job.status, "failed")
-        reason = job.reason
-        if status == "ok" and (broken := broken_constraints(self.constraints, metrics)):
-            status, reason = "constraint", broken  # measured, but outside agent_constraints
-        reward = self.reward_fn(observation[0]) if status == "ok" else self.setup.penalty_reward
+        status, observation, reward, reason = trial_outcome(
+            job, metrics, self.metrics, self.constraints, self.reward_fn, self.setup.penalty_reward
+        )
         info = {"metrics": metrics, "reason": reason, "job_dir": str(job.spec.job_dir)}
         feedback = self._complete(trial, observation, reward, status, info)
         for follower in trial.followers:  # a failure is not shared: each follower gets its own chance
@@ -387,6 +384,29 @@ def _typed(space: Space, name: str, text: str) -> Any:
     if dim is not None:
         return round(float(text)) if dim.dtype == "int" else float(text)
     return text
+
+
+def trial_outcome(
+    job: Job,
+    metrics: Mapping[str, float],
+    names: Sequence[str],
+    constraints: Sequence[Constraint],
+    reward_fn: Callable[[float], float],
+    penalty: float,
+) -> tuple[str, Observation, float, str]:
+    """How a finished job becomes a step: ``(status, observation, reward, reason)``. The one place that decides
+    it, for the DSE env and for ``--single-sbatch`` alike: ``ok`` only for a job that ended well with every named
+    metric and inside ``agent_constraints`` (else ``constraint``, measured but refused), ``timeout``, or
+    ``failed``; the reward is the reward function's of the first metric for ``ok``, else the penalty."""
+    observation = [metrics.get(name, math.nan) for name in names]
+    status = {JobStatus.OK: "ok", JobStatus.TIMEOUT: "timeout"}.get(job.status, "failed")
+    reason = job.reason
+    if status == "ok" and any(name not in metrics for name in names):
+        status = "failed"  # finish_job has already said why in job.json
+    if status == "ok" and (broken := broken_constraints(constraints, metrics)):
+        status, reason = "constraint", broken  # measured, but outside agent_constraints
+    reward = reward_fn(observation[0]) if status == "ok" else penalty
+    return status, observation, reward, "" if status == "ok" else reason
 
 
 def _set_aside_unrecorded(out_dir: Path, last_step: int) -> None:

@@ -233,6 +233,7 @@ def _record_iteration(it: _Iteration, by_name: dict[str, tuple[Job, dict[str, fl
     from cloudai.agents import AGENTS
     from cloudai.atomicfile import atomic_write
     from cloudai.envs.base import Feedback
+    from cloudai.envs.offline import trial_outcome
     from cloudai.envs.rewards import REWARDS
     from cloudai.plan.agent_checks import agent_config
     from cloudai.run.best import BEST_FILE, best_text
@@ -248,11 +249,17 @@ def _record_iteration(it: _Iteration, by_name: dict[str, tuple[Job, dict[str, fl
     recorded = 0
     try:
         for trial in it.trials:
-            outcome = _outcome(trial, by_name, metrics_order)
-            if outcome is None:  # cancelled: not recorded, as in an interrupted DSE run
-                continue
-            status, observation, metrics, elapsed, reason = outcome
-            reward = reward_fn(observation[0]) if status == "ok" else penalty
+            if trial.name is None:  # infeasible: the workload's constraint, not run
+                status, observation, metrics, elapsed = "constraint", [math.nan] * len(metrics_order), {}, 0.0
+                reward, reason = penalty, trial.reason
+            elif trial.name not in by_name or by_name[trial.name][0].status is JobStatus.CANCELLED:
+                continue  # never ended: not recorded, as in an interrupted DSE run
+            else:
+                job, metrics = by_name[trial.name]
+                status, observation, reward, reason = trial_outcome(
+                    job, metrics, metrics_order, entry.agent.constraints, reward_fn, penalty
+                )
+                elapsed = (job.ended_at - job.started_at) if job.ended_at and job.started_at else 0.0
             writer.append(step=trial.step, episode=1, action=trial.action, reward=reward, observation=observation,
                           status=status, elapsed_s=elapsed, env=trial.env, reason=reason)  # fmt: skip
             recorded += 1
@@ -271,26 +278,6 @@ def _record_iteration(it: _Iteration, by_name: dict[str, tuple[Job, dict[str, fl
     echo(f"{entry.id}/{it.iteration}: best of {recorded} step(s) is step {best.step}: reward {best.reward:.6g}")
     echo(f"  test TOML: {path}")
     return 0
-
-
-def _outcome(
-    trial: _Trial, by_name: dict[str, tuple[Job, dict[str, float]]], metrics_order: list[str]
-) -> tuple[str, list[float], dict[str, float], float, str] | None:
-    """(status, observation, metrics, elapsed_s, reason) as trajectory.csv records a trial; None if it never ended."""
-    nothing = [math.nan] * len(metrics_order)
-    if trial.name is None:
-        return "constraint", nothing, {}, 0.0, trial.reason
-    if trial.name not in by_name:
-        return None
-    job, metrics = by_name[trial.name]
-    if job.status is JobStatus.CANCELLED:
-        return None
-    elapsed = (job.ended_at - job.started_at) if job.ended_at and job.started_at else 0.0
-    observation = [metrics.get(name, math.nan) for name in metrics_order]
-    status = {JobStatus.OK: "ok", JobStatus.TIMEOUT: "timeout"}.get(job.status, "failed")
-    if status == "ok" and any(name not in metrics for name in metrics_order):
-        status = "failed"
-    return status, observation, metrics, elapsed, "" if status == "ok" else job.reason
 
 
 def _slurm(system: System) -> SlurmSystem:
