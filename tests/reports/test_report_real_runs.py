@@ -151,8 +151,9 @@ def test_a_live_rl_run_reports_the_return_of_each_episode(real_live: RealRun) ->
     assert real_live.returncode == 0, real_live.stderr
     report = real_live.path / "report.html"
     page = parse(report)
-    assert {"agent", "reward", "episodes", "regimes"} <= page.kinds()
-    assert_pngs(page.images, 4)  # reward, knob effects, time spent, episode returns
+    assert {"agent", "reward", "observations", "episodes", "regimes"} <= page.kinds()
+    # reward, the server's observations (named: the test has no agent_metrics), knob effects, time, episode returns
+    assert_pngs(page.images, 5)
 
     steps = read_csv(real_live.it_dir("Tests.live") / "trajectory.csv")
     returns: dict[str, float] = defaultdict(float)
