@@ -7,9 +7,51 @@ reader drop or miscount steps. The contract itself is in ``cloudai.trajectory.re
 
 from __future__ import annotations
 
+import json
+import math
+from typing import Any, NamedTuple
+
 TRAJECTORY_FILE = "trajectory.csv"
 ENV_FILE = "env.csv"
 COLUMNS = ("step", "episode", "action", "reward", "observation", "status", "elapsed_s", "reason")
 LEGACY_COLUMNS = COLUMNS[:-1]  # written before the reason column: still read (empty reasons)
 STATUSES = frozenset({"ok", "cached", "failed", "constraint", "timeout", "pruned"})
 SCORED = frozenset({"ok", "cached"})  # the statuses whose reward measures the action
+
+
+class Cells(NamedTuple):
+    """One trajectory.csv row, parsed: the fields as their types (an empty or null reward, elapsed time or
+    observation value is NaN). ``--resume`` (strict) and the reports (lenient) both read rows through
+    ``parse_cells``: one parser, so they never disagree on what a row says."""
+
+    step: int
+    episode: int
+    action: dict[str, Any]
+    reward: float
+    observation: list[float]
+    status: str
+    elapsed_s: float
+    reason: str
+
+
+def parse_cells(cells: list[str]) -> Cells | None:
+    """A row's cells (``COLUMNS``, or ``LEGACY_COLUMNS`` without the reason) as ``Cells``; None when they do not
+    parse (a wrong count, bad JSON, an unknown status, a number that is not one)."""
+    if len(cells) == len(LEGACY_COLUMNS):
+        cells = [*cells, ""]
+    if len(cells) != len(COLUMNS):
+        return None
+    step, episode, action, reward, observation, status, elapsed, reason = cells
+    try:
+        act = json.loads(action)
+        obs = json.loads(observation) if observation else []
+        if not isinstance(act, dict) or not isinstance(obs, list) or status not in STATUSES:
+            return None
+        values = [math.nan if v is None else float(v) for v in obs]
+        return Cells(int(step), int(episode or 0), act, _number(reward), values, status, _number(elapsed), reason)
+    except (ValueError, TypeError, RecursionError):
+        return None
+
+
+def _number(text: str) -> float:
+    return math.nan if text in ("", "None", "null") else float(text)

@@ -99,3 +99,24 @@ def test_changed_env_params_are_an_error(tmp_path: Path) -> None:
     TrajectoryWriter(tmp_path, ["load"]).close()
     with pytest.raises(ConfigError, match="header"):
         read_trajectory(tmp_path, ["jitter"])
+
+
+def test_resume_and_the_report_read_a_row_alike(tmp_path: Path) -> None:
+    """One row parser (``recordfiles.parse_cells``) behind the strict reader (--resume) and the lenient one
+    (reports): the same fields, the same NaN for nothing measured, a legacy row without the reason column."""
+    from cloudai.reports.trajectory import read_trajectory as report_read
+
+    writer = TrajectoryWriter(tmp_path)
+    for step, status in ((1, "ok"), (2, "failed")):
+        _append(writer, step, status)
+    writer.close()
+    with (tmp_path / "trajectory.csv").open("a") as fh:  # a row written before the reason column existed
+        fh.write('3,1,"{""a"": 3, ""b"": ""x""}",3.0,"[3.0, null]",ok,0.5\n')
+    strict, lenient = read_trajectory(tmp_path), report_read(tmp_path / "trajectory.csv").steps
+
+    def fields(row: object) -> tuple[object, ...]:
+        values = [getattr(row, f) for f in ("step", "episode", "action", "reward", "status", "elapsed_s", "reason")]
+        return (*values, [None if math.isnan(v) else v for v in row.observation])  # type: ignore[attr-defined]
+
+    assert [fields(r) for r in strict] == [fields(s) for s in lenient]
+    assert [r.step for r in strict] == [1, 2, 3] and strict[2].reason == ""

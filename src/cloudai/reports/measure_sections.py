@@ -114,7 +114,7 @@ def pareto_section(traj: Trajectory, entry: Entry, base: str) -> str | None:
     return h.section(f"{base}--pareto", "Pareto front", parts, 3, data="pareto")
 
 
-def _num(observation: list[object], index: int) -> float:
+def _num(observation: list[float], index: int) -> float:
     value = observation[index] if index < len(observation) else None
     return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else math.nan
 

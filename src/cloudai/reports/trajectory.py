@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from cloudai.readfile import open_text
-from cloudai.recordfiles import COLUMNS, LEGACY_COLUMNS, SCORED, STATUSES
+from cloudai.recordfiles import COLUMNS, LEGACY_COLUMNS, SCORED, parse_cells
 
 Value = bool | int | float | str | None
 _canonical = json.JSONEncoder(sort_keys=True).encode  # Step.key: as json.dumps(action, sort_keys=True), made once
@@ -31,7 +31,7 @@ class Step:
     episode: int
     action: dict[str, object]
     reward: float  # NaN when the row has none
-    observation: list[object]
+    observation: list[float]  # NaN where nothing was measured
     status: str
     elapsed_s: float
     key: str  # the action as canonical JSON: equal configurations, equal keys
@@ -120,30 +120,10 @@ def _ends_without_newline(fd: int) -> bool:
 
 
 def _parse_row(row: list[str]) -> Step | None:
-    if len(row) == len(LEGACY_COLUMNS):
-        row = [*row, ""]
-    if len(row) != len(COLUMNS):
+    parsed = parse_cells(row)
+    if parsed is None:
         return None
-    step, episode, action_text, reward, observation_text, status, elapsed, reason = row
-    try:
-        action = json.loads(action_text)
-        observation = json.loads(observation_text) if observation_text else []
-        parsed = Step(
-            step=int(step),
-            episode=int(episode or 0),
-            action=action,
-            reward=float(reward) if reward not in ("", "None", "null") else math.nan,
-            observation=observation,
-            status=status,
-            elapsed_s=float(elapsed) if elapsed else math.nan,
-            key=_canonical(action),
-            reason=reason,
-        )
-    except (ValueError, TypeError):
-        return None
-    if not isinstance(action, dict) or not isinstance(observation, list) or status not in STATUSES:
-        return None
-    return parsed
+    return Step(*parsed[:7], key=_canonical(parsed.action), reason=parsed.reason)
 
 
 def read_env(path: Path, traj: Trajectory) -> None:

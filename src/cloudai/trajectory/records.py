@@ -35,7 +35,7 @@ from typing import Any
 from cloudai.atomicfile import atomic_write
 from cloudai.errors import ConfigError
 from cloudai.readfile import UnsafeFileError, read_regular
-from cloudai.recordfiles import COLUMNS, ENV_FILE, LEGACY_COLUMNS, STATUSES, TRAJECTORY_FILE
+from cloudai.recordfiles import COLUMNS, ENV_FILE, LEGACY_COLUMNS, STATUSES, TRAJECTORY_FILE, parse_cells
 from cloudai.space import env_cell
 
 # trajectory.csv of ~10^6 steps (a row is ~100-300 bytes): a record larger than this is not one cloudai wrote
@@ -223,17 +223,5 @@ def _read_rows(path: Path, header: Sequence[str], legacy: Sequence[str] | None =
 
 
 def _parse(cells: list[str]) -> Row | None:
-    if len(cells) == len(LEGACY_COLUMNS):
-        cells = [*cells, ""]
-    if len(cells) != len(COLUMNS):
-        return None
-    step, episode, action, reward, observation, status, elapsed, reason = cells
-    try:
-        act = json.loads(action)
-        obs = json.loads(observation)
-        if not isinstance(act, dict) or not isinstance(obs, list) or status not in STATUSES:
-            return None
-        values = [math.nan if v is None else float(v) for v in obs]
-        return Row(int(step), int(episode), act, float(reward), values, status, float(elapsed), reason=reason)
-    except (ValueError, TypeError):
-        return None
+    parsed = parse_cells(cells)
+    return None if parsed is None else Row(*parsed[:7], reason=parsed.reason)
