@@ -89,7 +89,7 @@ def bench_remote(steps: int, rounds: int, root: Path) -> None:
     from openenv.core.generic_client import GenericEnvClient
     from tests.gym.servers import OpenEnvServer
 
-    from cloudai.remote.client import RemoteGymServer
+    from cloudai.gymserver.remote import RemoteGymServer
 
     rng = random.Random(1)
     actions = [{"batch": rng.choice([1, 2, 4, 8]), "use_cache": rng.random() < 0.5, "ratio": rng.uniform(0.1, 1.0),

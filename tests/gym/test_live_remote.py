@@ -17,7 +17,7 @@ from tests.conftest import REPO, cloudai
 from tests.gym.live_case import LiveCase, episodes
 from tests.gym.servers import SCHEMA, OpenEnvServer, ok_json, raw_server
 
-from cloudai.remote.client import RemoteGymServer
+from cloudai.gymserver.remote import RemoteGymServer
 
 pytestmark = pytest.mark.slow  # each test starts servers and cloudai runs (seconds each)
 

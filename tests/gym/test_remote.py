@@ -10,10 +10,10 @@ from collections.abc import Iterator
 import pytest
 from tests.gym.servers import OpenEnvServer, held_port
 
-from cloudai.envs.servers import create_gym_server
 from cloudai.errors import ConfigError, GymServerError
+from cloudai.gymserver.factory import create_gym_server
+from cloudai.gymserver.remote import RemoteGymServer
 from cloudai.gymserver.spaces import ContinuousSpace
-from cloudai.remote.client import RemoteGymServer
 
 pytestmark = pytest.mark.slow  # each module starts openenv servers (seconds each)
 
@@ -162,7 +162,7 @@ def test_waits_for_a_server_that_is_not_up_yet(caplog: pytest.LogCaptureFixture)
                 tried.set()
 
     handler = Seen(logging.DEBUG)
-    logger = logging.getLogger("cloudai.remote.client")
+    logger = logging.getLogger("cloudai.gymserver.remote")
     logger.addHandler(handler)
     logger.setLevel(logging.DEBUG)
     result: list[object] = []
@@ -197,7 +197,7 @@ def test_server_killed_mid_run() -> None:
 
 
 def test_unknown_transport_is_named_at_validation() -> None:
-    from cloudai.envs.servers import validate_live_rl_args
+    from cloudai.gymserver.factory import validate_live_rl_args
 
     problems = validate_live_rl_args(
         {"live_rl_mode": True, "env_url": "http://127.0.0.1:9", "env_transport": "grpc"}, "t.toml"

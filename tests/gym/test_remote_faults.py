@@ -11,9 +11,9 @@ import pytest
 from tests.gym.servers import SCHEMA, ok_json, raw_server
 
 from cloudai.errors import ConfigError, GymServerError
+from cloudai.gymserver.remote import RemoteGymServer
+from cloudai.gymserver.schema import field_space
 from cloudai.gymserver.spaces import ContinuousSpace
-from cloudai.remote.client import RemoteGymServer
-from cloudai.remote.schema import field_space
 
 HEALTHY = {"/health": ok_json({"status": "healthy"}), "/schema": ok_json(SCHEMA)}
 OBSERVATION = json.dumps({"type": "observation", "data": {"observation": {"y": 1.5}, "reward": 2, "done": False}})

@@ -18,7 +18,7 @@ from tests.conftest import cloudai
 from tests.gym_adapter.tomls import write_tomls
 from tests.serve.serving import ServeProcess, wait_healthy
 
-from cloudai.remote.client import RemoteGymServer
+from cloudai.gymserver.remote import RemoteGymServer
 
 pytestmark = pytest.mark.slow  # three real processes, a dozen real trials
 

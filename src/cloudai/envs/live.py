@@ -38,8 +38,8 @@ from cloudai.envs.base import BaseGym, Feedback, Observation
 from cloudai.envs.env_params import EnvParamSampler
 from cloudai.envs.knobs import observation_leaves
 from cloudai.envs.offline import TrialSetup, check_action, replayed
-from cloudai.envs.servers import RESERVED_ARGS, create_gym_server
 from cloudai.errors import ConfigError, GymServerError, Problem, did_you_mean
+from cloudai.gymserver.factory import RESERVED_ARGS, create_gym_server
 from cloudai.gymserver.protocol import close_server
 from cloudai.gymserver.spaces import as_leaf, narrow_space, to_dimension
 from cloudai.space import Space, flatten, is_range

@@ -4,9 +4,9 @@
 ``GymnasiumAdapter`` and the action wrappers (``GridActions``, ``UnitBoxActions``) give it Gymnasium's
 spaces, and ``examples.ServingSim`` is the shipped in-process ``GymServer``. The names of the
 ``GymServer`` protocol (``gymserver``), the env helpers (``envs``) and the OpenEnv client
-(``remote``) are re-exported here for convenience.
+(``gymserver.remote``) are re-exported here for convenience.
 
-May import every stage below it (``run``, ``plan``, ``envs``, ``remote``, ``gymserver``, ...); nothing
+May import every stage below it (``run``, ``plan``, ``envs``, ``gymserver``, ...); nothing
 but ``cli`` imports it.
 
 Importing this package imports nothing heavy (no httpx, websockets, fastapi, gymnasium): the
@@ -22,22 +22,22 @@ from typing import TYPE_CHECKING, Any
 from cloudai.gym.registration import register_on_import
 
 if TYPE_CHECKING:
-    from cloudai.envs.servers import create_gym_server, validate_live_rl_args
     from cloudai.gym.adapter import GymnasiumAdapter
     from cloudai.gym.examples import ServingSim
     from cloudai.gym.flatten import GridActions, UnitBoxActions
     from cloudai.gym.from_toml import load_env, make
+    from cloudai.gymserver.factory import create_gym_server, validate_live_rl_args
     from cloudai.gymserver.protocol import GymServer
+    from cloudai.gymserver.remote import RemoteGymServer
     from cloudai.gymserver.spaces import ContinuousSpace, ObsLeafDescriptor
-    from cloudai.remote.client import RemoteGymServer
 
 _EXPORTS = {
     "ContinuousSpace": "cloudai.gymserver.spaces",
     "ObsLeafDescriptor": "cloudai.gymserver.spaces",
     "GymServer": "cloudai.gymserver.protocol",
-    "create_gym_server": "cloudai.envs.servers",
-    "validate_live_rl_args": "cloudai.envs.servers",
-    "RemoteGymServer": "cloudai.remote.client",
+    "create_gym_server": "cloudai.gymserver.factory",
+    "validate_live_rl_args": "cloudai.gymserver.factory",
+    "RemoteGymServer": "cloudai.gymserver.remote",
     "ServingSim": "cloudai.gym.examples",
     "GymnasiumAdapter": "cloudai.gym.adapter",
     "GridActions": "cloudai.gym.flatten",

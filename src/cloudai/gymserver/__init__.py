@@ -1,7 +1,12 @@
-"""The ``GymServer`` protocol a live environment speaks, and its space descriptors.
+"""Live environment servers, the side a live step reaches: the ``GymServer`` contract (``protocol``) and its
+vocabulary (``spaces``: ranges, observation leaves, CloudAI's spellings read by ``as_leaf``), building the server a
+live test names (``factory``: an in-process class from ``env_class``, or ``remote`` for ``env_url``), and the
+OpenEnv client (``remote``, with ``wire`` for HTTP/WebSocket frames and ``schema`` for the server's JSON Schemas).
 
-Shared by both sides of a live trial: the envs that step a server (``envs``), the OpenEnv client
-(``remote``) and in-process servers such as ``cloudai.gym.examples.ServingSim``.
+The environment packages, each named for its job: ``envs`` holds what the search steps (``BaseGym``: the offline
+DSE env, one job per step; the live env, one server step per step); ``gymserver`` (here) what a live env steps;
+``gym`` the Gymnasium face trainers step (``GymnasiumAdapter``, ``make``); ``serve`` the other direction, a test
+behind an OpenEnv server (``cloudai serve``).
 
-May import only the shared leaves (``errors``, ``space``).
+May import ``systems`` (hidden env vars), ``config`` and the shared leaves; never an env, an agent or ``serve``.
 """

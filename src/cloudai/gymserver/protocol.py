@@ -1,4 +1,4 @@
-"""``GymServer``: a running environment a live-RL trial steps (the protocol; finding one: ``cloudai.envs.servers``).
+"""``GymServer``: a running environment a live-RL trial steps (the protocol; making one: ``gymserver.factory``).
 
 In live-RL mode a trial is one step of a live environment (an inference server retuned
 online, a simulator, a remote sandbox). ``cloudai.envs.live.LiveGymEnv`` reaches it only through this

@@ -126,7 +126,7 @@ def check_agent_entry(entry: RunEntry, space: Space, live: bool) -> list[Problem
         problems += _check_space(entry, space, agent_cls)
     problems += check_env_params(entry, space, agent_cls)
     if live:
-        from cloudai.envs.servers import validate_live_rl_args
+        from cloudai.gymserver.factory import validate_live_rl_args
 
         problems += validate_live_rl_args(entry.cmd_args, file, prefix=f"{prefix}.cmd_args")
     if live and entry.agent.steps is None:

@@ -259,7 +259,7 @@ def _missing_methods(obj: object) -> list[str]:
 
 
 def _remote(cmd_args: Mapping[str, Any], metrics: Sequence[str] | None) -> GymServer:
-    from cloudai.remote.client import RemoteGymServer
+    from cloudai.gymserver.remote import RemoteGymServer
 
     fields = {k: v for k, v in cmd_args.items() if k not in RESERVED_ARGS and not k.startswith("env_kwargs.")}
     hide_env_var(str(cmd_args.get("env_token_var", "CLOUDAI_GYM_TOKEN")))  # jobs never inherit the token

@@ -50,15 +50,15 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from cloudai.errors import ConfigError, Problem, did_you_mean
+from cloudai.gymserver.schema import action_fields, observation_plan, observe, trial_status
 from cloudai.gymserver.spaces import ActionSpec, ContinuousSpace, narrow_space
-from cloudai.remote.schema import action_fields, observation_plan, observe, trial_status
-from cloudai.remote.wire import Wire
+from cloudai.gymserver.wire import Wire
 
 
 class RemoteGymServer:
     """An OpenEnv server as a ``GymServer`` (see the module docstring for the protocol and guarantees).
 
-    The transport is ``cloudai.remote.wire.Wire``; the schema mapping ``cloudai.remote.schema``.
+    The transport is ``cloudai.gymserver.wire.Wire``; the schema mapping ``cloudai.gymserver.schema``.
     """
 
     def __init__(

@@ -1,7 +1,7 @@
 """OpenEnv's JSON Schemas as cloudai knobs and observations: pure functions, no I/O.
 
 ``action_fields`` and ``field_space`` turn the server's action schema into the knobs an agent
-chooses (see ``cloudai.remote.client`` for the rules), ``observation_plan`` picks the numeric
+chooses (see ``cloudai.gymserver.remote`` for the rules), ``observation_plan`` picks the numeric
 observation fields in ``metrics`` order, and ``observe`` reads one observation along that plan.
 """
 

@@ -1,10 +1,10 @@
 """The OpenEnv wire: one server's HTTP calls and WebSocket session, with retries, timeouts and auth.
 
-``Wire`` owns the transport and nothing of the episode's meaning (``cloudai.remote.client`` has that):
+``Wire`` owns the transport and nothing of the episode's meaning (``cloudai.gymserver.remote`` has that):
 idempotent GETs retried with backoff, episode calls never retried, one WebSocket frame answered by
 exactly one reply (anything that could desynchronise the session drops it), and every failure one
 ``GymServerError`` naming the URL and the call, with the bearer token masked. See
-``cloudai.remote.client`` for the protocol facts.
+``cloudai.gymserver.remote`` for the protocol facts.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     import httpx
     from websockets.sync.client import ClientConnection
 
-log = logging.getLogger("cloudai.remote.client")  # one logger name for the whole client, as before the split
+log = logging.getLogger("cloudai.gymserver.remote")  # one logger name for the whole client, as before the split
 
 _ENDS_SESSION = frozenset({"CAPACITY_REACHED", "FACTORY_ERROR", "SESSION_ERROR"})  # the server closes after these
 
