@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Any, NamedTuple
+from dataclasses import dataclass, field
+from typing import Any
 
 TRAJECTORY_FILE = "trajectory.csv"
 ENV_FILE = "env.csv"
@@ -19,10 +20,11 @@ STATUSES = frozenset({"ok", "cached", "failed", "constraint", "timeout", "pruned
 SCORED = frozenset({"ok", "cached"})  # the statuses whose reward measures the action
 
 
-class Cells(NamedTuple):
-    """One trajectory.csv row, parsed: the fields as their types (an empty or null reward, elapsed time or
-    observation value is NaN). ``--resume`` (strict) and the reports (lenient) both read rows through
-    ``parse_cells``: one parser, so they never disagree on what a row says."""
+@dataclass(frozen=True)
+class Row:
+    """One recorded step as trajectory.csv (and env.csv, ``env``: its cells as written, by param name) hold it; a
+    value not measured is NaN. The writer appends these; ``--resume`` (strict) and the reports (lenient) read
+    rows through ``parse_row``: one parser, so they never disagree on what a row says."""
 
     step: int
     episode: int
@@ -31,11 +33,12 @@ class Cells(NamedTuple):
     observation: list[float]
     status: str
     elapsed_s: float
-    reason: str
+    env: dict[str, str] = field(default_factory=dict)
+    reason: str = ""
 
 
-def parse_cells(cells: list[str]) -> Cells | None:
-    """A row's cells (``COLUMNS``, or ``LEGACY_COLUMNS`` without the reason) as ``Cells``; None when they do not
+def parse_row(cells: list[str]) -> Row | None:
+    """A row's cells (``COLUMNS``, or ``LEGACY_COLUMNS`` without the reason) as a ``Row``; None when they do not
     parse (a wrong count, bad JSON, an unknown status, a number that is not one)."""
     if len(cells) == len(LEGACY_COLUMNS):
         cells = [*cells, ""]
@@ -48,7 +51,7 @@ def parse_cells(cells: list[str]) -> Cells | None:
         if not isinstance(act, dict) or not isinstance(obs, list) or status not in STATUSES:
             return None
         values = [math.nan if v is None else float(v) for v in obs]
-        return Cells(int(step), int(episode or 0), act, _number(reward), values, status, _number(elapsed), reason)
+        return Row(int(step), int(episode or 0), act, _number(reward), values, status, _number(elapsed), reason=reason)
     except (ValueError, TypeError, RecursionError):
         return None
 

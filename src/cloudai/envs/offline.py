@@ -42,10 +42,10 @@ from cloudai.envs.pruning import ProgressWatch, PruneJudge
 from cloudai.envs.rewards import REWARDS
 from cloudai.errors import AgentError, ConfigError
 from cloudai.jobs.spec import build_spec, finish_job
-from cloudai.recordfiles import SCORED
+from cloudai.recordfiles import SCORED, Row
 from cloudai.space import Categorical, Space, env_cell, split_knobs
 from cloudai.systems.base import Job, JobStatus, System, held_interrupts, redeliver
-from cloudai.trajectory.records import SYNC_INTERVAL_S, Row, TrajectoryWriter
+from cloudai.trajectory.records import SYNC_INTERVAL_S, TrajectoryWriter
 from cloudai.workloads.base import Workload
 
 if TYPE_CHECKING:

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from cloudai.readfile import open_text
-from cloudai.recordfiles import COLUMNS, LEGACY_COLUMNS, SCORED, parse_cells
+from cloudai.recordfiles import COLUMNS, LEGACY_COLUMNS, SCORED, parse_row
 
 Value = bool | int | float | str | None
 _canonical = json.JSONEncoder(sort_keys=True).encode  # Step.key: as json.dumps(action, sort_keys=True), made once
@@ -120,10 +120,12 @@ def _ends_without_newline(fd: int) -> bool:
 
 
 def _parse_row(row: list[str]) -> Step | None:
-    parsed = parse_cells(row)
+    parsed = parse_row(row)
     if parsed is None:
         return None
-    return Step(*parsed[:7], key=_canonical(parsed.action), reason=parsed.reason)
+    p = parsed
+    return Step(p.step, p.episode, p.action, p.reward, p.observation, p.status, p.elapsed_s, _canonical(p.action),
+                reason=p.reason)  # fmt: skip
 
 
 def read_env(path: Path, traj: Trajectory) -> None:

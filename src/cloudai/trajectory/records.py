@@ -28,35 +28,19 @@ import math
 import os
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from cloudai.atomicfile import atomic_write
 from cloudai.errors import ConfigError
 from cloudai.readfile import UnsafeFileError, read_regular
-from cloudai.recordfiles import COLUMNS, ENV_FILE, LEGACY_COLUMNS, STATUSES, TRAJECTORY_FILE, parse_cells
+from cloudai.recordfiles import COLUMNS, ENV_FILE, LEGACY_COLUMNS, STATUSES, TRAJECTORY_FILE, Row, parse_row
 from cloudai.space import env_cell
 
 # trajectory.csv of ~10^6 steps (a row is ~100-300 bytes): a record larger than this is not one cloudai wrote
 MAX_RECORD_BYTES = 256 << 20
 
 SYNC_INTERVAL_S = 1.0  # a run's fsync cadence: an fsync per row cost more than a `sleep 0` trial (RELIABILITY.md)
-
-
-@dataclass(frozen=True)
-class Row:
-    """One recorded step. ``env`` holds env.csv's cells as written (text), keyed by param name."""
-
-    step: int
-    episode: int
-    action: dict[str, Any]
-    reward: float
-    observation: list[float]
-    status: str
-    elapsed_s: float
-    env: dict[str, str] = field(default_factory=dict)
-    reason: str = ""
 
 
 def _json(value: Any) -> str:
@@ -184,7 +168,7 @@ def read_trajectory(directory: Path, env_names: Sequence[str] = ()) -> list[Row]
     parsed: list[Row] = []
     for index, cells in enumerate(rows):
         last = index == len(rows) - 1
-        row = _parse(cells)
+        row = parse_row(cells)
         if row is not None and env_names:
             row = Row(**{**row.__dict__, "env": env_rows[row.step]}) if row.step in env_rows else None
         if row is None or (parsed and row.step <= parsed[-1].step):
@@ -220,8 +204,3 @@ def _read_rows(path: Path, header: Sequence[str], legacy: Sequence[str] | None =
     if torn:
         rows.append([])  # a torn last line: parseable prefix or not, it was never committed
     return rows[1:]
-
-
-def _parse(cells: list[str]) -> Row | None:
-    parsed = parse_cells(cells)
-    return None if parsed is None else Row(*parsed[:7], reason=parsed.reason)
