@@ -2,7 +2,9 @@
 
 One definition for the writer (``cloudai.trajectory.records``) and every reader (``--resume``, the DSE's
 counts and notes, the agents, the reports): a status added in one place and not another would make a
-reader drop or miscount steps. The contract itself is in ``cloudai.trajectory.records``.
+reader drop or miscount steps. A step's record is ``Row``, and ``parse_row`` the one parser of a trajectory.csv
+line, behind ``--resume``'s strict reader (``cloudai.trajectory.records``, which also holds the writing contract)
+and the reports' lenient, streaming one (``cloudai.reports.trajectory``, whose ``Step`` adds a view for figures).
 """
 
 from __future__ import annotations
