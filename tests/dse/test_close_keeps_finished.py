@@ -62,8 +62,12 @@ def test_an_interrupt_while_a_trial_is_recorded_loses_no_measurement(
     tests, scenario = write_synthetic(tmp_path)
     env = make(tests, scenario, output_dir=tmp_path / "out").cloudai_env
     assert isinstance(env, CloudAIGymEnv)
-    with pytest.raises(KeyboardInterrupt):
-        env.step({"algo": "ring", "num_channels": 4})
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)  # Python's own, whatever ran here before
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            env.step({"algo": "ring", "num_channels": 4})
+    finally:
+        signal.signal(signal.SIGINT, previous)
     env.close()
     with (env.setup.out_dir / "trajectory.csv").open() as handle:
         rows = list(csv.DictReader(handle))

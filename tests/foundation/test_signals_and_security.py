@@ -85,3 +85,19 @@ def test_cli_import_is_light() -> None:
     code = f"import sys, cloudai.cli; print(sorted({heavy} & set(sys.modules)))"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert result.stdout.strip() == "[]"
+
+
+def test_an_in_process_run_gives_the_callers_ctrl_c_back(tmp_path: Path) -> None:
+    """``cloudai run`` through click's CliRunner (or a script calling ``main``) used to leave its own SIGINT/SIGTERM
+    handler behind: the caller's next Ctrl-C only printed 'interrupted again'."""
+    from click.testing import CliRunner
+
+    from cloudai.cli import cli
+
+    before = (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM))
+    conf = Path(__file__).parents[2] / "conf" / "common"
+    scenario = conf / "test_scenario" / "sleep.toml"
+    args = ["run", "--tests-dir", str(conf / "test"), "--test-scenario", str(scenario), "--output-dir", str(tmp_path)]
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 0, result.output
+    assert (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)) == before

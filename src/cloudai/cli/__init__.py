@@ -188,9 +188,8 @@ def run(
     if resume is None:
         write_run_manifest(plan, run_dir, command_line())
         lock_results_dir(run_dir)
-    interrupts_end_the_run()
     how = How(files, single_sbatch, resume, warm_dirs, root if fresh_root else None)
-    with debug_log(run_dir):
+    with interrupts_end_the_run(), debug_log(run_dir):
         where = f"on {system.name} (system: {system_source(system_config)})"
         say(f"Running scenario '{plan.scenario.name}' {where}; results in {run_dir}")
         log_plan(plan, sys.argv)

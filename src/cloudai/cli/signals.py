@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
+from collections.abc import Iterator
 
 
-def interrupts_end_the_run() -> None:
-    """SIGINT and SIGTERM raise ``KeyboardInterrupt`` once; later ones only say the stop is under way.
+@contextlib.contextmanager
+def interrupts_end_the_run() -> Iterator[None]:
+    """Inside the block, SIGINT and SIGTERM raise ``KeyboardInterrupt`` once; later ones only say the stop is
+    under way. The previous handlers come back when the block ends: a caller that runs the CLI in its own process
+    (click's CliRunner, a script calling ``main``) keeps its own Ctrl-C.
 
     A second Ctrl-C (or ``uv run`` forwarding the terminal's SIGINT a second time) must not cut the
     clean-up short: the running jobs are cancelled, trajectory.csv/env.csv closed whole, the report
@@ -22,5 +27,9 @@ def interrupts_end_the_run() -> None:
             raise KeyboardInterrupt
         os.write(2, b"interrupted again: still stopping (the records stay whole); please wait\n")
 
-    signal.signal(signal.SIGINT, handler)
-    signal.signal(signal.SIGTERM, handler)
+    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old if old is not None else signal.SIG_DFL)
