@@ -16,6 +16,7 @@ import fcntl
 import functools
 import os
 import shlex
+import signal
 import subprocess
 import tempfile
 from collections.abc import Callable, Iterator
@@ -71,6 +72,11 @@ def _session_file() -> Path:
 def pytest_configure(config: pytest.Config) -> None:
     if not hasattr(config, "workerinput"):  # the controller (or a run without xdist): workers inherit it
         os.environ.setdefault("CLOUDAI_TEST_SESSION", str(os.getpid()))
+    # A suite started in the background by a non-interactive shell inherits SIGINT ignored, and Python keeps it so
+    # (and so would every cloudai it starts): the Ctrl-C tests would then test nothing. Python's own handler, as
+    # in a terminal; processes the tests start get SIGINT's default back on exec.
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
