@@ -172,10 +172,13 @@ class Hub:
         self.closing = True
         if not self.closed:
             self.closed = True
-            for env in [*self.open_envs, self.env]:  # the sessions' that are still open, then the default's
-                with suppress(Exception):
-                    env.close()
-            self.open_envs.clear()
+            try:
+                for env in list(self.open_envs):  # the sessions' still open: one failing to close stops no other
+                    with suppress(Exception):
+                        env.close()
+            finally:
+                self.open_envs.clear()
+                self.env.close()
 
     async def shutdown(self) -> None:
         """Lifespan end: close the env through the call queue (after the call running now), stop the queue."""
