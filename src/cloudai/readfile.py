@@ -24,33 +24,20 @@ def read_regular(path: Path, limit: int) -> bytes:
 
     Other ``OSError`` (missing, unreadable) propagate unchanged for the caller to word.
     """
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | getattr(os, "O_NOCTTY", 0))
+    fd, _ = _open_regular(path)
     try:
-        mode = os.fstat(fd).st_mode
-        if not stat.S_ISREG(mode):
-            raise UnsafeFileError(f"not a regular file ({_kind(mode)})")
-        chunks, size = [], 0
-        while size <= limit:
-            chunk = os.read(fd, min(1 << 20, limit + 1 - size))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            size += len(chunk)
-        if size > limit:
-            raise UnsafeFileError(f"larger than {_size(limit)}")
-        return b"".join(chunks)
+        data = _read_upto(fd, limit + 1)
     finally:
         os.close(fd)
+    if len(data) > limit:
+        raise UnsafeFileError(f"larger than {_size(limit)}")
+    return data
 
 
 def open_text(path: Path) -> io.TextIOWrapper:
     """``path`` opened for reading as UTF-8 text (undecodable bytes replaced, newlines kept for ``csv``), when it
     is a regular file; ``UnsafeFileError`` otherwise. For files read a line at a time (memory stays bounded)."""
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | getattr(os, "O_NOCTTY", 0))
-    mode = os.fstat(fd).st_mode
-    if not stat.S_ISREG(mode):
-        os.close(fd)
-        raise UnsafeFileError(f"not a regular file ({_kind(mode)})")
+    fd, _ = _open_regular(path)
     return open(fd, newline="", encoding="utf-8", errors="replace")
 
 
@@ -61,11 +48,8 @@ def read_ends(path: Path, head: int, tail: int) -> tuple[bytes, bool]:
 
     For a job's output, which the job may make gigabytes long (``NCCL_DEBUG=INFO``) or a device: a tool prints
     its result table last and its header first, so the ends are what a parser needs, in bounded memory."""
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | getattr(os, "O_NOCTTY", 0))
+    fd, info = _open_regular(path)
     try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise UnsafeFileError(f"not a regular file ({_kind(info.st_mode)})")
         if info.st_size <= head + tail:
             return _read_upto(fd, head + tail), False
         first = _read_upto(fd, head)
@@ -77,7 +61,19 @@ def read_ends(path: Path, head: int, tail: int) -> tuple[bytes, bool]:
         os.close(fd)
 
 
+def _open_regular(path: Path) -> tuple[int, os.stat_result]:
+    """An open descriptor of ``path`` and its ``fstat``, when it is a regular file (checked on the descriptor, not
+    the name, which could change in between); opened non-blocking, so a FIFO cannot hang the open."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | getattr(os, "O_NOCTTY", 0))
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode):
+        os.close(fd)
+        raise UnsafeFileError(f"not a regular file ({_kind(info.st_mode)})")
+    return fd, info
+
+
 def _read_upto(fd: int, limit: int) -> bytes:
+    """At most ``limit`` bytes from ``fd``'s position, fewer at its end."""
     chunks, size = [], 0
     while size < limit:
         chunk = os.read(fd, min(1 << 20, limit - size))

@@ -19,6 +19,8 @@ MAX_HOSTS = 100_000
 _NAME_PART = re.compile(r"[A-Za-z0-9._-]*")
 _BRACKETED = re.compile(r"([^\[\]]*)\[([^\[\]]+)\]([^\[\]]*)")
 _RANGE = re.compile(r"(\d+)-(\d+)")
+# One name of a host list: (head, [(low, high, zero-padded width), ...] or None for a plain name, tail).
+_Part = tuple[str, list[tuple[int, int, int]] | None, str]
 _SPLIT = re.compile(r",\s*(?![^\[]*\])")  # a comma outside brackets separates names
 
 
@@ -26,7 +28,7 @@ class HostlistError(ValueError):
     """A host list Slurm would refuse; the message names the part and what is wrong with it."""
 
 
-def _parts(text: str) -> list[tuple[str, list[tuple[int, int, int]] | None, str]]:
+def _parts(text: str) -> list[_Part]:
     """Each name of ``text`` as ``(head, [(low, high, width), ...] or None, tail)``; raises ``HostlistError``."""
     parts = []
     for part in _SPLIT.split(text.strip()):
@@ -49,6 +51,18 @@ def _parts(text: str) -> list[tuple[str, list[tuple[int, int, int]] | None, str]
     return parts
 
 
+def _count(parts: list[_Part]) -> int:
+    return sum(1 if r is None else sum(high - low + 1 for low, high, _ in r) for _, r, _ in parts)
+
+
+def _bounded(text: str) -> list[_Part]:
+    """``_parts(text)``, refused when they name more than ``MAX_HOSTS`` nodes."""
+    parts = _parts(text)
+    if (n := _count(parts)) > MAX_HOSTS:
+        raise HostlistError(f"{text!r} names {n} nodes; at most {MAX_HOSTS}")
+    return parts
+
+
 def _range(part: str, item: str) -> tuple[int, int, int]:
     match = _RANGE.fullmatch(item)
     if item.isdigit():
@@ -63,21 +77,19 @@ def _range(part: str, item: str) -> tuple[int, int, int]:
 
 def count_hosts(text: str) -> int:
     """How many names ``text`` expands to, without expanding it; raises ``HostlistError``."""
-    return sum(1 if r is None else sum(high - low + 1 for low, high, _ in r) for _, r, _ in _parts(text))
+    return _count(_parts(text))
 
 
 def check_hostlist(text: str) -> str:
     """``text`` when Slurm would accept it and it names at most ``MAX_HOSTS`` nodes; else ``HostlistError``."""
-    if (n := count_hosts(text)) > MAX_HOSTS:
-        raise HostlistError(f"{text!r} names {n} nodes; at most {MAX_HOSTS}")
+    _bounded(text)
     return text
 
 
 def expand_hostlist(text: str) -> list[str]:
     """``"a-[01-03,7],b"`` -> ``["a-01", "a-02", "a-03", "a-7", "b"]`` (zero padding kept); checked first."""
-    check_hostlist(text)
     names: list[str] = []
-    for head, ranges, tail in _parts(text):
+    for head, ranges, tail in _bounded(text):
         if ranges is None:
             names.append(head)
             continue

@@ -167,7 +167,7 @@ class LiveGymEnv(BaseGym):
             options = {**(options or {}), "env_params": dict(self._env)}
         raw, info = self._call("reset", lambda: self.server.reset(seed=seed, options=options))
         self._fresh = self._open = True
-        return self._observe(raw), {**info, "episode": self._episode, "env_params": dict(self._env)}
+        return self._observe(observed_values(raw)), {**info, "episode": self._episode, "env_params": dict(self._env)}
 
     def step(self, action: dict[str, Any]) -> tuple[Observation, float, bool, dict]:
         check_action(self.action_space, action)
@@ -181,9 +181,10 @@ class LiveGymEnv(BaseGym):
         self._next += 1
         self._fresh = False
         self._open = not done
-        observation = self._observe(raw)
+        values = observed_values(raw)
+        observation = self._observe(values)
         status, reason = step_status(reward, server_info)
-        problem = self._problem(raw, observation)
+        problem = self._problem(values, observation)
         if status == "ok" and problem:  # never a silent null, NaN or truncation
             status, reason = "failed", problem
         reward = _float(reward) if status == "ok" else self.setup.penalty_reward
@@ -225,14 +226,14 @@ class LiveGymEnv(BaseGym):
     def _held(self, step: int) -> dict[str, Any] | None:
         return dict(self._env) if self._open and step >= self._env_from else None
 
-    def _observe(self, raw: Any) -> Observation:
-        values = observed_values(raw)
+    def _observe(self, values: list[Any]) -> Observation:
+        """The ``agent_metrics`` of a server's flat observation (``observed_values``), NaN where one is missing."""
         return [_float(values[i]) if i < len(values) else math.nan for i in self._slots]
 
-    def _problem(self, raw: Any, observation: Observation) -> str:
+    def _problem(self, values: list[Any], observation: Observation) -> str:
         """Why a step's observation cannot be recorded as it is: a length other than the server declares, a value
         that is not a finite number; "" when it can."""
-        count = len(observed_values(raw))
+        count = len(values)
         if count != self._width:
             return f"the server observed {count} value(s); its observation_space declares {self._width}"
         bad = [f"{m} = {v!r}" for m, v in zip(self.metrics, observation, strict=True) if not math.isfinite(v)]

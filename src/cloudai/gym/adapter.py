@@ -72,7 +72,7 @@ def _leaf_space(name: str, leaf: ObsLeaf) -> spaces.Space[Any]:
     if leaf.kind == "box":
         low = -np.inf if leaf.low is None else leaf.low
         high = np.inf if leaf.high is None else leaf.high
-        return spaces.Box(low, high, shape=(int(leaf.n or 1),), dtype=np.float32)
+        return spaces.Box(low, high, shape=(leaf.width,), dtype=np.float32)
     raise ConfigError(f"observation '{name}' has unknown kind {leaf.kind!r} (box or categorical)")
 
 
@@ -180,7 +180,7 @@ class GymnasiumAdapter(gymnasium.Env[Any, dict[str, Any]]):
         observation: dict[str, Any] = {}
         offset = 0
         for name, leaf in self._leaves.items():
-            size = 1 if leaf.kind == "categorical" else int(leaf.n or 1)
+            size = leaf.width
             chunk = flat[offset : offset + size]
             offset += size
             observation[name] = np.int64(chunk[0]) if leaf.kind == "categorical" else chunk.copy()

@@ -15,13 +15,19 @@ from cloudai.reports.confirm import Estimate, action_key
 
 
 def versus_first(
-    value: float, first: tuple[int, Mapping[str, Any], float], confirmed: Sequence[Estimate], unit: str = ""
+    value: float,
+    action: Mapping[str, Any],
+    first: tuple[int, Mapping[str, Any], float],
+    confirmed: Sequence[Estimate],
+    unit: str = "",
 ) -> str:
-    """``1.62x the first trial's configuration (step 1: 34.2 GB/s, a single measurement)``; "" when not finite.
-
-    ``first``: the first scored search step's (step, action, reward)."""
-    step, action, reward = first
-    same = next((e for e in confirmed if e.rewards and action_key(e.action) == action_key(action)), None)
+    """``1.62x the first trial's configuration (step 1: 34.2 GB/s, a single measurement)`` for the result ``value``
+    of configuration ``action``; "" when ``action`` is the baseline itself (the baseline is the answer) or a value
+    is not finite. ``first``: the first scored search step's (step, action, reward)."""
+    step, first_action, reward = first
+    if action_key(action) == action_key(first_action):
+        return ""
+    same = next((e for e in confirmed if e.rewards and action_key(e.action) == action_key(first_action)), None)
     base, how = (same.mean, "its confirmed mean") if same else (reward, "a single measurement")
     if not (math.isfinite(value) and math.isfinite(base)):
         return ""

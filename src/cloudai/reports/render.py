@@ -131,10 +131,10 @@ def _baseline(traj: Trajectory, entry: Entry, ar: AgentRun) -> list[str]:
     """The recommendation (or the best step) against the first trial, as the terminal says it."""
     top, best = confirm.winner(ar.confirmed), traj.best()
     first = min(traj.scored(), key=lambda s: s.step, default=None)
-    if first is None or best is None or first.key == confirm.action_key(top.action if top else best.action):
-        return []  # the baseline is the answer
-    value = top.mean if top is not None else best.reward
-    versus = versus_first(value, (first.step, first.action, first.reward), ar.confirmed, entry.reward_unit)
+    if first is None or best is None:
+        return []
+    value, action = (top.mean, top.action) if top is not None else (best.reward, best.action)
+    versus = versus_first(value, action, (first.step, first.action, first.reward), ar.confirmed, entry.reward_unit)
     return (
         [h.para(f"Against the baseline: {'the recommendation' if top else 'the best step'} is {versus}.")]
         if versus

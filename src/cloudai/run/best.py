@@ -26,7 +26,7 @@ import toml
 
 from cloudai.recordfiles import ENV_FILE, SCORED, TRAJECTORY_FILE
 from cloudai.reports.baseline import versus_first
-from cloudai.reports.confirm import Estimate, action_key, verdict_lines, winner
+from cloudai.reports.confirm import Estimate, verdict_lines, winner
 from cloudai.space import NUM_NODES, split_knobs
 
 if TYPE_CHECKING:
@@ -138,27 +138,26 @@ def outcome_lines(
     top = winner(confirmed)
     if top is None:
         lines = [f"{label}: {best}", f"  action {json.dumps(single.action)}"]
-        same = action_key(first.action) == action_key(single.action)
-        versus = "" if same else versus_first(single.reward, (first.step, first.action, first.reward), (), unit)
+        versus = versus_first(single.reward, single.action, (first.step, first.action, first.reward), (), unit)
     else:
         lines = [f"{label}: recommended {name}: {top.text(unit)}"]
         lines += [f"  why: {line}" for line in verdict_lines(confirmed, unit)]
         lines += [f"  {e.text(unit)}" for e in confirmed if e is not top]
         lines.append(f"  search: {best}, action {json.dumps(single.action)}")
-        same = action_key(first.action) == action_key(top.action)
-        versus = "" if same else versus_first(top.mean, (first.step, first.action, first.reward), confirmed, unit)
+        versus = versus_first(top.mean, top.action, (first.step, first.action, first.reward), confirmed, unit)
     if versus:
         lines.append(f"  against the baseline: {versus}")
-    verdict = regime_verdict(out_dir, confirmed=top is not None)
+    verdict = regime_verdict(out_dir)
     if verdict:
         lines.append(f"  env_params: {verdict}")
     return lines
 
 
-def regime_verdict(out_dir: Path, *, confirmed: bool = False) -> str | None:
+def regime_verdict(out_dir: Path) -> str | None:
     """The report's trap/robust verdict for this iteration (None without env_params): the same files, the same
-    functions as ``cloudai generate-report``, so the terminal and the report agree. ``confirmed``: the verdict is
-    a caveat on the recommendation (its re-runs already weighed the regimes), naming no other configuration."""
+    functions as ``cloudai generate-report``, so the terminal and the report agree. After a confirmation the
+    verdict is a caveat on the recommendation (its re-runs already weighed the regimes), naming no other
+    configuration."""
     from cloudai.reports.confirm import confirmed_in, headline_step
     from cloudai.reports.load import entry_of
     from cloudai.reports.regimes import regimes

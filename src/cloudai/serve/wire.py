@@ -128,7 +128,7 @@ def observation_fields(values: list[float], names: list[str], leaves: Mapping[st
     fields: dict[str, Any] = {}
     offset = 0
     for name, leaf in leaves.items():
-        size = 1 if leaf.kind == "categorical" else int(leaf.n or 1)
+        size = leaf.width
         chunk = [finite(float(v)) for v in values[offset : offset + size]]
         offset += size
         if leaf.kind == "categorical":

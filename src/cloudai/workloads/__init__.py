@@ -37,11 +37,10 @@ def units_of(workload: str, cmd_args: Mapping[str, Any] | None = None) -> dict[s
     """The workload's declared metric units ({} for a plugin that declares none, or an unknown workload); with
     ``cmd_args``, ``default`` gets the unit of the metric it means (``Workload.default_means``)."""
     try:
-        cls = WORKLOADS.get(workload)
+        units = dict(getattr(WORKLOADS.get(workload), "units", {}))
     except Exception:  # an unknown workload (live RL has none): no units
         return {}
-    units = dict(getattr(cls, "units", {}))
-    means = cls().default_means(cmd_args) if cmd_args is not None and "default" not in units else None
+    means = default_means(workload, cmd_args) if cmd_args is not None and "default" not in units else None
     if means in units:
         units["default"] = units[means]
     return units
