@@ -3,9 +3,9 @@
 ``create_gym_server(cmd_args)`` builds one from a test's ``cmd_args``: ``env_url`` gives a
 ``RemoteGymServer`` (OpenEnv wire protocol), otherwise ``env_class`` names a class by dotted
 path. A class gets as constructor kwargs the scalar ``cmd_args`` whose names its signature
-takes (all of them when it takes ``**kwargs``), then ``cmd_args.env_kwargs`` on top (an explicit kwarg the constructor does not take
-is an error). Lists and ranges in ``cmd_args`` are never constructor kwargs: they declare or
-narrow knobs. ``validate_live_rl_args`` checks the same at load time without constructing.
+takes (all of them when it takes ``**kwargs``), then ``cmd_args.env_kwargs`` on top (an explicit
+kwarg the constructor does not take is an error). Lists and ranges in ``cmd_args`` are never
+constructor kwargs: they declare or narrow knobs. ``validate_live_rl_args`` checks the same at load time without constructing.
 The protocol itself: ``cloudai.gymserver.protocol``.
 """
 
