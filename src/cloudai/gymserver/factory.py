@@ -5,8 +5,8 @@
 path. A class gets as constructor kwargs the scalar ``cmd_args`` whose names its signature
 takes (all of them when it takes ``**kwargs``), then ``cmd_args.env_kwargs`` on top (an explicit
 kwarg the constructor does not take is an error). Lists and ranges in ``cmd_args`` are never
-constructor kwargs: they declare or narrow knobs. ``validate_live_rl_args`` checks the same at load time without constructing.
-The protocol itself: ``cloudai.gymserver.protocol``.
+constructor kwargs: they declare or narrow knobs. ``validate_live_rl_args`` checks the same at load
+time without constructing. The protocol itself: ``cloudai.gymserver.protocol``.
 """
 
 from __future__ import annotations
