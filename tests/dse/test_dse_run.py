@@ -14,6 +14,7 @@ from cloudai.agents import AGENTS
 from cloudai.agents.base import BaseAgent
 from cloudai.envs.base import Feedback, Observation
 from cloudai.workloads import WORKLOADS
+from cloudai.workloads.base import ONE_NODE, Resources
 from cloudai.workloads.bash_cmd import BashCmd
 
 GRID = """name = "x"
@@ -161,7 +162,7 @@ def test_timeout_is_a_recorded_step(case: Callable[..., Case]) -> None:
 class _OddX(BashCmd):
     name = "OddX"
 
-    def constraint(self, args: Mapping[str, Any]) -> str | None:
+    def constraint(self, args: Mapping[str, Any], resources: Resources = ONE_NODE) -> str | None:
         return "x must be even" if int(args["x"]) % 2 else None
 
 

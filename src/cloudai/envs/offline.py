@@ -43,10 +43,10 @@ from cloudai.envs.rewards import REWARDS
 from cloudai.errors import AgentError, ConfigError
 from cloudai.jobs.spec import build_spec, finish_job
 from cloudai.recordfiles import SCORED, Row
-from cloudai.space import Categorical, Space, env_cell, split_knobs
+from cloudai.space import Categorical, Space, env_cell
 from cloudai.systems.base import Job, JobStatus, System, held_interrupts, redeliver
 from cloudai.trajectory.records import SYNC_INTERVAL_S, TrajectoryWriter
-from cloudai.workloads.base import Workload
+from cloudai.workloads.base import Workload, constraint_of
 
 if TYPE_CHECKING:
     from cloudai.config.scenario import RunEntry
@@ -197,7 +197,7 @@ class CloudAIGymEnv(BaseGym):
             self._cached(trial, hit)
         elif self._reuse and trial.key in self._running:  # the same trial is running: share its result when it succeeds
             self._running[trial.key].followers.append(trial)
-        elif reason := self.workload.constraint(split_knobs(self._values(trial))[0]):
+        elif reason := constraint_of(self.workload, self._values(trial), self.setup.system.gpus_per_node):
             self._complete(trial, self._nothing(), self.setup.penalty_reward, "constraint", {"reason": reason})
         else:
             self._submit(trial)

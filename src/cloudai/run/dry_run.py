@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from cloudai.envs.base import BaseGym, Observation
 from cloudai.run import Echo
-from cloudai.space import Categorical, Dimension, Space, split_knobs
+from cloudai.space import Categorical, Dimension, Space
 
 if TYPE_CHECKING:
     from cloudai.envs.env_params import EnvParamSampler
@@ -29,6 +29,7 @@ def dry_run_entries(plan: Plan, run_dir: Path, system: System, echo: Echo, n: in
     from cloudai.jobs.spec import build_spec
     from cloudai.plan.agent_checks import agent_config, agent_space, default_steps, finite, short_sweep_note
     from cloudai.workloads import WORKLOADS
+    from cloudai.workloads.base import constraint_of
 
     for checked in (c for c in plan.checked.values() if c.agent_driven):
         entry = checked.entry
@@ -68,7 +69,7 @@ def dry_run_entries(plan: Plan, run_dir: Path, system: System, echo: Echo, n: in
             dry.step_count += 1
             env = sampler.sample(step) if sampler else {}
             values = action.full({**point, **env})
-            why = workload.constraint(split_knobs(values)[0])
+            why = constraint_of(workload, values, system.gpus_per_node)
             directory = run_dir / entry.id / "0" / str(step)
             spec = build_spec(entry, workload, values, directory, f"{entry.id}.0.{step}", system.install_path)
             directory.mkdir(parents=True, exist_ok=True)

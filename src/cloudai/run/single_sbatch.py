@@ -29,7 +29,6 @@ from typing import TYPE_CHECKING, Any
 from cloudai.errors import ConfigError, Interrupted
 from cloudai.jobs.spec import build_spec, finish_job, job_dir, plain_values
 from cloudai.run import Echo
-from cloudai.space import split_knobs
 from cloudai.systems.base import Job, JobStatus, System
 from cloudai.systems.slurm.single_sbatch import (
     SCRIPT_NAME,
@@ -38,6 +37,7 @@ from cloudai.systems.slurm.single_sbatch import (
     render_single_sbatch,
     submit_script,
 )
+from cloudai.workloads.base import constraint_of
 
 if TYPE_CHECKING:
     from cloudai.config.scenario import RunEntry
@@ -139,7 +139,8 @@ def build_steps(plan: Plan, run_dir: Path, workloads: dict[str, Workload]) -> La
         workload = workloads[entry.workload]
         if checked.agent_driven:
             for iteration in range(entry.iterations):
-                layout.iterations.append(_unroll(checked, workload, run_dir, iteration, layout.steps, install))
+                gpus = getattr(plan.system_config, "gpus_per_node", None)
+                layout.iterations.append(_unroll(checked, workload, run_dir, iteration, layout.steps, install, gpus))
             continue
         ends = [d.id for d in entry.dependencies if d.type == "end_post_comp"]
         for iteration in range(1 if ends else entry.iterations):  # stopped at once: later iterations never start
@@ -183,7 +184,13 @@ def ordered(entries: Sequence[RunEntry]) -> list[RunEntry]:
 
 
 def _unroll(
-    checked: CheckedEntry, workload: Workload, run_dir: Path, iteration: int, steps: list[ScriptStep], install: Path
+    checked: CheckedEntry,
+    workload: Workload,
+    run_dir: Path,
+    iteration: int,
+    steps: list[ScriptStep],
+    install: Path,
+    gpus_per_node: int | None,
 ) -> _Iteration:
     from cloudai.agents import AGENTS
     from cloudai.envs.env_params import sampler_for
@@ -199,7 +206,7 @@ def _unroll(
         point = space.grid_point(index)
         env = sampler.sample(step) if sampler else {}
         values = space.full({**point, **env})
-        reason = workload.constraint(split_knobs(values)[0])
+        reason = constraint_of(workload, values, gpus_per_node)
         if reason:
             result.trials.append(_Trial(step, point, env, None, reason))
             continue

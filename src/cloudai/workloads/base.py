@@ -11,8 +11,9 @@ A workload is system-agnostic: it never starts processes itself. Contract:
   command, for records). Default: none, the job is ``argv``.
 * ``installables(args)`` (optional): what ``cloudai install`` puts under the system's ``install_path`` for
   this workload (a pinned Python environment); ``JobContext.install_path`` says where it went.
-* ``constraint(args)`` returns why a point is infeasible (recorded as a ``constraint``
-  step without running anything), or None.
+* ``constraint(args, resources)`` returns why a point is infeasible (recorded as a ``constraint``
+  step without running anything), or None. ``resources`` says where the trial would run (its nodes, the
+  system's GPUs per node), for rules such as "tp*pp*cp divides the GPUs".
 * ``container_image(args)`` is the image the command must run in (CloudAI's ``docker_image_url``),
   or None; the system decides how (Slurm: pyxis ``srun --container-image``; standalone: not at all).
 * ``ntasks(args)``: 1 for a command that is not an MPI program (Slurm then runs one task, not one
@@ -72,6 +73,22 @@ class JobContext:
     install_path: Path | None = None  # the system's install_path (absolute): where `cloudai install` put things
 
 
+@dataclass(frozen=True)
+class Resources:
+    """What a constraint may know of where a trial runs: the job's node count and the system's GPUs per node
+    (None where the system does not say: standalone, or a Slurm system without ``gpus_per_node``)."""
+
+    num_nodes: int = 1
+    gpus_per_node: int | None = None
+
+    @property
+    def num_gpus(self) -> int | None:
+        return None if self.gpus_per_node is None else self.num_nodes * self.gpus_per_node
+
+
+ONE_NODE = Resources()
+
+
 class Workload(ABC):
     name: ClassVar[str]
     args_model: ClassVar[type[BaseModel] | None] = None
@@ -95,7 +112,7 @@ class Workload(ABC):
         """What ``cloudai install`` must put under the system's ``install_path`` first (``cloudai.installables``)."""
         return ()
 
-    def constraint(self, args: Mapping[str, Any]) -> str | None:
+    def constraint(self, args: Mapping[str, Any], resources: Resources = ONE_NODE) -> str | None:
         return None
 
     def container_image(self, args: Mapping[str, Any]) -> str | None:
@@ -142,6 +159,15 @@ class Workload(ABC):
 
     def progress(self, job_dir: Path) -> list[tuple[int, float]]:
         return []
+
+
+def constraint_of(workload: Workload, values: Mapping[str, Any], gpus_per_node: int | None) -> str | None:
+    """``workload.constraint`` for one point of a test's space (its ``cmd_args``, ``extra_env_vars.*`` and
+    ``num_nodes`` knobs, flat), on a system with ``gpus_per_node``."""
+    from cloudai.space import split_knobs
+
+    args, _, num_nodes = split_knobs(values)
+    return workload.constraint(args, Resources(num_nodes, gpus_per_node))
 
 
 def read_metrics_file(path: Path) -> dict[str, float]:

@@ -18,7 +18,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from cloudai.workloads import synthetic_model
-from cloudai.workloads.base import JobContext, Workload
+from cloudai.workloads.base import ONE_NODE, JobContext, Resources, Workload
 from cloudai.workloads.synthetic_model import PROGRESS_FILE, infeasible, read_progress_lines
 
 MODEL_SCRIPT = synthetic_model.__file__
@@ -53,7 +53,7 @@ class Synthetic(Workload):
             argv += [f"--{name.replace('_', '-')}", str(value)]
         return argv + _extra(job.extra_cmd_args)
 
-    def constraint(self, args: Mapping[str, Any]) -> str | None:
+    def constraint(self, args: Mapping[str, Any], resources: Resources = ONE_NODE) -> str | None:
         """The model's infeasible region; without ``args["num_nodes"]`` only the node-independent part.
 
         (A node-dependent violation then still fails the trial: the model exits 3.)

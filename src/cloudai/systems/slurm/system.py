@@ -59,6 +59,7 @@ class SlurmSystem(System):
         self.config = config
         self.name = config.name
         self.install_path = config.install_path.absolute()
+        self.gpus_per_node = config.gpus_per_node
         self.commands = SlurmCommands(config.command_timeout_s)
         self._last_poll = 0.0
         self._accounting: bool | None = None  # None: not tried yet
