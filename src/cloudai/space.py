@@ -15,7 +15,7 @@ until asked. Ranges join a grid only with ``grid_points``.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from itertools import pairwise
@@ -236,13 +236,13 @@ class Space:
         return {name: i for i, name in enumerate(self.order)}
 
 
-def flatten(table: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
-    """Nested tables to dotted names; range tables stay whole."""
+def flatten(table: Mapping[str, Any], prefix: str = "", whole: Collection[str] = ()) -> dict[str, Any]:
+    """Nested tables to dotted names; range tables, and the names in ``whole``, stay whole."""
     flat: dict[str, Any] = {}
     for key, value in table.items():
         name = f"{prefix}{key}"
-        if isinstance(value, Mapping) and not is_range(value):
-            flat.update(flatten(value, f"{name}."))
+        if isinstance(value, Mapping) and not is_range(value) and name not in whole:
+            flat.update(flatten(value, f"{name}.", whole))
         else:
             flat[name] = value
     return flat
@@ -264,10 +264,17 @@ def is_range(value: Any) -> bool:
     return isinstance(value, Mapping) and ("low" in value or "high" in value)
 
 
-def parse_space(flat: Mapping[str, Any], *, file: object = None, field_of: Callable[[str], str] | None = None) -> Space:
+def parse_space(
+    flat: Mapping[str, Any],
+    *,
+    file: object = None,
+    field_of: Callable[[str], str] | None = None,
+    whole: Collection[str] = (),
+) -> Space:
     """Classify each flat knob as fixed, categorical or range; every malformed one is reported.
 
-    ``field_of(name)`` gives the TOML path used in error messages (default ``cmd_args.<name>``).
+    ``field_of(name)`` gives the TOML path used in error messages (default ``cmd_args.<name>``). A knob named in
+    ``whole`` (or under one) is fixed whatever its value: a list there is the value (CloudAI's dse_excluded_args).
     """
     fixed: dict[str, Any] = {}
     dims: list[Dimension] = []
@@ -275,7 +282,9 @@ def parse_space(flat: Mapping[str, Any], *, file: object = None, field_of: Calla
     for name, value in flat.items():
         where = field_of(name) if field_of else f"cmd_args.{name}"
         try:
-            if isinstance(value, list):
+            if any(name == w or name.startswith(f"{w}.") for w in whole):
+                fixed[name] = value
+            elif isinstance(value, list):
                 if not value:
                     raise ValueError("empty list: give at least one value, or a scalar")
                 dims.append(Categorical(name, tuple(value)))
@@ -290,9 +299,12 @@ def parse_space(flat: Mapping[str, Any], *, file: object = None, field_of: Calla
     return Space(fixed, tuple(dims), tuple(flat))
 
 
-def entry_knobs(cmd_args: Mapping[str, Any], extra_env_vars: Mapping[str, Any], num_nodes: Any) -> dict[str, Any]:
-    """All knobs of a scenario entry under one flat namespace (see the module docstring)."""
-    knobs = flatten(cmd_args)
+def entry_knobs(
+    cmd_args: Mapping[str, Any], extra_env_vars: Mapping[str, Any], num_nodes: Any, whole: Collection[str] = ()
+) -> dict[str, Any]:
+    """All knobs of a scenario entry under one flat namespace (see the module docstring); ``whole``: cmd_args
+    names kept whole (their tables are not flattened)."""
+    knobs = flatten(cmd_args, whole=whole)
     knobs.update({f"{ENV_PREFIX}{k}": v for k, v in extra_env_vars.items()})
     knobs[NUM_NODES] = num_nodes
     return knobs

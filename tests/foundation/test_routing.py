@@ -42,3 +42,28 @@ def test_mixed_scenario_names_both_kinds(tmp_path: Path) -> None:
         _plan(tmp_path, {"plain": CASES["scalars"][:2], "swept": CASES["a_list"][:2]})
     message = str(raised.value)
     assert "plain" in message and "swept" in message
+
+
+def test_dse_excluded_args_pass_a_list_whole(tmp_path: Path) -> None:
+    """CloudAI's ``dse_excluded_args``: a list there is the value (a list of phases), not a knob to sweep."""
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "t.toml").write_text(
+        'name = "t"\ntest_template_name = "NcclTest"\ndse_excluded_args = ["cmd_args.phases"]\n'
+        "[cmd_args]\nphases = [1, 2]\nstepfactor = [2, 4]\n[cmd_args.plan]\nsteps = [3, 4]\n"
+    )
+    (tmp_path / "s.toml").write_text('name = "s"\n[[Tests]]\nid = "a"\ntest_name = "t"\n'
+                                     'dse_excluded_args = ["cmd_args.phases", "cmd_args.plan"]\n')  # fmt: skip
+    checked = load_plan(None, tmp_path / "tests", tmp_path / "s.toml").checked["a"]
+    assert [d.name for d in checked.space.dims] == ["stepfactor"]  # the scenario's list replaced the test's
+    assert checked.space.fixed["phases"] == [1, 2] and checked.space.fixed["plan"] == {"steps": [3, 4]}
+
+
+def test_dse_excluded_args_must_name_cmd_args(tmp_path: Path) -> None:
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "t.toml").write_text(
+        'name = "t"\ntest_template_name = "Sleep"\ndse_excluded_args = ["phases"]\n[cmd_args]\nseconds = 0\n'
+    )
+    (tmp_path / "s.toml").write_text('name = "s"\n[[Tests]]\nid = "a"\ntest_name = "t"\n')
+    with pytest.raises(ConfigError) as caught:
+        load_plan(None, tmp_path / "tests", tmp_path / "s.toml")
+    assert "dse_excluded_args" in str(caught.value) and "'phases' is not a cmd_args path" in str(caught.value)

@@ -151,6 +151,14 @@ class RunEntry:
     exclude_nodes: tuple[str, ...] = ()
     hook: str = ""  # "pre_test"/"post_test": an entry of a hook scenario (``cloudai.config.hooks``)
     scenario_fields: frozenset[str] = frozenset()  # dotted paths the scenario entry set (it wins over the test)
+    whole: tuple[str, ...] = ()  # cmd_args names (flat) passed whole, never swept (CloudAI's dse_excluded_args)
+
+    @property
+    def knobs(self) -> dict[str, Any]:
+        """Every knob of the entry under one flat namespace (``cloudai.space.entry_knobs``)."""
+        from cloudai.space import entry_knobs
+
+        return entry_knobs(self.cmd_args, self.extra_env_vars, self.num_nodes, self.whole)
 
     @property
     def field_prefix(self) -> str:
@@ -332,7 +340,13 @@ def _merge(index: int, raw: ScenarioEntry, tests: dict[str, tuple[WorkloadConfig
         nodes=tuple(raw.nodes),
         exclude_nodes=tuple(raw.exclude_nodes),
         scenario_fields=_set_paths(raw),
+        whole=excluded_names(raw.dse_excluded_args if raw.dse_excluded_args is not None else test.dse_excluded_args),
     )
+
+
+def excluded_names(paths: list[str] | None) -> tuple[str, ...]:
+    """``dse_excluded_args`` (``cmd_args.a.b``) as flat knob names (``a.b``)."""
+    return tuple(p.strip().removeprefix("cmd_args.") for p in paths or ())
 
 
 def _agent_settings(test: AgentFields, entry: AgentFields) -> AgentSettings:

@@ -7,6 +7,7 @@ or on a scenario entry; the entry wins. See USER_GUIDE.md for every field.
 from __future__ import annotations
 
 import math
+import re
 import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -59,8 +60,9 @@ class EnvParamSpec(BaseModel):
 
 # Fields of CloudAI's test and scenario-entry models that cloudai does not honour: an unknown-field error
 # says so (never a did-you-mean to an unrelated field of ours), naming what the field does in CloudAI.
+DSE_EXCLUDED = re.compile(r"cmd_args(\.[^.\s]+)+")
+
 CLOUDAI_TEST_ONLY: dict[str, str] = {
-    "dse_excluded_args": "CloudAI keeps these cmd_args out of its DSE",
     "git_repos": "CloudAI clones these repositories at install time",
     "nsys": "CloudAI wraps the job in an Nsight Systems profile",
     "predictor": "CloudAI runs a performance predictor after the job",
@@ -83,6 +85,16 @@ class AgentFields(BaseModel):
     agent_constraints: dict[str, str] | None = None  # metric -> "<= 50" (cloudai.config.objectives)
     env_params: dict[str, EnvParamSpec] | None = None
     seed: Seed | None = None
+    # CloudAI's: cmd_args (``cmd_args.<path>``) passed whole, never swept (a list there is the value, not a knob)
+    dse_excluded_args: list[str] | None = None
+
+    @field_validator("dse_excluded_args", mode="before")
+    @classmethod
+    def _excluded(cls, value: Any) -> Any:
+        for path in [value] if isinstance(value, str) else value if isinstance(value, list) else []:
+            if isinstance(path, str) and not DSE_EXCLUDED.fullmatch(path.strip()):
+                raise ValueError(f"{path!r} is not a cmd_args path: write cmd_args.<name>[.<name>...]")
+        return [value] if isinstance(value, str) else value
 
     @field_validator("agent_constraints")
     @classmethod

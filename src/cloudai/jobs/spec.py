@@ -25,7 +25,7 @@ from cloudai.config.scenario import RunEntry
 from cloudai.config.timelimit import parse_time_limit
 from cloudai.errors import WorkloadError
 from cloudai.jobs.reasons import failure_reason, missing_metrics
-from cloudai.space import entry_knobs, split_knobs
+from cloudai.space import split_knobs
 from cloudai.systems.base import Container, Job, JobSpec, JobStatus
 from cloudai.workloads.base import METRICS_FILE, JobContext, Workload
 
@@ -75,7 +75,7 @@ def _pending_timeout_s(entry: RunEntry) -> float | None:
 
 def plain_values(entry: RunEntry) -> dict[str, Any]:
     """Knob values of a plain (non-swept) entry."""
-    return entry_knobs(entry.cmd_args, entry.extra_env_vars, entry.num_nodes)
+    return entry.knobs
 
 
 def finish_job(job: Job, workload: Workload, required: Sequence[str] = ()) -> dict[str, float]:

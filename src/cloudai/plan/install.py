@@ -15,6 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from cloudai.config.scenario import excluded_names
 from cloudai.config.test import load_tests
 from cloudai.installables import Installable
 from cloudai.space import Categorical, Space, entry_knobs, parse_space, split_knobs
@@ -45,7 +46,8 @@ def needs_of_tests(system_config: BaseModel, tests_dir: Path) -> Needs:
     for name, (test, path) in load_tests(tests_dir).items():
         if test.cmd_args.get("live_rl_mode") is True:
             continue
-        space = parse_space(entry_knobs(test.cmd_args, test.extra_env_vars, 1), file=path)
+        whole = excluded_names(test.dse_excluded_args)
+        space = parse_space(entry_knobs(test.cmd_args, test.extra_env_vars, 1, whole), file=path, whole=whole)
         _add(needs, test.test_template_name, space, name)
     return needs
 

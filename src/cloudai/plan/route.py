@@ -15,7 +15,7 @@ from cloudai.config.scenario import RunEntry, Scenario
 from cloudai.errors import ConfigError, Problem
 from cloudai.plan.agent_checks import agent_space, check_agent_entry
 from cloudai.plan.env_param_checks import check_env_param_targets
-from cloudai.space import Range, Space, entry_knobs, parse_space
+from cloudai.space import Range, Space, parse_space
 from cloudai.workloads import WORKLOADS
 
 
@@ -63,8 +63,7 @@ def scan_checks(scenario: Scenario) -> tuple[dict[str, CheckedEntry], list[Probl
 def _check_entry(entry: RunEntry) -> CheckedEntry:
     file = entry.scenario_file
     live = is_live_rl(entry)
-    knobs = entry_knobs(entry.cmd_args, entry.extra_env_vars, entry.num_nodes)
-    space = parse_space(knobs, file=file, field_of=lambda name: entry.knob_field(name))
+    space = parse_space(entry.knobs, file=file, field_of=lambda name: entry.knob_field(name), whole=entry.whole)
     problems: list[Problem] = []
     if not live:
         workload_cls = WORKLOADS.get(entry.workload, file=_test_file(entry), field="test_template_name")
