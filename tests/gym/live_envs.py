@@ -8,7 +8,9 @@ marker file exists, once it has taken ``fail_after`` steps: a crash a resumed ru
 
 from __future__ import annotations
 
+import itertools
 import math
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -84,3 +86,21 @@ class NumpyEnv:
             return [np.float32(x / 2), np.int64(x)], np.float32(x / 4), False, {}
         values = {"array": [x / 2, x], "long": [x / 2, x, 99.0], "nan": [x / 2, math.nan]}[self.mode]
         return np.array(values), np.float64(x / 4), False, {}
+
+
+class RendezvousEnv(EchoEnv):
+    """``EchoEnv`` whose every step waits until ``parties`` instances are stepping at once (a shared barrier):
+    a run whose steps were not concurrent breaks the barrier and fails the step. Reports its instance number."""
+
+    _barriers: dict[int, threading.Barrier] = {}
+    _made = itertools.count()
+
+    def __init__(self, every: int = 3, parties: int = 4) -> None:
+        super().__init__(every)
+        self.barrier = self._barriers.setdefault(parties, threading.Barrier(parties, timeout=20))
+        self.instance = next(self._made)
+
+    def step(self, action: dict[str, Any]) -> tuple[list[float], float, bool, dict]:
+        self.barrier.wait()
+        observation, reward, done, _ = super().step(action)
+        return observation, reward, done, {"instance": self.instance}

@@ -1,6 +1,6 @@
 """A small stock ``openenv-core`` environment server for ``RemoteGymServer``'s tests and benchmark.
 
-    python -m tests.gym.openenv_app [--port 0] [--max-sessions 4] [--token-var NAME]
+    python -m tests.gym.openenv_app [--port 0] [--max-sessions 4] [--token-var NAME] [--step-delay-ms MS]
 
 Binds 127.0.0.1 (port 0: a free one), prints ``PORT <n>`` once the socket listens, then serves
 OpenEnv's own FastAPI app (``create_app``) under uvicorn. With ``--token-var``, a bearer-token
@@ -21,6 +21,7 @@ import os
 import socket
 import sys
 import threading
+import time
 from typing import Any, Literal
 
 sys.modules.setdefault("gradio", None)  # type: ignore[arg-type]  # web UI off: skip its ~10 s import
@@ -32,6 +33,7 @@ from pydantic import Field  # noqa: E402
 
 HANG_S = 30.0
 DIE_AT = [0]  # --die-at: the process exits on this step (counted over all sessions); 0: never
+STEP_DELAY_S = [0.0]  # --step-delay-ms: each step takes this long (a simulator's work; benchmarks only)
 STEPS = [0]
 
 
@@ -77,6 +79,8 @@ class KnobEnvironment(Environment[KnobAction, KnobObservation, State]):
             os._exit(1)  # killed mid-run: the client sees the connection drop during its step
         if action.note == "hang":
             threading.Event().wait(HANG_S)  # a step that outlives the client's timeout
+        if STEP_DELAY_S[0]:
+            time.sleep(STEP_DELAY_S[0])
         self._state.step_count += 1
         throughput = action.batch * action.threads * action.ratio * (1.0 if action.use_cache else 0.5)
         done = self._state.step_count >= self.horizon
@@ -126,8 +130,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--max-sessions", type=int, default=4)
     parser.add_argument("--token-var")
     parser.add_argument("--die-at", type=int, default=0)
+    parser.add_argument("--step-delay-ms", type=float, default=0.0)
     args = parser.parse_args(argv)
     DIE_AT[0] = args.die_at
+    STEP_DELAY_S[0] = args.step_delay_ms / 1000
     token = os.environ[args.token_var] if args.token_var else None
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)

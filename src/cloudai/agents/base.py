@@ -128,16 +128,17 @@ class BaseAgent(ABC):
         done_steps = sum(1 for f in history if self._uses_budget(f))
         repeats = 0  # cached steps in a row
         queue = _pending_enqueued(self.config.enqueue, history)
-        parallel = self.config.max_parallel if self.can_ask_ahead and not self.env.live else 1
-        parallel = min(parallel, self.env.max_in_flight)
+        parallel = min(self.config.max_parallel if self.can_ask_ahead else 1, self.env.max_in_flight)
         asked: deque[int] = deque()  # steps started by this process, not yet told, ascending
         held: dict[int, Feedback] = {}  # finished out of step order: told once every earlier step was
         while True:
             # Fill the free slots; a feedback-driven agent counts held (finished, untold) steps as busy,
             # and refills after each single tell: step n + P is asked right after step n was told,
             # whatever finished meanwhile (see the module docstring).
-            # Live RL: the step after a ``done`` must wait for the reset, so held steps are busy there too.
-            busy = len(asked) if self.asks_depend_on_feedback or self.env.live else len(asked) - len(held)
+            # Live RL on one environment: the step after a ``done`` must wait for the reset, so held steps are busy
+            # there too (several environments reset their own episodes).
+            one_env = self.env.live and self.env.max_in_flight == 1
+            busy = len(asked) if self.asks_depend_on_feedback or one_env else len(asked) - len(held)
             while busy < parallel and done_steps + len(asked) < self.max_steps and self.stop_reason is None:
                 choice = (self.env.next_step, queue.pop(0)) if queue else self.select_action(observation)
                 if choice is None:
@@ -160,8 +161,8 @@ class BaseAgent(ABC):
             self._tell(feedback)
             self._check_exhausted(repeats)
             observation = feedback.observation
-            if self.env.live and feedback.done and done_steps < self.max_steps:
-                observation, _ = self.env.reset()
+            if self.env.live and feedback.done and done_steps < self.max_steps and self.env.max_in_flight == 1:
+                observation, _ = self.env.reset()  # several environments reset their own episodes
 
     def _uses_budget(self, feedback: Feedback) -> bool:
         """Whether a recorded step uses up ``max_steps``: a measurement, not a cache hit or a confirmation re-run."""

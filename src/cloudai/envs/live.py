@@ -24,6 +24,15 @@ The sibling of ``CloudAIGymEnv``, built by ``cloudai.run.dse.build_env`` from th
   raises) is a ``GymServerError`` naming the server and the call; ``cloudai.run.dse`` then writes
   ``dse_failure.txt``. Every step finished before it is already in trajectory.csv: rows are
   flushed as they are written (a killed process loses none) and fsync'ed every ``SYNC_S``.
+* Several environments at once (``agent_config.max_parallel = N``, ``setup.max_in_flight``): the env holds N
+  *lanes*, each its own server instance (N in-process objects, N WebSocket sessions, N leases) with its own
+  episode. ``step_async`` starts a step on a free lane in a worker thread; a lane whose episode ended resets
+  itself before its next step. Steps are numbered at ask time and written in step order (a step that finished
+  early waits in memory). Episode numbers are global (each lane's reset takes the next one), so an episode id
+  in trajectory.csv never names two episodes; ``episodes.jsonl`` also says which environment (``env_id``) and
+  which of its episodes each step belongs to. ``step``/``reset`` (the Gymnasium adapter's and ``cloudai
+  serve``'s calls) drive lane 0.
+* ``episodes.jsonl`` (``cloudai.trajectory.episodes``): one JSON object per step for trainers.
 """
 
 from __future__ import annotations
@@ -32,6 +41,8 @@ import math
 import numbers
 import time
 from collections.abc import Callable, Mapping
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from cloudai.envs.base import BaseGym, Feedback, Observation
@@ -40,9 +51,10 @@ from cloudai.envs.knobs import observation_leaves
 from cloudai.envs.offline import TrialSetup, check_action, replayed
 from cloudai.errors import ConfigError, GymServerError, Problem, did_you_mean
 from cloudai.gymserver.factory import RESERVED_ARGS, create_gym_server
-from cloudai.gymserver.protocol import close_server
+from cloudai.gymserver.protocol import GymServer, close_server
 from cloudai.gymserver.spaces import as_leaf, narrow_space, to_dimension
 from cloudai.space import Space, flatten, is_range
+from cloudai.trajectory.episodes import EpisodeLog
 from cloudai.trajectory.records import TrajectoryWriter
 
 DEFAULT_METRICS = ("default",)
@@ -82,6 +94,42 @@ def observed_values(raw: Any) -> list[Any]:
     return list(raw) if isinstance(raw, list | tuple) else []
 
 
+@dataclass(eq=False)
+class _Lane:
+    """One environment instance and its episode: what a live step runs on."""
+
+    env_id: int
+    server: GymServer
+    episode: int = 0  # the global episode number of its current (or last) episode
+    episodes: int = 0  # how many episodes it started (its own count: ``episode_in_env``)
+    in_episode: int = 0  # steps taken in the current episode
+    fresh: bool = False  # reset() ran and no step since: a second reset keeps the episode number
+    open: bool = False  # an episode is running (reset ran, no done since)
+    env: dict[str, Any] = field(default_factory=dict)  # env_params in force this episode
+    env_from: int = 0  # the step the held env_params apply from
+    busy: bool = False
+
+
+@dataclass
+class _Done:
+    """A finished step, before it is written (steps are written in step order)."""
+
+    lane: _Lane
+    step: int
+    episode: int
+    episode_in_env: int
+    in_episode: int
+    action: dict[str, Any]
+    observation: Observation
+    reward: float
+    done: bool
+    status: str
+    reason: str
+    elapsed_s: float
+    env: dict[str, Any]
+    info: dict[str, Any]
+
+
 class LiveGymEnv(BaseGym):
     live = True
 
@@ -103,24 +151,30 @@ class LiveGymEnv(BaseGym):
         self.server = create_gym_server(cmd_args, metrics=wanted, prefix=prefix)
         kind = type(self.server)
         self._where = getattr(self.server, "url", None) or f"{kind.__module__}.{kind.__qualname__}"
+        self._lanes = [_Lane(0, self.server)]
         try:
             self.action_space, self._fixed = self._spaces(declared, prefix)
             names = self._call("observation_space", self.server.observation_space)
             self.metrics = tuple(wanted or names)
             self._slots = _slots(list(names), self.metrics, f"{entry.field_prefix}.agent_metrics")
             self._width = _width(names)  # values per observation
+            for env_id in range(1, max(1, setup.max_in_flight)):  # the other environments: the same server kind
+                self._lanes.append(_Lane(env_id, create_gym_server(cmd_args, metrics=wanted, prefix=prefix)))
         except BaseException:
-            close_server(self.server)
+            for lane in self._lanes:
+                close_server(lane.server)
             raise
+        self.max_in_flight = len(self._lanes)
         self.writer = TrajectoryWriter(setup.out_dir, self.env_names, resume=setup.resume, sync_interval_s=SYNC_S)
+        self.episodes = EpisodeLog(setup.out_dir, self.writer.last_step, resume=setup.resume)
         self._history = [replayed(row, setup.space, self.metrics) for row in self.writer.rows]
         self._next = self.writer.last_step + 1
-        self._episode = self._history[-1].episode if self._history else 0
-        self._fresh = False  # reset() ran and no step since: a second reset keeps the episode number
-        self._open = False  # an episode is running (reset ran, no done since)
-        self._env: dict[str, Any] = {}  # env_params in force this episode
-        self._env_from = 0  # the step the held env_params apply from
+        self._episode = max((f.episode for f in self._history), default=0)  # the last episode number taken
         self._stepping = False  # inside the server's step call (a failure there is step next_step's)
+        self._failed_step = 0  # a step that failed in a worker thread (what a failure report names)
+        self._pool: ThreadPoolExecutor | None = None  # worker threads, made at the first step_async
+        self._running: dict[Future[_Done], int] = {}  # step_async's steps in flight, by step
+        self._unwritten: dict[int, _Done | None] = {}  # asked steps not yet written (None: still running)
 
     # -- BaseGym -----------------------------------------------------------------------------
 
@@ -146,6 +200,8 @@ class LiveGymEnv(BaseGym):
     @property
     def last_started(self) -> int:
         """``next_step`` is taken only once the server answered: a step that failed inside it is ``next_step``."""
+        if self._failed_step:
+            return self._failed_step
         return self._next if self._stepping else self._next - 1
 
     def history(self) -> list[Feedback]:
@@ -157,30 +213,116 @@ class LiveGymEnv(BaseGym):
         return None if base is None else _EpisodeSampler(base, self._held)
 
     def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Observation, dict]:
-        """Start an episode on the server; its first step will be ``next_step``."""
-        if not self._fresh:
-            self._episode += 1
-        sampler = self.setup.sampler
-        self._env = sampler.sample(self._next) if sampler else {}
-        self._env_from = self._next
-        if sampler:
-            options = {**(options or {}), "env_params": dict(self._env)}
-        raw, info = self._call("reset", lambda: self.server.reset(seed=seed, options=options))
-        self._fresh = self._open = True
-        return self._observe(observed_values(raw)), {**info, "episode": self._episode, "env_params": dict(self._env)}
+        """Start an episode on lane 0 (the other lanes start theirs at their first step); its first step will be
+        ``next_step``."""
+        return self._reset(self._lanes[0], self._next, seed, options)
 
     def step(self, action: dict[str, Any]) -> tuple[Observation, float, bool, dict]:
+        done = self._step_one(action)
+        return done.observation, done.reward, done.done, done.info
+
+    def _step_one(self, action: dict[str, Any]) -> _Done:
+        """One step of lane 0 in this thread, written before it returns."""
         check_action(self.action_space, action)
-        if not self._open:
-            self.reset()
-        step, started = self._next, time.monotonic()
+        lane = self._lanes[0]
+        if lane.busy:
+            raise RuntimeError("step() while step_async() steps are in flight on lane 0: wait for them first")
+        step = self._next
         self._stepping = True
-        raw, reward, ended, server_info = self._call("step", lambda: self.server.step({**self._fixed, **action}))
+        done = self._run(lane, step, action)
         self._stepping = False
-        done = bool(ended)
         self._next += 1
-        self._fresh = False
-        self._open = not done
+        self._unwritten[step] = done
+        self._write_ready()
+        return done
+
+    def step_async(self, action: dict[str, Any]) -> int:
+        """Start a step on a free environment in a worker thread; ``step_wait`` hands it out."""
+        if len(self._lanes) == 1:  # one environment: step it here (no thread hop on live RL's hot path)
+            done = self._step_one(action)
+            self._ready.append(_feedback(done))
+            return done.step
+        check_action(self.action_space, action)
+        lane = next((lane for lane in self._lanes if not lane.busy), None)
+        if lane is None:
+            raise RuntimeError(f"step_async with all {len(self._lanes)} environments busy: call step_wait first")
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(len(self._lanes), thread_name_prefix="cloudai-live")
+        step = self._next
+        self._next += 1
+        lane.busy = True
+        self._unwritten[step] = None
+        self._running[self._pool.submit(self._run, lane, step, dict(action))] = step
+        return step
+
+    def step_wait(self, timeout: float | None = None) -> list[Feedback]:
+        """Every step finished so far (at least one when any is in flight, unless ``timeout`` passes first)."""
+        if not self._running:
+            return super().step_wait(timeout)
+        finished, _ = wait(list(self._running), timeout=timeout, return_when=FIRST_COMPLETED)
+        out: list[Feedback] = []
+        for future in finished:
+            step = self._running.pop(future)
+            try:
+                done = future.result()
+            except BaseException:
+                self._failed_step = step
+                self._unwritten.pop(step, None)
+                raise
+            done.lane.busy = False
+            self._unwritten[step] = done
+            out.append(_feedback(done))
+        self._write_ready()
+        return out
+
+    def close(self) -> None:
+        """Stop the worker threads, write what finished, close every server (remote sessions, leases) and the
+        records. Safe to call twice."""
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            for future, step in list(self._running.items()):
+                if future.done() and future.exception() is None:
+                    self._unwritten[step] = future.result()
+            self._running.clear()
+        try:
+            for step in sorted(s for s, d in self._unwritten.items() if d is not None):  # gaps allowed
+                self._write(self._unwritten.pop(step))  # type: ignore[arg-type]
+        finally:
+            try:
+                for lane in self._lanes:
+                    close_server(lane.server)
+            finally:
+                self.writer.close()
+                self.episodes.close()
+
+    # -- one lane ----------------------------------------------------------------------------
+
+    def _reset(
+        self, lane: _Lane, step: int, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[Observation, dict]:
+        if not lane.fresh:
+            self._episode += 1
+            lane.episode = self._episode
+            lane.episodes += 1
+        sampler = self.setup.sampler
+        lane.env = sampler.sample(step) if sampler else {}
+        lane.env_from = step
+        if sampler:
+            options = {**(options or {}), "env_params": dict(lane.env)}
+        raw, info = self._call("reset", lambda: lane.server.reset(seed=seed, options=options))
+        lane.fresh = lane.open = True
+        lane.in_episode = 0
+        return self._observe(observed_values(raw)), {**info, "episode": lane.episode, "env_params": dict(lane.env)}
+
+    def _run(self, lane: _Lane, step: int, action: dict[str, Any]) -> _Done:
+        """One step of ``lane`` (in the caller's or a worker thread); nothing written."""
+        if not lane.open:
+            self._reset(lane, step)
+        started = time.monotonic()
+        raw, reward, ended, server_info = self._call("step", lambda: lane.server.step({**self._fixed, **action}))
+        done = bool(ended)
+        lane.fresh, lane.open = False, not done
+        lane.in_episode += 1
         values = observed_values(raw)
         observation = self._observe(values)
         status, reason = step_status(reward, server_info)
@@ -189,21 +331,34 @@ class LiveGymEnv(BaseGym):
             status, reason = "failed", problem
         reward = _float(reward) if status == "ok" else self.setup.penalty_reward
         metrics = dict(zip(self.metrics, observation, strict=True))
-        info = {**server_info, "status": status, "reason": reason, "step": step, "episode": self._episode,
-                "env_params": dict(self._env), "metrics": metrics, "done": done}  # fmt: skip
-        self.writer.append(step=step, episode=self._episode, action=action, reward=reward, observation=observation,
-                           status=status, elapsed_s=time.monotonic() - started, env=self._env,
-                           reason=reason)  # fmt: skip
-        if self.setup.on_step is not None:
-            self.setup.on_step(Feedback(step, self._episode, dict(action), reward, observation, status, done, info))
-        return observation, reward, done, info
+        info = {**server_info, "status": status, "reason": reason, "step": step, "episode": lane.episode,
+                "env_params": dict(lane.env), "metrics": metrics, "done": done, "env_id": lane.env_id}  # fmt: skip
+        elapsed = time.monotonic() - started
+        return _Done(lane, step, lane.episode, lane.episodes, lane.in_episode, dict(action), observation, reward, done,
+                     status, reason, elapsed, dict(lane.env), info)  # fmt: skip
 
-    def close(self) -> None:
-        """Close the server (a remote session) and the records. Safe to call twice."""
-        try:
-            close_server(self.server)
-        finally:
-            self.writer.close()
+    def _write_ready(self) -> None:
+        """Write the finished steps that no earlier step still waits for, in step order."""
+        while self._unwritten:
+            first = min(self._unwritten)
+            done = self._unwritten[first]
+            if done is None:
+                return
+            del self._unwritten[first]
+            self._write(done)
+
+    def _write(self, done: _Done) -> None:
+        self.writer.append(step=done.step, episode=done.episode, action=done.action, reward=done.reward,
+                           observation=done.observation, status=done.status, elapsed_s=done.elapsed_s, env=done.env,
+                           reason=done.reason)  # fmt: skip
+        self.episodes.append(
+            step=done.step, episode=done.episode, env_id=done.lane.env_id, episode_in_env=done.episode_in_env,
+            step_in_episode=done.in_episode, observation=done.observation, action=done.action, reward=done.reward,
+            terminated=done.done, truncated=bool(done.info.get("truncated", False)), status=done.status,
+            reason=done.reason, env_params=done.env,
+        )  # fmt: skip
+        if self.setup.on_step is not None:
+            self.setup.on_step(_feedback(done))
 
     # -- helpers -----------------------------------------------------------------------------
 
@@ -224,7 +379,8 @@ class LiveGymEnv(BaseGym):
         return Space(fixed, chosen), fixed
 
     def _held(self, step: int) -> dict[str, Any] | None:
-        return dict(self._env) if self._open and step >= self._env_from else None
+        lane = self._lanes[0]
+        return dict(lane.env) if lane.open and step >= lane.env_from else None
 
     def _observe(self, values: list[Any]) -> Observation:
         """The ``agent_metrics`` of a server's flat observation (``observed_values``), NaN where one is missing."""
@@ -259,6 +415,11 @@ class _EpisodeSampler(EnvParamSampler):
     def sample(self, step: int) -> dict[str, Any]:
         held = self._held(step)
         return held if held is not None else self._draw(step)
+
+
+def _feedback(done: _Done) -> Feedback:
+    return Feedback(done.step, done.episode, done.action, done.reward, done.observation, done.status, done.done,
+                    done.info)  # fmt: skip
 
 
 def _slots(names: list[str], metrics: tuple[str, ...], field: str) -> list[int]:

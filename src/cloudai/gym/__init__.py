@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from cloudai.gym.examples import ServingSim
     from cloudai.gym.flatten import GridActions, UnitBoxActions
     from cloudai.gym.from_toml import load_env, make
+    from cloudai.gym.rollouts import AsyncEnv, Transition, make_vec, rollout
     from cloudai.gymserver.factory import create_gym_server, validate_live_rl_args
     from cloudai.gymserver.protocol import GymServer
     from cloudai.gymserver.remote import RemoteGymServer
@@ -44,9 +45,14 @@ _EXPORTS = {
     "UnitBoxActions": "cloudai.gym.flatten",
     "load_env": "cloudai.gym.from_toml",
     "make": "cloudai.gym.from_toml",
+    "AsyncEnv": "cloudai.gym.rollouts",
+    "Transition": "cloudai.gym.rollouts",
+    "make_vec": "cloudai.gym.rollouts",
+    "rollout": "cloudai.gym.rollouts",
 }
 
 __all__ = [
+    "AsyncEnv",
     "ContinuousSpace",
     "GridActions",
     "GymServer",
@@ -54,10 +60,13 @@ __all__ = [
     "ObsLeafDescriptor",
     "RemoteGymServer",
     "ServingSim",
+    "Transition",
     "UnitBoxActions",
     "create_gym_server",
     "load_env",
     "make",
+    "make_vec",
+    "rollout",
     "validate_live_rl_args",
 ]
 

@@ -126,16 +126,21 @@ def make(
     **overrides: Any,
 ) -> GymnasiumAdapter:
     """A ``GymnasiumAdapter`` over the test's env; episodes truncate at ``max_steps`` (default ``agent_steps``)."""
+    loaded = load_env(tests_dir, scenario, test_id, **overrides)
+    kwargs = {"tests_dir": tests_dir, "scenario": scenario, "test_id": test_id, "max_steps": max_steps, **overrides}
+    return adapt(loaded.env, loaded, max_steps, kwargs)
+
+
+def adapt(env: BaseGym, loaded: LoadedEnv, max_steps: int | None, kwargs: dict[str, Any]) -> GymnasiumAdapter:
+    """``env`` (one of ``loaded``'s) as a ``GymnasiumAdapter`` with the spec ``make(**kwargs)`` builds again."""
     from gymnasium.envs.registration import EnvSpec
 
     from cloudai.gym.adapter import GymnasiumAdapter
     from cloudai.gym.registration import ENV_ID
 
-    loaded = load_env(tests_dir, scenario, test_id, **overrides)
     steps = max_steps if max_steps is not None else loaded.checked.entry.agent.steps
-    adapter = GymnasiumAdapter(loaded.env, max_steps=steps)
+    adapter = GymnasiumAdapter(env, max_steps=steps)
     # The spec ``gymnasium.make("cloudai/Test-v0", ...)`` would give (it replaces this one when it is
     # the caller): a trial is a real job, so nondeterministic; ``spec.make()`` builds an equal env.
-    kwargs = {"tests_dir": tests_dir, "scenario": scenario, "test_id": test_id, "max_steps": max_steps, **overrides}
     adapter.spec = EnvSpec(ENV_ID, entry_point=f"{__name__}:make", nondeterministic=True, kwargs=kwargs)
     return adapter

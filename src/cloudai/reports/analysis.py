@@ -13,6 +13,7 @@ import warnings
 from collections import defaultdict
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
+from statistics import fmean, stdev
 from typing import TYPE_CHECKING, Literal, TypeGuard
 
 from cloudai.reports.trajectory import Trajectory
@@ -65,6 +66,25 @@ def episode_returns(traj: Trajectory, confirming: Collection[int] = ()) -> dict[
         if not math.isnan(s.reward):
             sums[s.episode] += s.reward
     return {ep: (sums[ep], sizes[ep]) for ep in sizes}
+
+
+def returns_summary(returns: dict[int, tuple[float, int]]) -> str:
+    """Episode returns in one line: their mean ± 95 % CI (Student's t over episodes), and the first and last
+    quarter's means (is the policy improving?). Whole episodes only would be stricter; a run's last episode may be
+    cut by agent_steps, which the per-episode table shows."""
+    from cloudai.reports.confirm import t95
+
+    values = [ret for ret, _ in returns.values()]
+    n = len(values)
+    if n == 0:
+        return "no episode"
+    mean = fmean(values)
+    ci = f" ± {t95(n - 1) * stdev(values) / math.sqrt(n):.4g}" if n > 1 else ""
+    line = f"{n} episode(s): mean return {mean:.6g}{ci} (95 % CI)"
+    if n >= 8:
+        quarter = n // 4
+        line += f"; first {quarter}: mean {fmean(values[:quarter]):.6g}, last {quarter}: {fmean(values[-quarter:]):.6g}"
+    return line
 
 
 @dataclass

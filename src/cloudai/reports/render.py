@@ -115,7 +115,7 @@ def agent_section(run: RunData, ar: AgentRun) -> str:
         returns = analysis.episode_returns(traj, confirming)
         table = h.table(["episode", "return", "steps"], [(ep, ret, n) for ep, (ret, n) in returns.items()])
         img = h.img(plots.episode_returns(returns), "episode returns")
-        shown = [img, table]
+        shown = [h.note(analysis.returns_summary(returns)), img, table]
         if confirming:
             shown.append(
                 h.note(

@@ -67,7 +67,11 @@ def build_env(
     from cloudai.workloads import WORKLOADS
 
     entry = checked.entry
-    config = agent_config(entry, AGENTS.get(entry.agent.name))
+    agent_cls = AGENTS.get(entry.agent.name)
+    config = agent_config(entry, agent_cls)
+    jobs_at_once = int(getattr(plan.system_config, "max_concurrent_jobs", 8))
+    # Live RL: max_parallel environments at once (agents that cannot ask ahead drive one).
+    environments = config.max_parallel if agent_cls.can_ask_ahead else 1
     setup = TrialSetup(
         entry=entry,
         space=checked.space,
@@ -76,7 +80,7 @@ def build_env(
         out_dir=run_dir / entry.id / str(iteration),
         iteration=iteration,
         penalty_reward=config.penalty_reward,
-        max_in_flight=int(getattr(plan.system_config, "max_concurrent_jobs", 8)),
+        max_in_flight=environments if checked.live_rl else jobs_at_once,
         sampler=sampler_for(entry, checked.space),
         resume=resume,
         on_step=on_step,
