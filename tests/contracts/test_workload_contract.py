@@ -117,6 +117,15 @@ SAMPLES: dict[str, tuple[dict[str, Any], dict[str, str]]] = {
         {"docker_image_url": "img", "benchmarks_dir": "/osu", "benchmark": "osu_bw"},
         {"stdout.txt": (DATA / "osu_bw.txt").read_text()},
     ),
+    "MegatronRun": (
+        {"docker_image_url": "img", "run_script": "/w/run.py", "micro_batch_size": 2},
+        {"stdout.txt": (DATA / "megatron_good.txt").read_text()},
+    ),
+    "JaxToolboxGPT": (
+        {"docker_image_url": "img", "fdl_config": "paxml.tasks.lm.params.nvidia.GPT126M", "fdl": {"max_steps": 20}},
+        {"error-1-node-0.txt": (DATA / "jax_gpt_error-0.txt").read_text()},
+    ),
+    "JaxToolboxGrok": ({"docker_image_url": "img"}, {"stderr.txt": (DATA / "jax_gpt_error-0.txt").read_text()}),
 }
 
 

@@ -138,7 +138,7 @@ class MegatronRun(Workload):
         "peak_memory_gb",
         "loss",
     )
-    noisy = True
+    noisy = False  # a median over many steps is already the repetition; re-running a training job costs GPU hours
     units = {
         "default": "ms",
         "iteration-time": "ms",
