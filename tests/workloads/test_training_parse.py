@@ -179,3 +179,13 @@ def test_jax_constraint_is_the_device_mesh() -> None:
     gpt = {"docker_image_url": "i", "fdl_config": "c", "fdl": {"ici_mesh_shape": "'[1, 4, 2]'"}}
     assert JaxToolboxGPT().constraint(gpt, Resources(1, 8)) is None
     assert JaxToolboxGPT().constraint(gpt, Resources(1, None)) is None  # GPUs unknown: no rule
+
+
+def test_megatron_progress_is_the_headline_metric_as_the_run_goes(tmp_path: Path) -> None:
+    job = megatron_job(tmp_path, "megatron_truncated.txt")  # 7 iterations and a line torn by the kill
+    points = MegatronRun().progress(job)
+    assert [step for step, _ in points] == list(range(1, 8))
+    assert points[-1][1] == pytest.approx(statistics.fmean(TIMES_MS[:7]))
+    shutil.copy(DATA / "megatron_good.txt", job / "stdout.txt")
+    assert MegatronRun().progress(job)[-1][1] == pytest.approx(MegatronRun().read_metrics(job)["default"])
+    assert MegatronRun().progress(tmp_path / "nothing") == []

@@ -89,6 +89,19 @@ def _memory_line(log: MegatronLog, line: str) -> None:
         log.peak_memory_mb = max(value, log.peak_memory_mb or 0.0)
 
 
+def progress(text: str) -> list[tuple[int, float]]:
+    """``(iteration, mean ms of the last 10 iterations so far)`` per iteration line of ``text``: the headline
+    metric as the run goes (a line cut short, or one without its number, is skipped)."""
+    points: list[tuple[int, float]] = []
+    window: list[float] = []
+    for line in text.splitlines():
+        it, time_ms = _ITERATION.search(line), _FIELDS["time_ms"].search(line)
+        if it and time_ms:
+            window = [*window[1 - CLOUDAI_LAST :], float(time_ms.group(1))]
+            points.append((int(it.group(1)), statistics.fmean(window)))
+    return points
+
+
 def verdict(log: MegatronLog) -> str | None:
     """Why the run must count as failed, or None."""
     if log.fatal and not log.done:

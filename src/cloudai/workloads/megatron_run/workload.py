@@ -30,6 +30,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, field_validator, model_validator
 
 from cloudai.errors import WorkloadError
+from cloudai.readfile import read_ends
 from cloudai.workloads.base import (
     ONE_NODE,
     STDOUT_FILE,
@@ -43,6 +44,7 @@ from cloudai.workloads.base import (
 from cloudai.workloads.megatron_run import parse
 from cloudai.workloads.training_log import fatal_error, read_logs
 
+PROGRESS_TAIL = 1 << 20  # bytes of stdout a progress poll reads: recent iterations, in bounded time
 _NOT_FLAGS = frozenset({"docker_image_url", "run_script"})
 _SWITCHES = frozenset(
     {"log_timers_to_tensorboard", "log_throughput", "log_memory_to_tensorboard", "recompute_activations"}
@@ -185,6 +187,14 @@ class MegatronRun(Workload):
         if problem:
             raise WorkloadError(problem)
         return write_metrics(job_dir, parse.metrics(log))
+
+    def progress(self, job_dir: Path) -> list[tuple[int, float]]:
+        """The headline metric (``default``) after each iteration logged so far, from the last MiB of stdout."""
+        try:
+            data, _ = read_ends(job_dir / STDOUT_FILE, 0, PROGRESS_TAIL)
+        except OSError:
+            return []
+        return parse.progress(data.decode(errors="replace"))
 
     def failure_reason(self, job_dir: Path) -> str | None:
         """The fatal error the job's output shows (CUDA out of memory, an NCCL timeout, ...), or None."""
