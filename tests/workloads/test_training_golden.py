@@ -26,7 +26,7 @@ import pytest
 from tests.workloads.test_golden import GOLDEN, REF, SLURM_EXAMPLE, dry_run, one_entry, placeholders
 
 CONF = Path(__file__).resolve().parent / "training_conf"
-HOOKS = Path(__file__).resolve().parent / "cloudai_conf" / "hook"
+HOOKS = CONF / "hook"  # CloudAI's conf/hook files (a copy of cloudai_conf/hook), beside the scenario as in CloudAI
 REF_SYSTEM = (
     'name = "ref"\nscheduler = "slurm"\ninstall_path = "{install}"\ndefault_partition = "main"\n'
     'gpus_per_node = 8\nmpi = "pmix"\ncontainer_mount_home = true\n[[partitions]]\nname = "main"\n'
@@ -134,3 +134,17 @@ def test_pre_test_hook_runs_first_and_leaves_the_job_as_without_hook(tmp_path: P
     for test_id, name in (("Tests.1", "gpt"), ("Tests.2", "grok")):
         (script,) = out.glob(f"*/{test_id}/0/sbatch.sh")
         assert heredoc(placeholders(script, install)) == (REF / f"{name}.run").read_text()
+
+
+def test_training_files_verify_and_a_missing_combine_threshold_is_exit_2(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from cloudai.cli import cli
+
+    tests = str(CONF / "test")
+    result = CliRunner().invoke(cli, ["verify-configs", "--tests-dir", tests, str(CONF / "test_scenario")])
+    assert result.exit_code == 0 and "0 problem(s)" in result.output, result.output
+    (tmp_path / "gpt.toml").write_text((CONF / "test" / "jax_gpt.toml").read_text().split("[extra_env_vars]")[0])
+    result = CliRunner().invoke(cli, ["verify-configs", str(tmp_path / "gpt.toml")])
+    assert result.exit_code == 2
+    assert "extra_env_vars.COMBINE_THRESHOLD: is missing" in result.output

@@ -21,7 +21,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
-from cloudai.errors import WorkloadError
+from cloudai.errors import Problem, WorkloadError
+from cloudai.space import Space
 from cloudai.steps import Run, Shell, Step
 from cloudai.workloads.base import ONE_NODE, STDOUT_FILE, JobContext, Resources, Workload, write_metrics
 from cloudai.workloads.jax_toolbox import parse, script
@@ -29,6 +30,7 @@ from cloudai.workloads.jax_toolbox.args import GPTArgs, GrokArgs, fdl_words
 from cloudai.workloads.training_log import read_logs
 
 RUN_SCRIPT = "run.sh"
+THRESHOLD_VAR = "COMBINE_THRESHOLD"
 _HEREDOC = "CLOUDAI_RUN_SH"
 _DERIVED = frozenset({"PER_GPU_COMBINE_THRESHOLD", "XLA_FLAGS"})  # run.sh computes them, as CloudAI does
 
@@ -88,6 +90,19 @@ class JaxToolbox(Workload):
             return f"the device mesh ici {list(ici)} x dcn {list(dcn)} holds {devices} devices, the job has {gpus} GPUs"
         return None
 
+    def validate(self, space: Space, *, file: Path | None, prefix: str) -> list[Problem]:
+        """The args, and ``extra_env_vars.COMBINE_THRESHOLD`` (CloudAI's KeyError, here a load-time problem)."""
+        problems = super().validate(space, file=file, prefix=prefix)
+        name = f"extra_env_vars.{THRESHOLD_VAR}"
+        dim = space.dim(name) if name in space.names else None
+        values = [space.fixed.get(name)] if dim is None else list(getattr(dim, "choices", ()))
+        if not all(isinstance(v, int | str) and str(v).strip().isdigit() for v in values):
+            field = f"{prefix.removesuffix('.cmd_args')}.{name}".lstrip(".")
+            what = "is missing" if values == [None] else f"must be a whole number of bytes, not {values}"
+            hint = f'add {THRESHOLD_VAR} = "1073741824" (bytes) under [extra_env_vars], as CloudAI requires'
+            problems.append(Problem(str(file) if file else None, field, what, hint))
+        return problems
+
     def read_metrics(self, job_dir: Path) -> dict[str, float]:
         log = parse.parse([read_logs([path]) for path in _perf_logs(job_dir)])
         problem = parse.verdict(log)
@@ -126,7 +141,7 @@ class JaxToolboxGrok(JaxToolbox):
 
 
 def _combine_threshold(env: Mapping[str, str]) -> int:
-    value = env.get("COMBINE_THRESHOLD")
+    value = env.get(THRESHOLD_VAR)
     try:
         return int(str(value))
     except ValueError:
