@@ -189,3 +189,14 @@ def test_megatron_progress_is_the_headline_metric_as_the_run_goes(tmp_path: Path
     shutil.copy(DATA / "megatron_good.txt", job / "stdout.txt")
     assert MegatronRun().progress(job)[-1][1] == pytest.approx(MegatronRun().read_metrics(job)["default"])
     assert MegatronRun().progress(tmp_path / "nothing") == []
+
+
+def test_run_sh_heredoc_cannot_be_ended_by_an_argument(tmp_path: Path) -> None:
+    from cloudai.steps import Shell
+    from cloudai.workloads.base import JobContext
+
+    extra = "'--x=1\nCLOUDAI_RUN_SH\ntouch pwned'"
+    job = JobContext(tmp_path, 1, extra_cmd_args=extra, env={"COMBINE_THRESHOLD": "8"})
+    write = JaxToolboxGPT().steps({"docker_image_url": "i", "fdl_config": "c"}, job)[0]
+    assert isinstance(write, Shell)
+    assert write.text.splitlines()[0].endswith("<<'CLOUDAI_RUN_SH_'") and "\nCLOUDAI_RUN_SH_\nchmod" in write.text

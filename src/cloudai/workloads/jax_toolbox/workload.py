@@ -69,7 +69,10 @@ class JaxToolbox(Workload):
     def steps(self, args: Mapping[str, Any], job: JobContext) -> Sequence[Step]:
         path = shlex.quote(str(job.job_dir.absolute() / RUN_SCRIPT))
         text = self.run_script(args, job)
-        write = f"cat > {path} <<'{_HEREDOC}'\n{text}\n{_HEREDOC}\nchmod +x {path}"
+        end = _HEREDOC
+        while end in text.splitlines():  # a quoted word of extra_cmd_args may hold a newline: never end early
+            end += "_"
+        write = f"cat > {path} <<'{end}'\n{text}\n{end}\nchmod +x {path}"
         return (Shell(write), Run(tuple(self.argv(args, job)), name="paxml"))
 
     def container_image(self, args: Mapping[str, Any]) -> str | None:
