@@ -148,3 +148,19 @@ def test_training_files_verify_and_a_missing_combine_threshold_is_exit_2(tmp_pat
     result = CliRunner().invoke(cli, ["verify-configs", str(tmp_path / "gpt.toml")])
     assert result.exit_code == 2
     assert "extra_env_vars.COMBINE_THRESHOLD: is missing" in result.output
+
+
+def test_the_scripts_first_step_writes_cloudais_run_sh(tmp_path: Path) -> None:
+    """The heredoc step, run by bash as the batch script runs it, leaves CloudAI's ``grok.run`` in the job dir."""
+    import subprocess
+
+    from cloudai.steps import Shell
+    from cloudai.workloads.base import JobContext
+    from cloudai.workloads.jax_toolbox import JaxToolboxGrok
+
+    args = {"docker_image_url": "https://docker/url", "fdl_config": "fdl/config"}
+    write = JaxToolboxGrok().steps(args, JobContext(tmp_path, 1, env={"COMBINE_THRESHOLD": "1"}))[0]
+    assert isinstance(write, Shell)
+    subprocess.run(["bash", "-c", write.text], check=True)
+    assert (tmp_path / "run.sh").read_text() == (REF / "grok.run").read_text() + "\n"
+    assert os.access(tmp_path / "run.sh", os.X_OK)
