@@ -126,6 +126,37 @@ def _knob(args: Mapping[str, Any], name: str, default: int | None) -> int | None
         return None
 
 
+def _parallelism(args: Mapping[str, Any]) -> tuple[int, int, int]:
+    """(tp, pp, cp) with Megatron's defaults (CloudAI's tp default is 2)."""
+    names = (("tensor_model_parallel_size", 2), ("pipeline_model_parallel_size", 1), ("context_parallel_size", 1))
+    tp, pp, cp = (_knob(args, name, default) or 1 for name, default in names)
+    return tp, pp, cp
+
+
+def _model_split(args: Mapping[str, Any]) -> str | None:
+    """The layers must split into pp stages, the attention heads into tp groups."""
+    tp, pp, _ = _parallelism(args)
+    layers, heads = _knob(args, "num_layers", 32), _knob(args, "num_attention_heads", 32)
+    if layers is not None and layers % pp:
+        return f"num_layers ({layers}) is not divisible by pipeline_model_parallel_size ({pp})"
+    if heads is not None and heads % tp:
+        return f"num_attention_heads ({heads}) is not divisible by tensor_model_parallel_size ({tp})"
+    return None
+
+
+def _gpu_split(args: Mapping[str, Any], gpus: int | None) -> str | None:
+    """tp*pp*cp must divide the GPUs, the global batch split into micro-batches over dp (unknown GPUs: no rule)."""
+    tp, pp, cp = _parallelism(args)
+    if gpus is None:
+        return None
+    if gpus % (tp * pp * cp):
+        return f"tp*pp*cp = {tp}*{pp}*{cp} = {tp * pp * cp} does not divide the {gpus} GPUs"
+    dp, gbs, mbs = gpus // (tp * pp * cp), _knob(args, "global_batch_size", 16), _knob(args, "micro_batch_size", 1)
+    if gbs is not None and mbs and gbs % (mbs * dp):
+        return f"global_batch_size ({gbs}) is not divisible by micro_batch_size*dp = {mbs}*{dp} = {mbs * dp}"
+    return None
+
+
 class MegatronRun(Workload):
     name = "MegatronRun"
     args_model = MegatronRunArgs
@@ -163,23 +194,7 @@ class MegatronRun(Workload):
         return MegatronRunArgs.model_validate(args).docker_image_url or None
 
     def constraint(self, args: Mapping[str, Any], resources: Resources = ONE_NODE) -> str | None:
-        tp = _knob(args, "tensor_model_parallel_size", 2) or 1
-        pp = _knob(args, "pipeline_model_parallel_size", 1) or 1
-        cp = _knob(args, "context_parallel_size", 1) or 1
-        layers, heads = _knob(args, "num_layers", 32), _knob(args, "num_attention_heads", 32)
-        if layers is not None and layers % pp:
-            return f"num_layers ({layers}) is not divisible by pipeline_model_parallel_size ({pp})"
-        if heads is not None and heads % tp:
-            return f"num_attention_heads ({heads}) is not divisible by tensor_model_parallel_size ({tp})"
-        gpus = resources.num_gpus
-        if gpus is None:
-            return None
-        if gpus % (tp * pp * cp):
-            return f"tp*pp*cp = {tp}*{pp}*{cp} = {tp * pp * cp} does not divide the {gpus} GPUs"
-        dp, gbs, mbs = gpus // (tp * pp * cp), _knob(args, "global_batch_size", 16), _knob(args, "micro_batch_size", 1)
-        if gbs is not None and mbs and gbs % (mbs * dp):
-            return f"global_batch_size ({gbs}) is not divisible by micro_batch_size*dp = {mbs}*{dp} = {mbs * dp}"
-        return None
+        return _model_split(args) or _gpu_split(args, resources.num_gpus)
 
     def read_metrics(self, job_dir: Path) -> dict[str, float]:
         log = parse.parse(read_stdout(job_dir, "Megatron"))
