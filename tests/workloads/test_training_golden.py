@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -49,11 +51,11 @@ def heredoc(script: str) -> str:
 
 
 def container_parts(text: str) -> tuple[str, list[str]]:
-    """The first image and the last mount entries of ``text`` (quoting aside)."""
+    """The first image and the last mount entries of ``text``, as the shell reads the words (quoting aside)."""
     images = re.findall(r"--container-image=(\S+)", text)
-    mounts = re.findall(r"'?--container-mounts=([^' \n]+)'?", text)
+    mounts = re.findall(r"\S*--container-mounts=\S+", text)
     assert images and mounts, text
-    return images[0], mounts[-1].split(",")
+    return images[0], shlex.split(mounts[-1])[0].removeprefix("--container-mounts=").split(",")
 
 
 def normalised_megatron_command() -> str:
@@ -75,6 +77,10 @@ def test_megatron_command_is_the_one_cloudai_renders(tmp_path: Path) -> None:
     assert ours.endswith(" " + normalised_megatron_command())
     cloudai = [s for s in (REF / "megatron-run.sbatch").read_text().splitlines() if s.startswith("srun")][-1]
     assert container_parts(ours) == container_parts(cloudai)
+    mounts = re.search(r"\S*--container-mounts=\S+", ours)
+    assert mounts
+    expanded = subprocess.run(["bash", "-c", f"printf %s {mounts.group(0)}"], cwd=tmp_path, capture_output=True)
+    assert expanded.stdout.decode().endswith(f",{tmp_path}")  # CloudAI's $PWD mount: the batch shell expands it
 
 
 @pytest.mark.parametrize("name", sorted(JAX_TESTS))
@@ -152,8 +158,6 @@ def test_training_files_verify_and_a_missing_combine_threshold_is_exit_2(tmp_pat
 
 def test_the_scripts_first_step_writes_cloudais_run_sh(tmp_path: Path) -> None:
     """The heredoc step, run by bash as the batch script runs it, leaves CloudAI's ``grok.run`` in the job dir."""
-    import subprocess
-
     from cloudai.steps import Shell
     from cloudai.workloads.base import JobContext
     from cloudai.workloads.jax_toolbox import JaxToolboxGrok
