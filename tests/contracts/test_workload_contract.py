@@ -77,8 +77,15 @@ class WorkloadContract:
         image = workload.container_image(sample_args)
         assert image is None or (isinstance(image, str) and image)
 
-    def test_validate_accepts_the_sample(self, workload: Workload, sample_args: dict[str, Any]) -> None:
-        space = parse_space(entry_knobs(sample_args, {}, 1))
+    @pytest.fixture
+    def sample_env(self) -> dict[str, str]:
+        """The ``extra_env_vars`` the sample needs (JaxToolbox requires CloudAI's ``COMBINE_THRESHOLD``)."""
+        return {}
+
+    def test_validate_accepts_the_sample(
+        self, workload: Workload, sample_args: dict[str, Any], sample_env: dict[str, str]
+    ) -> None:
+        space = parse_space(entry_knobs(sample_args, sample_env, 1))
         assert workload.validate(space, file=None, prefix="Tests[0].cmd_args") == []
 
     def test_an_empty_job_dir_is_a_workload_error(self, workload: Workload, tmp_path: Path) -> None:
@@ -145,6 +152,10 @@ class TestBuiltinWorkloads(WorkloadContract):
     @pytest.fixture
     def sample_output(self, name: str) -> dict[str, str]:
         return SAMPLES[name][1]
+
+    @pytest.fixture
+    def sample_env(self, name: str) -> dict[str, str]:
+        return {"COMBINE_THRESHOLD": "1073741824"} if name.startswith("JaxToolbox") else {}
 
 
 def test_every_builtin_is_under_contract() -> None:
