@@ -77,8 +77,15 @@ class WorkloadContract:
         image = workload.container_image(sample_args)
         assert image is None or (isinstance(image, str) and image)
 
-    def test_validate_accepts_the_sample(self, workload: Workload, sample_args: dict[str, Any]) -> None:
-        space = parse_space(entry_knobs(sample_args, {}, 1))
+    @pytest.fixture
+    def sample_env(self) -> dict[str, str]:
+        """The ``extra_env_vars`` the sample needs (JaxToolbox requires CloudAI's ``COMBINE_THRESHOLD``)."""
+        return {}
+
+    def test_validate_accepts_the_sample(
+        self, workload: Workload, sample_args: dict[str, Any], sample_env: dict[str, str]
+    ) -> None:
+        space = parse_space(entry_knobs(sample_args, sample_env, 1))
         assert workload.validate(space, file=None, prefix="Tests[0].cmd_args") == []
 
     def test_an_empty_job_dir_is_a_workload_error(self, workload: Workload, tmp_path: Path) -> None:
@@ -117,6 +124,15 @@ SAMPLES: dict[str, tuple[dict[str, Any], dict[str, str]]] = {
         {"docker_image_url": "img", "benchmarks_dir": "/osu", "benchmark": "osu_bw"},
         {"stdout.txt": (DATA / "osu_bw.txt").read_text()},
     ),
+    "MegatronRun": (
+        {"docker_image_url": "img", "run_script": "/w/run.py", "micro_batch_size": 2},
+        {"stdout.txt": (DATA / "megatron_good.txt").read_text()},
+    ),
+    "JaxToolboxGPT": (
+        {"docker_image_url": "img", "fdl_config": "paxml.tasks.lm.params.nvidia.GPT126M", "fdl": {"max_steps": 20}},
+        {"error-1-node-0.txt": (DATA / "jax_gpt_error-0.txt").read_text()},
+    ),
+    "JaxToolboxGrok": ({"docker_image_url": "img"}, {"stderr.txt": (DATA / "jax_gpt_error-0.txt").read_text()}),
 }
 
 
@@ -136,6 +152,10 @@ class TestBuiltinWorkloads(WorkloadContract):
     @pytest.fixture
     def sample_output(self, name: str) -> dict[str, str]:
         return SAMPLES[name][1]
+
+    @pytest.fixture
+    def sample_env(self, name: str) -> dict[str, str]:
+        return {"COMBINE_THRESHOLD": "1073741824"} if name.startswith("JaxToolbox") else {}
 
 
 def test_every_builtin_is_under_contract() -> None:

@@ -27,6 +27,9 @@ WORKLOADS: Registry[type[Workload]] = Registry(
         "UCCTest": "cloudai.workloads.ucc_test:UCCTest",
         "OSUBench": "cloudai.workloads.osu_bench:OSUBench",
         "Fio": "cloudai.workloads.fio:Fio",
+        "MegatronRun": "cloudai.workloads.megatron_run:MegatronRun",
+        "JaxToolboxGPT": "cloudai.workloads.jax_toolbox:JaxToolboxGPT",
+        "JaxToolboxGrok": "cloudai.workloads.jax_toolbox:JaxToolboxGrok",
     },
 )
 

@@ -16,6 +16,9 @@ A workload is system-agnostic: it never starts processes itself. Contract:
   system's GPUs per node), for rules such as "tp*pp*cp divides the GPUs".
 * ``container_image(args)`` is the image the command must run in (CloudAI's ``docker_image_url``),
   or None; the system decides how (Slurm: pyxis ``srun --container-image``; standalone: not at all).
+* ``container_mounts(args, job)``: ``SRC:DST`` mounts the command needs in that image besides the system's
+  own and the test's ``extra_container_mounts`` (after them, as CloudAI orders its workloads' mounts), e.g.
+  JaxToolbox's job dir at ``/opt/paxml/workspace/``. Default: none.
 * ``ntasks(args)``: 1 for a command that is not an MPI program (Slurm then runs one task, not one
   per allocated task), else None.
 * ``progress(job_dir)`` (optional): the intermediate values of the headline (first) metric the
@@ -34,7 +37,7 @@ import math
 import shlex
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, ClassVar
 
@@ -71,6 +74,7 @@ class JobContext:
     num_nodes: int = 1
     extra_cmd_args: Mapping[str, Any] | str = ""
     install_path: Path | None = None  # the system's install_path (absolute): where `cloudai install` put things
+    env: Mapping[str, str] = field(default_factory=dict)  # the job's extra_env_vars (a derived value may need one)
 
 
 @dataclass(frozen=True)
@@ -117,6 +121,9 @@ class Workload(ABC):
 
     def container_image(self, args: Mapping[str, Any]) -> str | None:
         return None
+
+    def container_mounts(self, args: Mapping[str, Any], job: JobContext) -> Sequence[str]:
+        return ()
 
     def ntasks(self, args: Mapping[str, Any]) -> int | None:
         """How many processes the command must run as, when it fixes that (1: not an MPI program); None: the

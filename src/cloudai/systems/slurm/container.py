@@ -16,12 +16,16 @@ runs on the host (the image is then named in a comment, so a dry-run shows what 
 
 from __future__ import annotations
 
+import re
+
 from cloudai.config.fields import shown
 from cloudai.config.slurm import SlurmSystemConfig
 from cloudai.errors import ConfigError
 from cloudai.systems.base import JobSpec
 from cloudai.systems.shell import quote
 
+# Text a double-quoted word may hold: $NAME / ${NAME} references and path characters, nothing that runs.
+_EXPANDABLE = re.compile(r"(?:[A-Za-z0-9_./:,=+@%-]|\$\{[A-Za-z_][A-Za-z0-9_]*\}|\$[A-Za-z_][A-Za-z0-9_]*)*")
 RESULTS_MOUNT = "/cloudai_run_results"
 INSTALL_MOUNT = "/cloudai_install"
 
@@ -50,11 +54,22 @@ def container_flags(spec: JobSpec, config: SlurmSystemConfig) -> list[str]:
         return []
     flags = [
         quote(f"--container-image={spec.container.image}"),
-        quote(f"--container-mounts={','.join(container_mounts(spec, config))}"),
+        mounts_word(container_mounts(spec, config)),
     ]
     if not config.container_mount_home:
         flags.append("--no-container-mount-home")
     return flags
+
+
+def mounts_word(mounts: list[str]) -> str:
+    """``--container-mounts=...`` as one shell word: literal, except that an extra mount starting with ``$VAR`` /
+    ``${VAR}`` (CloudAI's ``$PWD``, which its scripts leave to the batch shell) is double-quoted so the batch shell
+    expands it; a mount with anything else after a ``$`` stays literal."""
+    words = [quote("--container-mounts=")]
+    for index, mount in enumerate(mounts):
+        text = ("," if index else "") + mount
+        words.append(f'"{text}"' if mount.startswith("$") and _EXPANDABLE.fullmatch(text) else quote(text))
+    return "".join(words) if any(w.startswith('"') for w in words) else quote(f"--container-mounts={','.join(mounts)}")
 
 
 def container_note(spec: JobSpec, config: SlurmSystemConfig) -> list[str]:
