@@ -39,7 +39,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any, ClassVar
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BaseModel, BeforeValidator, ValidationError
 
@@ -100,6 +100,9 @@ class Workload(ABC):
     metrics: ClassVar[tuple[str, ...] | None] = None  # the metric names it reports; None: not declared, () none
     noisy: ClassVar[bool] = False  # the same point measures differently when re-run: confirm the best by default
     units: ClassVar[dict[str, str]] = {}  # metric -> unit, shown on report axes and tables
+    # What a real run needs: "cpu" runs on any machine (this one too); "gpu" needs GPUs (tests use a stand-in
+    # that prints the tool's output). USER_GUIDE's coverage table says it for every workload.
+    hardware: ClassVar[Literal["cpu", "gpu"]] = "gpu"
 
     @abstractmethod
     def argv(self, args: Mapping[str, Any], job: JobContext) -> list[str]: ...

@@ -25,6 +25,7 @@ class BashCmdArgs(BaseModel):
 
 class BashCmd(Workload):
     name = "BashCmd"
+    hardware = "cpu"
     args_model = BashCmdArgs
 
     def argv(self, args: Mapping[str, Any], job: JobContext) -> list[str]:

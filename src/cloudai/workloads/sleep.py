@@ -18,6 +18,7 @@ class SleepArgs(BaseModel):
 
 class Sleep(Workload):
     name = "Sleep"
+    hardware = "cpu"
     args_model = SleepArgs
     metrics = ()  # sleeping measures nothing: an agent would have nothing to optimise
 

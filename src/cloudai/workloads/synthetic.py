@@ -41,6 +41,7 @@ class SyntheticArgs(BaseModel):
 
 class Synthetic(Workload):
     name = "Synthetic"
+    hardware = "cpu"
     args_model = SyntheticArgs
     produces_metrics = True
     metrics = ("bus_bw", "alg_bw", "latency_us", "default")  # what the model writes: agent_metrics are checked

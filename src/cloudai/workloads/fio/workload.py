@@ -56,6 +56,7 @@ class FioArgs(BaseModel):
 
 class Fio(Workload):
     name = "Fio"
+    hardware = "cpu"
     args_model = FioArgs
     produces_metrics = True
     metrics = results.METRIC_NAMES
