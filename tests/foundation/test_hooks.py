@@ -84,3 +84,22 @@ def test_hooks_that_cannot_run_are_refused_at_load(
     assert result.returncode == 2, result.stdout
     assert expected in result.stderr, result.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_verify_configs_finds_hooks_in_hook_dir(tmp_path: Path) -> None:
+    """``verify-configs --hook-dir``: a hook scenario kept apart from the scenario's conf tree is found, as ``run``."""
+    from click.testing import CliRunner
+
+    from cloudai.cli import cli
+
+    (tmp_path / "hooks" / "test").mkdir(parents=True)
+    (tmp_path / "tests").mkdir()
+    for tests in ("tests", "hooks/test"):  # a hook's tests live in the hook dir's test/
+        (tmp_path / tests / "nap.toml").write_text('name = "nap"\ntest_template_name = "Sleep"\n')
+    (tmp_path / "hooks" / "a.toml").write_text('name = "a"\n[[Tests]]\nid = "h"\ntest_name = "nap"\n')
+    (tmp_path / "s.toml").write_text('name = "s"\npre_test = "a"\n[[Tests]]\nid = "x"\ntest_name = "nap"\n')
+    args = ["verify-configs", "--tests-dir", str(tmp_path / "tests"), str(tmp_path / "s.toml")]
+    without = CliRunner().invoke(cli, args)
+    assert without.exit_code == 2 and "'a'" in without.output, without.output
+    found = CliRunner().invoke(cli, [*args, "--hook-dir", str(tmp_path / "hooks")])
+    assert found.exit_code == 0, found.output

@@ -242,13 +242,16 @@ def dry_run(
 @cli.command(name="verify-configs")
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("--tests-dir", type=click.Path(path_type=Path), help="Tests that scenarios refer to.")
+@click.option("--hook-dir", type=click.Path(path_type=Path), help="Hook scenarios and their tests (as for run).")
 @_common
-def verify_configs(paths: tuple[Path, ...], tests_dir: Path | None, verbose: bool, log_file: Path | None) -> None:
+def verify_configs(
+    paths: tuple[Path, ...], tests_dir: Path | None, hook_dir: Path | None, verbose: bool, log_file: Path | None
+) -> None:
     """Validate system, test and scenario files (or directories of them); report every error."""
     setup_logging(verbose, log_file)
     from cloudai.plan.verify import verify_paths
 
-    checked, problems = verify_paths(list(paths), tests_dir)
+    checked, problems = verify_paths(list(paths), tests_dir, hook_dir)
     for problem in problems:
         click.echo(f"error: {problem}", err=True)
     click.echo(f"{checked} file(s) checked, {len(problems)} problem(s)")

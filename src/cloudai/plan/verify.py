@@ -33,8 +33,8 @@ def _toml_files(paths: list[Path]) -> tuple[list[Path], list[Problem]]:
     return files, problems
 
 
-def verify_paths(paths: list[Path], tests_dir: Path | None) -> tuple[int, list[Problem]]:
-    """(number of files checked, every problem found)."""
+def verify_paths(paths: list[Path], tests_dir: Path | None, hook_dir: Path | None = None) -> tuple[int, list[Problem]]:
+    """(number of files checked, every problem found); a scenario's hooks are looked up as ``run`` does."""
     files, problems = _toml_files(paths)
     extra_tests, more = _toml_files([tests_dir]) if tests_dir else ([], [])
     problems += more
@@ -60,7 +60,7 @@ def verify_paths(paths: list[Path], tests_dir: Path | None) -> tuple[int, list[P
                 if file in files:
                     problems += exc.problems
     for file in files:
-        problems += _check_file(file, data.get(file), tests, broken)
+        problems += _check_file(file, data.get(file), tests, broken, hook_dir)
     return len(files), list(dict.fromkeys(problems))  # a test's problem may be found via a scenario too
 
 
@@ -69,6 +69,7 @@ def _check_file(
     content: dict[str, Any] | None,
     tests: dict[str, tuple[WorkloadConfig, Path]],
     broken: dict[str, list[Problem]],
+    hook_dir: Path | None = None,
 ) -> list[Problem]:
     if content is None or ("test_template_name" in content and "Tests" not in content):
         return []  # unreadable (reported) or a test (checked above)
@@ -79,7 +80,7 @@ def _check_file(
             scenario = load_scenario(file, tests, broken)
             check_scenario(scenario)
             if hooks_of(scenario):  # a pre_test/post_test names a hook scenario that exists, loads and is plain
-                check_scenario(with_hooks(scenario, load_hooks(scenario, None)))
+                check_scenario(with_hooks(scenario, load_hooks(scenario, None, hook_dir)))
         elif "scheduler" in content:
             system_from_dict(content, file)
         else:
