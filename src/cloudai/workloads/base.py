@@ -16,6 +16,10 @@ A workload is system-agnostic: it never starts processes itself. Contract:
   system's GPUs per node), for rules such as "tp*pp*cp divides the GPUs".
 * ``container_image(args)`` is the image the command must run in (CloudAI's ``docker_image_url``),
   or None; the system decides how (Slurm: pyxis ``srun --container-image``; standalone: not at all).
+  ``container_mounts(args, job)``: the workload's own ``src:dst`` mounts, after the test's
+  ``extra_container_mounts`` as CloudAI orders them (CloudAI's NeMoRun mounts its recipe dir at ``/cloudai_workspace``).
+* ``job_env(args, env)`` (optional): the job's environment given the test's ``extra_env_vars``, with
+  what the workload adds (CloudAI's NeMoRun exports ``CLOUDAI_NEMO_TASK``); default: ``env`` unchanged.
 * ``ntasks(args)``: 1 for a command that is not an MPI program (Slurm then runs one task, not one
   per allocated task), else None.
 * ``progress(job_dir)`` (optional): the intermediate values of the headline (first) metric the
@@ -34,7 +38,7 @@ import math
 import shlex
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, ClassVar
 
@@ -71,6 +75,8 @@ class JobContext:
     num_nodes: int = 1
     extra_cmd_args: Mapping[str, Any] | str = ""
     install_path: Path | None = None  # the system's install_path (absolute): where `cloudai install` put things
+    gpus_per_node: int | None = None  # the system's (Slurm's ``gpus_per_node``); None where it does not say
+    env: Mapping[str, str] = field(default_factory=dict)  # the job's environment (``job_env``'s result)
 
 
 @dataclass(frozen=True)
@@ -117,6 +123,12 @@ class Workload(ABC):
 
     def container_image(self, args: Mapping[str, Any]) -> str | None:
         return None
+
+    def container_mounts(self, args: Mapping[str, Any], job: JobContext) -> Sequence[str]:
+        return ()
+
+    def job_env(self, args: Mapping[str, Any], env: Mapping[str, str]) -> dict[str, str]:
+        return dict(env)
 
     def ntasks(self, args: Mapping[str, Any]) -> int | None:
         """How many processes the command must run as, when it fixes that (1: not an MPI program); None: the
@@ -202,6 +214,14 @@ def cloudai_extra_args(extra: Mapping[str, Any] | str) -> list[str]:
     for key, value in extra.items():
         words += [str(key), str(value)] if value not in ("", None) else [str(key)]
     return words
+
+
+def override_args(extra: Mapping[str, Any] | str) -> list[str]:
+    """``extra_cmd_args`` as CloudAI appends them to a Hydra / NeMo-Run command: a table as ``key=value`` words
+    (a key alone when its value is empty), a string split like a shell would."""
+    if isinstance(extra, str):
+        return shlex.split(extra)
+    return [f"{key}={value}" if value not in ("", None) else str(key) for key, value in extra.items()]
 
 
 def write_metrics(job_dir: Path, metrics: Mapping[str, float]) -> dict[str, float]:

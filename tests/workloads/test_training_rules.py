@@ -1,0 +1,62 @@
+"""The training validity rule (``cloudai.workloads.parallelism``) through each workload's ``constraint`` and its
+vectorised twin ``constraint_mask``: they agree on every point of a grid, and the reasons name the broken rule."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+
+from cloudai.workloads.base import Resources
+from cloudai.workloads.nemo_run import NeMoRun
+
+BASE = {"docker_image_url": "img", "task": "pretrain", "recipe_name": "r", "num_layers": 32}
+S = "trainer.strategy."
+GRID = {
+    f"{S}tensor_model_parallel_size": [1, 2, 4, 8],
+    f"{S}pipeline_model_parallel_size": [1, 2, 4],
+    f"{S}context_parallel_size": [1, 2],
+    f"{S}virtual_pipeline_model_parallel_size": [None, 1, 3, 4],
+    "data.micro_batch_size": [1, 2, 4],
+    "data.global_batch_size": [8, 12],
+    "num_nodes": [1, 2],
+}
+
+
+def nemo_args(point: dict) -> dict:
+    strategy = {k.removeprefix(S): v for k, v in point.items() if k.startswith(S)}
+    data = {k.removeprefix("data."): v for k, v in point.items() if k.startswith("data.")}
+    return {**BASE, "trainer": {"strategy": strategy}, "data": data}
+
+
+def test_nemo_run_reasons_name_the_rule_and_its_values() -> None:
+    run, two_nodes = NeMoRun(), Resources(2, 8)
+    point = {f"{S}tensor_model_parallel_size": 8, f"{S}context_parallel_size": 4, "data.global_batch_size": 8}
+    assert run.constraint(nemo_args(point), Resources(1, 8)) == (
+        "num_gpus % (tp*pp*cp) != 0: 8 GPUs, tp=8 pp=1 cp=4 (tp*pp*cp=32)"
+    )
+    point = {f"{S}tensor_model_parallel_size": 2, f"{S}context_parallel_size": 1, "data.global_batch_size": 12}
+    assert run.constraint(nemo_args({**point, "data.micro_batch_size": 2}), two_nodes) == (
+        "gbs % (mbs * dp) != 0: gbs=12 mbs=2 dp=8 (dp = 16 GPUs / 2)"
+    )
+    vp = {f"{S}pipeline_model_parallel_size": 4, f"{S}virtual_pipeline_model_parallel_size": 3}
+    assert run.constraint(nemo_args(vp), two_nodes) == "(num_layers // pp) % vp != 0: num_layers=32 pp=4 vp=3"
+    assert run.constraint(nemo_args({"data.global_batch_size": 64}), two_nodes) is None
+
+
+def test_nemo_run_counts_8_gpus_per_node_where_the_system_does_not_say() -> None:
+    """CloudAI's NeMoRun rule takes nnodes * 8 GPUs; a standalone system gives no gpus_per_node."""
+    args = nemo_args({f"{S}tensor_model_parallel_size": 8, f"{S}context_parallel_size": 1})
+    assert NeMoRun().constraint(args, Resources(1, None)) is None
+    assert NeMoRun().constraint(args, Resources(1, 4)) is not None
+
+
+def test_nemo_run_mask_agrees_with_the_rule_on_every_grid_point() -> None:
+    run, resources = NeMoRun(), Resources(1, 8)
+    points = [dict(zip(GRID, values, strict=True)) for values in itertools.product(*GRID.values())]
+    columns = {name: np.array([p[name] for p in points], dtype=object) for name in GRID}
+    columns["num_layers"] = np.full(len(points), 32)
+    mask = run.constraint_mask(columns, resources)
+    expected = [run.constraint(nemo_args(p), Resources(p["num_nodes"], 8)) is None for p in points]
+    assert mask.tolist() == expected
+    assert 0 < mask.sum() < len(points)
