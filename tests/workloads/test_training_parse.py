@@ -1,0 +1,83 @@
+"""Metrics and failure reasons from the training tools' real log formats (``tests/workloads/data/``)."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from cloudai.errors import WorkloadError
+from cloudai.workloads import training_log
+from cloudai.workloads.nemo_run import NeMoRun
+
+DATA = Path(__file__).resolve().parent / "data"
+
+
+def job(tmp_path: Path, stdout: str | None, stderr: str | None, script: str = "") -> Path:
+    for name, fixture in (("stdout.txt", stdout), ("stderr.txt", stderr)):
+        if fixture is not None:
+            shutil.copy(DATA / fixture, tmp_path / name)
+    if script:
+        (tmp_path / "cmd.sh").write_text(script)
+    return tmp_path
+
+
+def test_nemo_run_metrics_from_a_finished_run(tmp_path: Path) -> None:
+    directory = job(tmp_path, "nemo_run_stdout.txt", "nemo_run_stderr.txt", "python x.py data.seq_length=8192\n")
+    metrics = NeMoRun().read_metrics(directory)
+    assert set(metrics) == {"default", "step-time", "step_time_s", "tflops_per_gpu", "tokens_per_s",
+                            "peak_memory_gb", "loss"}  # fmt: skip
+    steps = training_log.nemo_steps((DATA / "nemo_run_stdout.txt").read_text())
+    assert len(steps) == 20 and steps[0].time_s > 3 * steps[5].time_s * 0.9  # the first step is the slow one
+    assert metrics["default"] == pytest.approx(sum(s.time_s for s in steps[1:]) / 19)  # CloudAI's: all but the first
+    assert steps[0].time_s > metrics["step_time_s"] > 10  # the median after warm-up leaves the first step out
+    assert metrics["tokens_per_s"] == pytest.approx(128 * 8192 / metrics["step_time_s"])
+    assert metrics["peak_memory_gb"] == pytest.approx(23.12, abs=0.01)
+    assert metrics["loss"] == pytest.approx(10.55)
+    assert (directory / "metrics.json").exists()
+
+
+def test_nemo_run_without_the_command_has_no_tokens_per_second(tmp_path: Path) -> None:
+    metrics = NeMoRun().read_metrics(job(tmp_path, "nemo_run_stdout.txt", "nemo_run_stderr.txt"))
+    assert "tokens_per_s" not in metrics and "step_time_s" in metrics
+
+
+def test_cuda_oom_is_out_of_memory(tmp_path: Path) -> None:
+    directory = job(tmp_path, None, "nemo_run_oom_stderr.txt")
+    (directory / "stdout.txt").write_text("[NeMo I nemo_logging:393] Experiments will be logged at /x\n")
+    assert NeMoRun().failure_reason(directory) == "out of memory"
+    with pytest.raises(WorkloadError, match=r"^out of memory$"):
+        NeMoRun().read_metrics(directory)
+
+
+def test_nccl_timeout_names_the_collective(tmp_path: Path) -> None:
+    directory = job(tmp_path, "nemo_run_truncated_stdout.txt", "nemo_run_nccl_timeout_stderr.txt")
+    reason = NeMoRun().failure_reason(directory)
+    assert reason is not None and reason.startswith("NCCL timeout: WorkNCCL(SeqNum=2113, OpType=_ALLGATHER_BASE")
+
+
+def test_a_truncated_log_fails_and_says_where_it_stopped(tmp_path: Path) -> None:
+    directory = job(tmp_path, "nemo_run_truncated_stdout.txt", None)
+    with pytest.raises(WorkloadError, match=r"stops after 7 steps \(last global_step 6\) without 'max_steps=N"):
+        NeMoRun().read_metrics(directory)
+
+
+def test_no_step_at_all_fails(tmp_path: Path) -> None:
+    (tmp_path / "stdout.txt").write_text("[NeMo I nemo_logging:393] Using byte-level tokenization\n")
+    with pytest.raises(WorkloadError, match="never logged a step"):
+        NeMoRun().read_metrics(tmp_path)
+
+
+def test_megatron_iteration_lines_and_memory_report() -> None:
+    text = (
+        " [2025-11-20 10:05:01] iteration        9/     100 | consumed samples:         1152 | elapsed time per "
+        "iteration (ms): 5123.4 | throughput per GPU (TFLOP/s/GPU): 494.6 | learning rate: 1.4E-06 | global batch "
+        "size:   128 | lm loss: 1.084E+01 | loss scale: 1.0 | grad norm: 12.3 |\n"
+        "[Rank 0] (after 10 iterations) memory (MB) | allocated: 21234.5 | max allocated: 45678.9 | reserved: 47000.0"
+        " | max reserved: 47000.0\n"
+    )
+    [step] = training_log.megatron_steps(text)
+    assert (step.step, step.tflops_per_gpu, step.loss) == (9, 494.6, 10.84)
+    assert step.time_s == pytest.approx(5.1234)
+    assert step.peak_memory_bytes == 45678.9 * 2**20
