@@ -117,6 +117,18 @@ SAMPLES: dict[str, tuple[dict[str, Any], dict[str, str]]] = {
         {"docker_image_url": "img", "benchmarks_dir": "/osu", "benchmark": "osu_bw"},
         {"stdout.txt": (DATA / "osu_bw.txt").read_text()},
     ),
+    "NeMoRun": (
+        {
+            "docker_image_url": "img",
+            "task": "pretrain",
+            "recipe_name": "r",
+            "trainer": {"strategy": {"context_parallel_size": 1}},
+        },
+        {
+            "stdout.txt": (DATA / "nemo_run_stdout.txt").read_text(),
+            "stderr.txt": (DATA / "nemo_run_stderr.txt").read_text(),
+        },
+    ),
 }
 
 
