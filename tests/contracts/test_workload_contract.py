@@ -117,6 +117,10 @@ SAMPLES: dict[str, tuple[dict[str, Any], dict[str, str]]] = {
         {"docker_image_url": "img", "benchmarks_dir": "/osu", "benchmark": "osu_bw"},
         {"stdout.txt": (DATA / "osu_bw.txt").read_text()},
     ),
+    "MegatronBridge": (
+        {"model_family_name": "qwen", "model_recipe_name": "qwen3_30b_a3b", "hf_token": "t", "tp": 2},
+        {"cloudai_megatron_bridge_launcher.log": (DATA / "megatron_bridge_launcher.log").read_text()},
+    ),
     "NeMoRun": (
         {
             "docker_image_url": "img",

@@ -57,3 +57,33 @@ def test_nemo_acceptance_scenario_with_a_pre_test_hook(tmp_path: Path) -> None:
     assert "all_gather_perf_mpi" in hook.read_text()
     [main] = out.glob("*/nemo_run_llama3_8b/0/sbatch.sh")
     assert "trainer.strategy.context_parallel_size=2 " in main.read_text()
+
+
+@pytest.mark.parametrize("gpu", ["b200", "gb200", "gb300", "h100"])
+def test_megatron_bridge_test_files_verify(gpu: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HF_TOKEN", "hf_test")  # CloudAI's files leave hf_token empty: the environment gives it
+    code, output = invoke("verify-configs", TRAINING / "experimental" / "megatron_bridge" / "test" / gpu)
+    assert code == 0, output
+
+
+def test_megatron_bridge_needs_a_token(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("HF_TOKEN", raising=False)
+    code, output = invoke("verify-configs", TRAINING / "experimental" / "megatron_bridge" / "test" / "h100")
+    assert code == 2 and "HF_TOKEN" in output
+
+
+def test_megatron_bridge_scenario_with_its_own_git_repo_dry_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """CloudAI's r0.3.0 scenario: the entry's ``[[Tests.git_repos]]`` replaces the test's (v0.3.0)."""
+    monkeypatch.setenv("HF_TOKEN", "hf_test")
+    root = TRAINING / "experimental" / "megatron_bridge"
+    scenario = root / "test_scenario" / "megatron_bridge_r0.3.0_qwen_30b.toml"
+    code, output = invoke("dry-run", "--system-config", SYSTEM, "--tests-dir", root / "test" / "h100",
+                          "--test-scenario", scenario, "--output-dir", tmp_path)  # fmt: skip
+    assert code == 0, output
+    [script] = tmp_path.glob("*/megatron_bridge_qwen_30b/0/sbatch.sh")
+    text = script.read_text()
+    assert "/Megatron-Bridge__r0.3.0/scripts/performance/setup_experiment.py " in text
+    assert "-cb 'export PYTHONPATH=/opt/Megatron-Bridge/3rdparty/Megatron-LM:${PYTHONPATH}'" in text
+    assert " -ng 16 -gn 8 " in text and " -vb true -m qwen -mr qwen3_30b_a3b " in text

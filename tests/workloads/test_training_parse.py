@@ -81,3 +81,31 @@ def test_megatron_iteration_lines_and_memory_report() -> None:
     assert (step.step, step.tflops_per_gpu, step.loss) == (9, 494.6, 10.84)
     assert step.time_s == pytest.approx(5.1234)
     assert step.peak_memory_bytes == 45678.9 * 2**20
+
+
+def launcher_job(tmp_path: Path, fixture: str) -> Path:
+    shutil.copy(DATA / fixture, tmp_path / "cloudai_megatron_bridge_launcher.log")
+    return tmp_path
+
+
+def test_megatron_bridge_metrics_from_its_launcher_log(tmp_path: Path) -> None:
+    from cloudai.workloads.megatron_bridge import MegatronBridge
+
+    metrics = MegatronBridge().read_metrics(launcher_job(tmp_path, "megatron_bridge_launcher.log"))
+    steps = training_log.bridge_steps((DATA / "megatron_bridge_launcher.log").read_text())
+    assert len(steps) == 20
+    assert metrics["default"] == pytest.approx(sum(s.time_s for s in steps[-10:]) / 10)  # CloudAI's: last 10
+    assert 4.0 < metrics["step_time_s"] < 4.1  # the 18.9 s first step is warm-up
+    assert metrics["peak_memory_gb"] == pytest.approx(61032.8 * 2**20 / 1e9)
+    assert metrics["loss"] == pytest.approx(10.7) and metrics["tflops_per_gpu"] > 600
+
+
+def test_megatron_bridge_oom_and_missing_log(tmp_path: Path) -> None:
+    from cloudai.workloads.megatron_bridge import MegatronBridge
+
+    assert MegatronBridge().failure_reason(tmp_path) == "no cloudai_megatron_bridge_launcher.log was written: the " \
+        "Megatron-Bridge launcher did not run"  # fmt: skip
+    directory = launcher_job(tmp_path, "megatron_bridge_oom.log")
+    assert MegatronBridge().failure_reason(directory) == "out of memory"
+    with pytest.raises(WorkloadError, match="out of memory"):
+        MegatronBridge().read_metrics(directory)

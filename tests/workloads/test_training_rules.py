@@ -60,3 +60,45 @@ def test_nemo_run_mask_agrees_with_the_rule_on_every_grid_point() -> None:
     expected = [run.constraint(nemo_args(p), Resources(p["num_nodes"], 8)) is None for p in points]
     assert mask.tolist() == expected
     assert 0 < mask.sum() < len(points)
+
+
+MB = {"model_family_name": "qwen", "model_recipe_name": "qwen3_30b_a3b", "hf_token": "t", "num_gpus": 16}
+MB_GRID = {
+    "tp": [1, 2, 4, 8],
+    "pp": [1, 2, 4],
+    "cp": [1, 2],
+    "mb": [1, 2, 4],
+    "gb": [16, 64],
+    "use_megatron_fsdp": [False, True],
+    "activation_offload_layers": [0, 2],
+}
+
+
+def test_megatron_bridge_reasons_follow_cloudais_rules() -> None:
+    from cloudai.workloads.megatron_bridge import MegatronBridge
+
+    bridge = MegatronBridge()
+    assert bridge.constraint({**MB, "tp": 4, "pp": 8}) == (
+        "num_gpus % (tp*pp*cp) != 0: 16 GPUs, tp=4 pp=8 cp=1 (tp*pp*cp=32)"
+    )  # num_gpus from cmd_args (CloudAI's): the nodes do not count
+    fsdp = {**MB, "use_megatron_fsdp": True, "num_distributed_optimizer_instances": 2, "mb": 1, "gb": 16}
+    assert bridge.constraint(fsdp) == "gbs % (mbs * dp * ndo(2)) != 0: gbs=16 mbs=1 dp=16 (dp = 16 GPUs / 1)"
+    assert bridge.constraint({**MB, "use_megatron_fsdp": True, "pp": 2}) == (
+        "use_megatron_fsdp requires pp == cp == vp == 1: pp=2 cp=1 vp=None"
+    )
+    graphs = {**MB, "cuda_graph_impl": "local", "cuda_graph_scope": "attn,mlp"}
+    assert (
+        bridge.constraint(graphs) == "cuda_graph_impl=local allows only cuda_graph_scope full_iteration, not attn,mlp"
+    )
+    assert bridge.constraint({**MB, "tp": 2, "ep": 8, "et": 1}) is None
+
+
+def test_megatron_bridge_mask_agrees_with_the_rule_on_every_grid_point() -> None:
+    from cloudai.workloads.megatron_bridge import MegatronBridge
+
+    bridge = MegatronBridge()
+    points = [dict(zip(MB_GRID, values, strict=True)) for values in itertools.product(*MB_GRID.values())]
+    columns: dict = {name: np.array([p[name] for p in points], dtype=object) for name in MB_GRID}
+    mask = bridge.constraint_mask({**columns, **MB, "cuda_graph_impl": "none"}, Resources(2, 8))
+    assert mask.tolist() == [bridge.constraint({**MB, **p}) is None for p in points]
+    assert 0 < mask.sum() < len(points)

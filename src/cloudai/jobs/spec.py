@@ -46,10 +46,21 @@ def build_spec(
     cmd_args, env, num_nodes = split_knobs(values)
     log.debug("job %s: %s in %s", name, values, job_dir)
     env = workload.job_env(cmd_args, env)
-    context = JobContext(job_dir, num_nodes, entry.extra_cmd_args, install_path, gpus_per_node, env)
+    context = JobContext(
+        job_dir,
+        num_nodes,
+        entry.extra_cmd_args,
+        install_path,
+        gpus_per_node,
+        env,
+        entry.git_repos,
+        entry.time_limit_s,
+        entry.extra_container_mounts,
+    )
     argv = workload.argv(cmd_args, context)
     image = workload.container_image(cmd_args)
-    mounts = (*entry.extra_container_mounts, *workload.container_mounts(cmd_args, context))
+    repos = [f"{(install_path or Path()).absolute() / r.repo_name}:{r.container_mount}" for r in entry.git_repos]
+    mounts = (*entry.extra_container_mounts, *repos, *workload.container_mounts(cmd_args, context))
     container = Container(image, mounts) if image else None
     ntasks = workload.ntasks(cmd_args)
     return JobSpec(

@@ -28,6 +28,7 @@ WORKLOADS: Registry[type[Workload]] = Registry(
         "OSUBench": "cloudai.workloads.osu_bench:OSUBench",
         "Fio": "cloudai.workloads.fio:Fio",
         "NeMoRun": "cloudai.workloads.nemo_run:NeMoRun",
+        "MegatronBridge": "cloudai.workloads.megatron_bridge:MegatronBridge",
     },
 )
 

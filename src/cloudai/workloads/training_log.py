@@ -115,6 +115,12 @@ def megatron_steps(text: str) -> list[Step]:
     return found
 
 
+def bridge_steps(text: str) -> list[Step]:
+    """Megatron-Bridge's ``Step Time : 11.59s GPU utilization: 640.3MODEL_TFLOP/s/GPU`` lines only (CloudAI's source
+    for MegatronBridge's ``default``)."""
+    return [Step(None, float(m.group(1)), float(m.group(2))) for m in _BRIDGE_RE.finditer(text)]
+
+
 def problem(text: str) -> str | None:
     """Why the job died, from its output: out of memory first (it is what the agent must learn), then an NCCL
     watchdog timeout, then the last Python exception line; None when none of them is there."""
