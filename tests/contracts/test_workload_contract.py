@@ -51,6 +51,7 @@ class WorkloadContract:
         job_dir = tmp_path / "job"
         job_dir.mkdir()
         for name, text in files.items():
+            (job_dir / name).parent.mkdir(parents=True, exist_ok=True)  # e.g. NeMoLauncher's run/log-*.out
             (job_dir / name).write_text(text)
         return job_dir
 
@@ -121,6 +122,7 @@ SAMPLES: dict[str, tuple[dict[str, Any], dict[str, str]]] = {
         {"model_family_name": "qwen", "model_recipe_name": "qwen3_30b_a3b", "hf_token": "t", "tp": 2},
         {"cloudai_megatron_bridge_launcher.log": (DATA / "megatron_bridge_launcher.log").read_text()},
     ),
+    "NeMoLauncher": ({}, {"run/log-x_1.out": (DATA / "nemo_launcher_log.out").read_text()}),
     "NeMoRun": (
         {
             "docker_image_url": "img",

@@ -87,3 +87,19 @@ def test_megatron_bridge_scenario_with_its_own_git_repo_dry_runs(
     assert "/Megatron-Bridge__r0.3.0/scripts/performance/setup_experiment.py " in text
     assert "-cb 'export PYTHONPATH=/opt/Megatron-Bridge/3rdparty/Megatron-LM:${PYTHONPATH}'" in text
     assert " -ng 16 -gn 8 " in text and " -vb true -m qwen -mr qwen3_30b_a3b " in text
+
+
+def test_nemo_launcher_scenario_dry_runs_each_node_count(tmp_path: Path) -> None:
+    """CloudAI's bf16 scenario: one test at 2..256 nodes, the larger ones with their own global batch."""
+    root = TRAINING / "experimental"
+    scenario = root / "test_scenario" / "nemo_launcher_nemotron_15b_bf16.toml"
+    code, output = invoke("dry-run", "--system-config", SYSTEM, "--tests-dir", root / "test",
+                          "--test-scenario", scenario, "--output-dir", tmp_path)  # fmt: skip
+    assert code == 0, output
+    scripts = {p.parent.parent.name: p.read_text() for p in tmp_path.glob("*/*/0/sbatch.sh")}
+    assert len(scripts) == 6
+    four = scripts["nemo_launcher_nemotron_15b_bf16_4_node"]
+    assert " training.model.global_batch_size=128 " in four and " training.trainer.num_nodes=4 " in four
+    assert " training=nemotron/nemotron_15b " in four and " env_vars.NVTE_FUSED_ATTN=1" in four
+    assert """'container_mounts=["/path/to/nemotron_2_256k.model:/path/to/nemotron_2_256k.model"]'""" in four
+    assert "srun" not in four  # the launcher runs in the batch shell and submits its own job

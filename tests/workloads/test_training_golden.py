@@ -14,6 +14,13 @@
    difference is normalised: CloudAI's ``-p main`` (its system's partition) is ours ``-p "${SLURM_JOB_PARTITION}"``
    (the launcher's job goes where the batch job runs); the paths are placeholders (``__INSTALL_DIR__``, ...).
 
+   For NeMoLauncher (``ref/nemo-launcher.launch``: CloudAI's ``nemo-launcher.sbatch`` from its launcher line on)
+   the launcher's argv is compared as words (``shlex.split`` of both: CloudAI's one-override-per-line
+   continuations and its quoting are how it writes them, not what the launcher receives), after CloudAI's
+   ``VAR=...`` prefix (ours exports the test's variables in the script). One difference is normalised: the two
+   values CloudAI takes from its system, ``cluster.partition=main`` and ``cluster.job_name_prefix=
+   test_account-cloudai.nemo:``, are ours from the allocation (``$SLURM_JOB_PARTITION``, ``$SLURM_JOB_ID``).
+
 2. CloudAI's conf files (``cloudai_conf_training/``) on CloudAI's ``example_slurm_cluster.toml``: whole scripts
    pinned as golden files (``CLOUDAI_UPDATE_GOLDEN=1`` rewrites them; review the diff).
 """
@@ -36,6 +43,8 @@ REF_SYSTEM = (
 CLOUDAI_REF_TESTS = {  # CloudAI's acceptance-test inputs of each reference script
     "nemo-run": 'name = "nemo-run"\ntest_template_name = "NeMoRun"\n[cmd_args]\n'
     'docker_image_url = "nvcr.io/nvidia/nemo:24.09"\ntask = "pretrain"\nrecipe_name = "llama_3b"\n',
+    "nemo-launcher": 'name = "nemo-launcher"\ntest_template_name = "NeMoLauncher"\n'
+    '[extra_env_vars]\nVAR = "$(scontrol show hostname \\"${SLURM_STEP_NODELIST}\\" | head -n1)"\n',
     "megatron-bridge": 'name = "megatron-bridge"\ntest_template_name = "MegatronBridge"\nextra_container_mounts = []\n'
     '[[git_repos]]\nurl = "https://github.com/NVIDIA-NeMo/Megatron-Bridge.git"\ncommit = "main"\n'
     'mount_as = "/opt/Megatron-Bridge"\n[cmd_args]\ncontainer_image = "{image}"\nhf_token = "dummy_token"\n'
@@ -116,3 +125,15 @@ def test_megatron_bridge_launcher_matches_cloudais_reference(tmp_path: Path) -> 
     ref = ref.split(" ", 1)[1].split(' >>"$LOG" 2>&1')[0].replace(" -p main ", ' -p "${SLURM_JOB_PARTITION}" ')
     assert ours == ref
     assert "srun" not in text  # the launcher runs in the batch shell and submits its own job
+
+
+def test_nemo_launcher_command_matches_cloudais_reference(tmp_path: Path) -> None:
+    import shlex
+
+    text = ref_script(tmp_path, "nemo-launcher").replace("__OUTPUT_DIR__/install", "__OUTPUT_DIR__/install")
+    [line] = [x for x in text.splitlines() if "launcher_scripts/main.py" in x]
+    ours = shlex.split(line.removesuffix(" || exit $?"))
+    ref = shlex.split((REF / "nemo-launcher.launch").read_text().replace("\\\n", " "))[1:]  # after VAR=...
+    ref = [w.replace("cluster.partition=main", "cluster.partition=${SLURM_JOB_PARTITION}") for w in ref]
+    ref = [w.replace("prefix=test_account-cloudai.nemo:", "prefix=cloudai.nemo_${SLURM_JOB_ID}:") for w in ref]
+    assert ours == ref

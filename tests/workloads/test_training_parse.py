@@ -109,3 +109,17 @@ def test_megatron_bridge_oom_and_missing_log(tmp_path: Path) -> None:
     assert MegatronBridge().failure_reason(directory) == "out of memory"
     with pytest.raises(WorkloadError, match="out of memory"):
         MegatronBridge().read_metrics(directory)
+
+
+def test_nemo_launcher_metrics_from_its_training_log(tmp_path: Path) -> None:
+    from cloudai.workloads.nemo_launcher import NeMoLauncher
+
+    with pytest.raises(WorkloadError, match=r"no run/log-\*\.out"):
+        NeMoLauncher().read_metrics(tmp_path)
+    (tmp_path / "run").mkdir()
+    shutil.copy(DATA / "nemo_launcher_log.out", tmp_path / "run" / "log-nemo-megatron-run_1234.out")
+    metrics = NeMoLauncher().read_metrics(tmp_path)
+    steps = training_log.nemo_steps((DATA / "nemo_launcher_log.out").read_text())
+    assert len(steps) == 100 and steps[0].time_s == 14.2  # the list form: one step per element
+    assert metrics["default"] == pytest.approx(sum(s.time_s for s in steps) / 100)  # CloudAI's report average
+    assert 2.9 < metrics["step_time_s"] < 3.0

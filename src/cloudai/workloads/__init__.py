@@ -29,6 +29,7 @@ WORKLOADS: Registry[type[Workload]] = Registry(
         "Fio": "cloudai.workloads.fio:Fio",
         "NeMoRun": "cloudai.workloads.nemo_run:NeMoRun",
         "MegatronBridge": "cloudai.workloads.megatron_bridge:MegatronBridge",
+        "NeMoLauncher": "cloudai.workloads.nemo_launcher:NeMoLauncher",
     },
 )
 
