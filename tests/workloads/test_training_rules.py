@@ -55,7 +55,7 @@ def test_nemo_run_mask_agrees_with_the_rule_on_every_grid_point() -> None:
     run, resources = NeMoRun(), Resources(1, 8)
     points = [dict(zip(GRID, values, strict=True)) for values in itertools.product(*GRID.values())]
     columns = {name: np.array([p[name] for p in points], dtype=object) for name in GRID}
-    columns["num_layers"] = np.full(len(points), 32)
+    columns["num_layers"] = np.int64(32)  # a fixed knob: a scalar
     mask = run.constraint_mask(columns, resources)
     expected = [run.constraint(nemo_args(p), Resources(p["num_nodes"], 8)) is None for p in points]
     assert mask.tolist() == expected
