@@ -88,7 +88,7 @@ def test_list_takes_a_kind_and_verbose() -> None:
     from cloudai.workloads import WORKLOADS
 
     # measure real hardware: their best is confirmed by default
-    real = {"Fio", "NcclTest", "UCCTest", "OSUBench", "NeMoRun", "MegatronBridge"}
+    real = {"Fio", "NcclTest", "UCCTest", "OSUBench", "NeMoRun", "MegatronBridge", "NeMoLauncher"}
     assert {name for name in WORKLOADS.names() if WORKLOADS.get(name).noisy} == real
     assert workloads.stdout.count("; noisy (the best is confirmed)") == len(real)
     reports = cloudai("list", "reports")
