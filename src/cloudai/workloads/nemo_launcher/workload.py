@@ -19,6 +19,10 @@ Where CloudAI reads its system, the command reads the allocation it runs in: ``c
 ``$SLURM_JOB_PARTITION`` and the job-name prefix ``cloudai.nemo_$SLURM_JOB_ID:`` (CloudAI: ``<account>-cloudai.nemo_
 <timestamp>:``), unique per job as CloudAI's timestamp is.
 
+Installing is CloudAI's (its ``cloudai install``): the launcher clone at
+``<install>/NeMo-Framework-Launcher__<commit>`` and its environment ``<clone>-venv`` (the clone's
+``requirements.txt``); cloudai's ``install`` builds neither.
+
 The launcher returns once its job is submitted: its results land in ``<job dir>/run/log-*.out`` (NeMo 1.x
 ``train_step_timing in s: [...]``), read by ``read_metrics``; following the submitted job to its end is the
 system's part (not built: a NeMoLauncher trial reads what its job wrote by the time the launcher returned).
@@ -33,7 +37,7 @@ from typing import Any
 
 from cloudai.config.test import GitRepo
 from cloudai.errors import WorkloadError
-from cloudai.installables import Installable, PythonEnv
+from cloudai.installables import PythonEnv
 from cloudai.readfile import read_ends
 from cloudai.steps import Run, Step, Var
 from cloudai.workloads import training_log
@@ -43,7 +47,7 @@ from cloudai.workloads.nemo_run.workload import flat_overrides
 
 REPO = GitRepo(url="https://github.com/NVIDIA/NeMo-Framework-Launcher.git",
                commit="599ecfcbbd64fd2de02f2cc093b1610d73854022")  # fmt: skip
-VENV = PythonEnv(f"{REPO.repo_name}-venv", (f"nemo-launcher @ git+{REPO.url}@{REPO.commit}",))
+VENV = PythonEnv(f"{REPO.repo_name}-venv", ())  # CloudAI's layout; cloudai builds neither the clone nor this env
 _TOKENIZER = "training.model.tokenizer.model"
 
 
@@ -100,9 +104,6 @@ class NeMoLauncher(Workload):
 
     def steps(self, args: Mapping[str, Any], job: JobContext) -> Sequence[Step]:
         return [Run(tuple(self.argv(args, job)), name="launcher", batch_shell=True)]
-
-    def installables(self, args: Mapping[str, Any]) -> Sequence[Installable]:
-        return [VENV]
 
     def read_metrics(self, job_dir: Path) -> dict[str, float]:
         text = _training_log(job_dir)
