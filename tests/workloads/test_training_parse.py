@@ -123,3 +123,11 @@ def test_nemo_launcher_metrics_from_its_training_log(tmp_path: Path) -> None:
     assert len(steps) == 100 and steps[0].time_s == 14.2  # the list form: one step per element
     assert metrics["default"] == pytest.approx(sum(s.time_s for s in steps) / 100)  # CloudAI's report average
     assert 2.9 < metrics["step_time_s"] < 3.0
+
+
+def test_a_caught_exception_in_a_finished_run_is_no_failure(tmp_path: Path) -> None:
+    directory = job(tmp_path, "nemo_run_stdout.txt", "nemo_run_stderr.txt")
+    with (directory / "stderr.txt").open("a") as f:
+        f.write("[rank0]: ModuleNotFoundError: No module named 'apex'\n")  # logged, caught, harmless
+    assert "step_time_s" in NeMoRun().read_metrics(directory)
+    assert NeMoRun().failure_reason(directory) == "ModuleNotFoundError: No module named 'apex'"  # had it failed

@@ -15,8 +15,8 @@ Three formats, as the tools print them (one line per logged step):
   ``[Rank 0] (after 10 iterations) memory (MB) | allocated: ... | max allocated: 45678.9 | ...`` and
   Megatron-Bridge's performance line ``Step Time : 11.59s GPU utilization: 640.3MODEL_TFLOP/s/GPU``.
 
-Contract: the parsers never raise on any text; ``problem(text)`` names a CUDA out-of-memory ("out of memory",
-so the agent learns the point is too big), an NCCL watchdog timeout or a Python traceback, or None.
+Contract: the parsers never raise on any text; ``fatal(text)`` names a CUDA out-of-memory ("out of memory", so the
+agent learns the point is too big) or an NCCL watchdog timeout, ``problem(text)`` also a Python exception line.
 """
 
 from __future__ import annotations
@@ -121,13 +121,20 @@ def bridge_steps(text: str) -> list[Step]:
     return [Step(None, float(m.group(1)), float(m.group(2))) for m in _BRIDGE_RE.finditer(text)]
 
 
-def problem(text: str) -> str | None:
-    """Why the job died, from its output: out of memory first (it is what the agent must learn), then an NCCL
-    watchdog timeout, then the last Python exception line; None when none of them is there."""
+def fatal(text: str) -> str | None:
+    """A failure no finished run prints: CUDA out of memory (what the agent must learn), an NCCL watchdog timeout."""
     if _OOM_RE.search(text):
         return OOM
     if m := _NCCL_RE.search(text):
         return f"NCCL timeout: {m.group(1) or 'collective operation timed out'}"
+    return None
+
+
+def problem(text: str) -> str | None:
+    """Why a failed job died, from its output: ``fatal``'s reason, else the last Python exception line (a finished
+    run may log caught ones, so only a failed job's is a reason); None when none of them is there."""
+    if (reason := fatal(text)) is not None:
+        return reason
     errors = _ERROR_RE.findall(text)
     return f"{errors[-1][0]}: {errors[-1][1].strip()}"[:200] if errors else None
 

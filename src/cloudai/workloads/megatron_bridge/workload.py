@@ -96,7 +96,7 @@ class MegatronBridge(Workload):
 
     def read_metrics(self, job_dir: Path) -> dict[str, float]:
         text = _log(job_dir)
-        if (why := training_log.problem(text)) is not None:
+        if (why := training_log.fatal(text)) is not None:
             raise WorkloadError(why)
         steps = training_log.megatron_steps(text)
         cloudai = training_log.bridge_steps(text)[-10:]  # CloudAI's: the last 10 'Step Time' lines

@@ -107,7 +107,7 @@ class NeMoLauncher(Workload):
 
     def read_metrics(self, job_dir: Path) -> dict[str, float]:
         text = _training_log(job_dir)
-        if (why := training_log.problem(text)) is not None:
+        if (why := training_log.fatal(text)) is not None:
             raise WorkloadError(why)
         steps = training_log.nemo_steps(text)
         if not steps:

@@ -161,7 +161,7 @@ class NeMoRun(Workload):
         text = read_stdout(job_dir, "NeMo")
         stderr = _tail(job_dir / "stderr.txt")
         steps = training_log.nemo_steps(text)
-        if (why := training_log.problem(stderr + text)) is not None:
+        if (why := training_log.fatal(stderr + text)) is not None:
             raise WorkloadError(why)
         if not steps:
             raise WorkloadError("no 'train_step_timing in s' line in stdout.txt: training never logged a step")
