@@ -131,3 +131,9 @@ def test_a_caught_exception_in_a_finished_run_is_no_failure(tmp_path: Path) -> N
         f.write("[rank0]: ModuleNotFoundError: No module named 'apex'\n")  # logged, caught, harmless
     assert "step_time_s" in NeMoRun().read_metrics(directory)
     assert NeMoRun().failure_reason(directory) == "ModuleNotFoundError: No module named 'apex'"  # had it failed
+
+
+def test_nemo_run_progress_is_the_steps_logged_so_far(tmp_path: Path) -> None:
+    directory = job(tmp_path, "nemo_run_truncated_stdout.txt", None)  # 7 whole steps, the 8th cut mid-line
+    progress = NeMoRun().progress(directory)
+    assert [step for step, _ in progress] == [1, 2, 3, 4, 5, 6] and all(t > 0 for _, t in progress)

@@ -37,6 +37,7 @@ from cloudai.readfile import read_ends
 from cloudai.workloads import parallelism, training_log
 from cloudai.workloads.base import (
     ONE_NODE,
+    STDOUT_FILE,
     JobContext,
     Resources,
     Workload,
@@ -175,6 +176,14 @@ class NeMoRun(Workload):
 
     def failure_reason(self, job_dir: Path) -> str | None:
         return training_log.problem(_tail(job_dir / "stderr.txt") + _tail(job_dir / "stdout.txt"))
+
+    def progress(self, job_dir: Path) -> list[tuple[int, float]]:
+        """The step times logged so far (``(global_step, seconds)``; the last, possibly torn, line left out), so a
+        pruner can stop a configuration that is already slow; the first step (warm-up) is not one of them."""
+        text = _tail(job_dir / STDOUT_FILE)
+        complete = text[: text.rfind("\n") + 1]
+        steps = training_log.nemo_steps(complete)[1:]
+        return [(s.step, s.time_s) for s in steps if s.step is not None]
 
 
 def cloudai_step_time(steps: list[training_log.Step]) -> float:
