@@ -51,6 +51,7 @@ class WorkloadContract:
         job_dir = tmp_path / "job"
         job_dir.mkdir()
         for name, text in files.items():
+            (job_dir / name).parent.mkdir(parents=True, exist_ok=True)  # e.g. NeMoLauncher's run/log-*.out
             (job_dir / name).write_text(text)
         return job_dir
 
@@ -133,6 +134,23 @@ SAMPLES: dict[str, tuple[dict[str, Any], dict[str, str]]] = {
         {"error-1-node-0.txt": (DATA / "jax_gpt_error-0.txt").read_text()},
     ),
     "JaxToolboxGrok": ({"docker_image_url": "img"}, {"stderr.txt": (DATA / "jax_gpt_error-0.txt").read_text()}),
+    "MegatronBridge": (
+        {"model_family_name": "qwen", "model_recipe_name": "qwen3_30b_a3b", "hf_token": "t", "tp": 2},
+        {"cloudai_megatron_bridge_launcher.log": (DATA / "megatron_bridge_launcher.log").read_text()},
+    ),
+    "NeMoLauncher": ({}, {"run/log-x_1.out": (DATA / "nemo_launcher_log.out").read_text()}),
+    "NeMoRun": (
+        {
+            "docker_image_url": "img",
+            "task": "pretrain",
+            "recipe_name": "r",
+            "trainer": {"strategy": {"context_parallel_size": 1}},
+        },
+        {
+            "stdout.txt": (DATA / "nemo_run_stdout.txt").read_text(),
+            "stderr.txt": (DATA / "nemo_run_stderr.txt").read_text(),
+        },
+    ),
 }
 
 

@@ -87,7 +87,8 @@ def test_list_takes_a_kind_and_verbose() -> None:
     assert "Fio" in workloads.stdout and "metrics: " in workloads.stdout and "fio_binary = 'fio'" in workloads.stdout
     from cloudai.workloads import WORKLOADS
 
-    real = {"Fio", "NcclTest", "UCCTest", "OSUBench"}  # measure real hardware: their best is confirmed by default
+    # measure real hardware: their best is confirmed by default
+    real = {"Fio", "NcclTest", "UCCTest", "OSUBench", "NeMoRun", "MegatronBridge", "NeMoLauncher"}
     assert {name for name in WORKLOADS.names() if WORKLOADS.get(name).noisy} == real
     assert workloads.stdout.count("; noisy (the best is confirmed)") == len(real)
     reports = cloudai("list", "reports")
@@ -164,7 +165,6 @@ def test_debug_log_and_log_file_hold_the_debug_log(
 @pytest.mark.parametrize(
     ("where", "text", "field"),
     [
-        ("test", '[[git_repos]]\nurl = "https://github.com/x/y.git"\ncommit = "abc"\n', "git_repos"),
         ("test", "[nsys]\nenable = true\n", "nsys"),
         ("entry", 'extra_srun_args = "--exclusive"\n', "Tests[0].extra_srun_args"),
         ("scenario", "[reports.per_test]\nenable = true\n", "reports"),

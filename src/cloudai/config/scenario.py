@@ -22,6 +22,7 @@ from cloudai.config.test import (
     CLOUDAI_TEST_ONLY,
     AgentFields,
     EnvParamSpec,
+    GitRepo,
     WorkloadConfig,
     checked_cmd_args,
     checked_env_vars,
@@ -72,6 +73,7 @@ class ScenarioEntry(AgentFields):
     sol: float | None = None
     ideal_perf: float | None = None
     extra_container_mounts: list[str] = Field(default_factory=list)
+    git_repos: list[GitRepo] = Field(default_factory=list)
 
     @field_validator("id")
     @classmethod
@@ -147,6 +149,7 @@ class RunEntry:
     test_file: Path | None
     scenario_file: Path
     extra_container_mounts: tuple[str, ...] = ()  # CloudAI's: more src:dst mounts for a containerized job
+    git_repos: tuple[GitRepo, ...] = ()  # CloudAI's [[git_repos]]: repositories the workload runs from
     nodes: tuple[str, ...] = ()
     exclude_nodes: tuple[str, ...] = ()
     hook: str = ""  # "pre_test"/"post_test": an entry of a hook scenario (``cloudai.config.hooks``)
@@ -337,6 +340,7 @@ def _merge(index: int, raw: ScenarioEntry, tests: dict[str, tuple[WorkloadConfig
         test_file=test_file,
         scenario_file=path,
         extra_container_mounts=(*test.extra_container_mounts, *raw.extra_container_mounts),
+        git_repos=tuple(raw.git_repos or test.git_repos),  # the entry's list replaces the test's, as in CloudAI
         nodes=tuple(raw.nodes),
         exclude_nodes=tuple(raw.exclude_nodes),
         scenario_fields=_set_paths(raw),

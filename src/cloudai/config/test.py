@@ -63,7 +63,6 @@ class EnvParamSpec(BaseModel):
 DSE_EXCLUDED = re.compile(r"cmd_args(\.[^.\s]+)+")
 
 CLOUDAI_TEST_ONLY: dict[str, str] = {
-    "git_repos": "CloudAI clones these repositories at install time",
     "nsys": "CloudAI wraps the job in an Nsight Systems profile",
     "predictor": "CloudAI runs a performance predictor after the job",
     "training_report": "CloudAI writes a training report",
@@ -130,6 +129,28 @@ def checked_env_vars(env: dict[str, Any]) -> dict[str, Any]:
     return env
 
 
+class GitRepo(BaseModel):
+    """CloudAI's ``[[git_repos]]`` entry: a repository at a commit that a workload runs from (MegatronBridge's
+    launcher). cloudai does not clone it: it is expected at ``install_path / repo_name`` (CloudAI's layout), and a
+    containerized job gets it mounted at ``container_mount``."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    url: str = Field(min_length=1)
+    commit: str = Field(min_length=1)
+    init_submodules: bool = False
+    mount_as: str | None = None
+
+    @property
+    def repo_name(self) -> str:
+        """``<name>__<commit>``, CloudAI's directory name for the clone."""
+        return f"{self.url.rstrip('/').rsplit('/', 1)[-1].removesuffix('.git')}__{self.commit}"
+
+    @property
+    def container_mount(self) -> str:
+        return self.mount_as or f"/git/{self.repo_name}"
+
+
 class WorkloadConfig(AgentFields):
     """One file of ``--tests-dir``. CloudAI's test files load unchanged."""
 
@@ -140,6 +161,7 @@ class WorkloadConfig(AgentFields):
     extra_env_vars: dict[str, Any] = Field(default_factory=dict)
     extra_cmd_args: dict[str, Any] | str = Field(default_factory=dict)
     extra_container_mounts: list[str] = Field(default_factory=list)  # more src:dst mounts when in a container
+    git_repos: list[GitRepo] = Field(default_factory=list)
 
     _cmd_args = field_validator("cmd_args")(checked_cmd_args)
     _env = field_validator("extra_env_vars")(checked_env_vars)

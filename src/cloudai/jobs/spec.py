@@ -39,14 +39,28 @@ def build_spec(
     job_dir: Path,
     name: str,
     install_path: Path | None = None,
+    gpus_per_node: int | None = None,
 ) -> JobSpec:
-    """The job for one set of knob values (flat names, see ``cloudai.space``); ``install_path`` is the system's."""
+    """The job for one set of knob values (flat names, see ``cloudai.space``); ``install_path`` and
+    ``gpus_per_node`` are the system's."""
     cmd_args, env, num_nodes = split_knobs(values)
     log.debug("job %s: %s in %s", name, values, job_dir)
-    context = JobContext(job_dir, num_nodes, entry.extra_cmd_args, install_path, env)
+    env = workload.job_env(cmd_args, env)
+    context = JobContext(
+        job_dir,
+        num_nodes,
+        entry.extra_cmd_args,
+        install_path,
+        gpus_per_node,
+        env,
+        entry.git_repos,
+        entry.time_limit_s,
+        entry.extra_container_mounts,
+    )
     argv = workload.argv(cmd_args, context)
     image = workload.container_image(cmd_args)
-    mounts = (*entry.extra_container_mounts, *workload.container_mounts(cmd_args, context))
+    repos = [f"{(install_path or Path()).absolute() / r.repo_name}:{r.container_mount}" for r in entry.git_repos]
+    mounts = (*entry.extra_container_mounts, *repos, *workload.container_mounts(cmd_args, context))
     container = Container(image, mounts) if image else None
     ntasks = workload.ntasks(cmd_args)
     return JobSpec(

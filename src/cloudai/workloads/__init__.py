@@ -30,6 +30,9 @@ WORKLOADS: Registry[type[Workload]] = Registry(
         "MegatronRun": "cloudai.workloads.megatron_run:MegatronRun",
         "JaxToolboxGPT": "cloudai.workloads.jax_toolbox:JaxToolboxGPT",
         "JaxToolboxGrok": "cloudai.workloads.jax_toolbox:JaxToolboxGrok",
+        "NeMoRun": "cloudai.workloads.nemo_run:NeMoRun",
+        "MegatronBridge": "cloudai.workloads.megatron_bridge:MegatronBridge",
+        "NeMoLauncher": "cloudai.workloads.nemo_launcher:NeMoLauncher",
     },
 )
 

@@ -18,7 +18,9 @@ A workload is system-agnostic: it never starts processes itself. Contract:
   or None; the system decides how (Slurm: pyxis ``srun --container-image``; standalone: not at all).
 * ``container_mounts(args, job)``: ``SRC:DST`` mounts the command needs in that image besides the system's
   own and the test's ``extra_container_mounts`` (after them, as CloudAI orders its workloads' mounts), e.g.
-  JaxToolbox's job dir at ``/opt/paxml/workspace/``. Default: none.
+  JaxToolbox's job dir at ``/opt/paxml/workspace/``, NeMoRun's recipe dir at ``/cloudai_workspace``. Default: none.
+* ``job_env(args, env)`` (optional): the job's environment given the test's ``extra_env_vars``, with
+  what the workload adds (CloudAI's NeMoRun exports ``CLOUDAI_NEMO_TASK``); default: ``env`` unchanged.
 * ``ntasks(args)``: 1 for a command that is not an MPI program (Slurm then runs one task, not one
   per allocated task), else None.
 * ``progress(job_dir)`` (optional): the intermediate values of the headline (first) metric the
@@ -45,6 +47,7 @@ from pydantic import BaseModel, BeforeValidator, ValidationError
 
 from cloudai.config.fields import shown
 from cloudai.config.messages import toml_value
+from cloudai.config.test import GitRepo
 from cloudai.config.tomlfile import problems_from
 from cloudai.errors import Problem, WorkloadError
 from cloudai.installables import Installable
@@ -74,7 +77,11 @@ class JobContext:
     num_nodes: int = 1
     extra_cmd_args: Mapping[str, Any] | str = ""
     install_path: Path | None = None  # the system's install_path (absolute): where `cloudai install` put things
-    env: Mapping[str, str] = field(default_factory=dict)  # the job's extra_env_vars (a derived value may need one)
+    gpus_per_node: int | None = None  # the system's (Slurm's ``gpus_per_node``); None where it does not say
+    env: Mapping[str, str] = field(default_factory=dict)  # the job's environment (``job_env``'s result)
+    git_repos: tuple[GitRepo, ...] = ()  # the test's [[git_repos]], expected at install_path / repo_name
+    time_limit_s: float | None = None  # the entry's time_limit (a launcher that submits its own job passes it on)
+    extra_container_mounts: tuple[str, ...] = ()  # the test's (a launcher that submits its own job passes them on)
 
 
 @dataclass(frozen=True)
@@ -127,6 +134,9 @@ class Workload(ABC):
 
     def container_mounts(self, args: Mapping[str, Any], job: JobContext) -> Sequence[str]:
         return ()
+
+    def job_env(self, args: Mapping[str, Any], env: Mapping[str, str]) -> dict[str, str]:
+        return dict(env)
 
     def ntasks(self, args: Mapping[str, Any]) -> int | None:
         """How many processes the command must run as, when it fixes that (1: not an MPI program); None: the
@@ -212,6 +222,14 @@ def cloudai_extra_args(extra: Mapping[str, Any] | str) -> list[str]:
     for key, value in extra.items():
         words += [str(key), str(value)] if value not in ("", None) else [str(key)]
     return words
+
+
+def override_args(extra: Mapping[str, Any] | str) -> list[str]:
+    """``extra_cmd_args`` as CloudAI appends them to a Hydra / NeMo-Run command: a table as ``key=value`` words
+    (a key alone when its value is empty), a string split like a shell would."""
+    if isinstance(extra, str):
+        return shlex.split(extra)
+    return [f"{key}={value}" if value not in ("", None) else str(key) for key, value in extra.items()]
 
 
 def write_metrics(job_dir: Path, metrics: Mapping[str, float]) -> dict[str, float]:
