@@ -18,6 +18,9 @@ A workload is system-agnostic: it never starts processes itself. Contract:
   or None; the system decides how (Slurm: pyxis ``srun --container-image``; standalone: not at all).
 * ``ntasks(args)``: 1 for a command that is not an MPI program (Slurm then runs one task, not one
   per allocated task), else None.
+* ``ntasks_per_node(args)``: processes per node when the command fixes that (CloudAI's fio
+  ``num_tasks_per_node``), else None; ``mpi`` False: the command is not launched through MPI (Slurm: no
+  ``--mpi``).
 * ``progress(job_dir)`` (optional): the intermediate values of the headline (first) metric the
   running job has reported so far, as ``[(step, value), ...]`` in step order; the DSE env polls it
   while a trial runs, for pruning. Default: none. It must be cheap and tolerate a torn last line.
@@ -96,6 +99,7 @@ class Workload(ABC):
     metrics: ClassVar[tuple[str, ...] | None] = None  # the metric names it reports; None: not declared, () none
     noisy: ClassVar[bool] = False  # the same point measures differently when re-run: confirm the best by default
     units: ClassVar[dict[str, str]] = {}  # metric -> unit, shown on report axes and tables
+    mpi: ClassVar[bool] = True  # False: not an MPI program's launch (Slurm renders no ``--mpi``; CloudAI's fio)
 
     @abstractmethod
     def argv(self, args: Mapping[str, Any], job: JobContext) -> list[str]: ...
@@ -121,6 +125,10 @@ class Workload(ABC):
     def ntasks(self, args: Mapping[str, Any]) -> int | None:
         """How many processes the command must run as, when it fixes that (1: not an MPI program); None: the
         system's own (Slurm: one per task of the allocation)."""
+        return None
+
+    def ntasks_per_node(self, args: Mapping[str, Any]) -> int | None:
+        """Processes per node when the command fixes that; None: the system's own."""
         return None
 
     def validate(self, space: Space, *, file: Path | None, prefix: str) -> list[Problem]:

@@ -7,7 +7,9 @@ CloudAI's order (``SlurmCommandGenStrategy.gen_srun_prefix`` / ``container_mount
         --no-container-mount-home ...
 
 ``JOB`` is the job's own directory (CloudAI's test-run output dir), ``INSTALL`` the system's
-``install_path``; both absolute. ``extra`` are the test's ``extra_container_mounts``.
+``install_path``; both absolute. ``extra`` are the test's ``extra_container_mounts``; one that starts with
+``$VAR`` gets it from the batch shell, as CloudAI's unquoted line does, and ``$PWD`` (CloudAI's
+``$PWD/conf/...``) is the directory cloudai runs in, which is what CloudAI's batch shell has there.
 ``--no-container-mount-home`` is there unless the system sets ``container_mount_home = true``.
 
 A job without an image, or a system with ``container_runtime = "none"``, gets no flags: its argv
@@ -16,11 +18,13 @@ runs on the host (the image is then named in a comment, so a dry-run shows what 
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from cloudai.config.fields import shown
 from cloudai.config.slurm import SlurmSystemConfig
 from cloudai.errors import ConfigError
 from cloudai.systems.base import JobSpec
-from cloudai.systems.shell import quote
+from cloudai.systems.shell import quote, quote_expanding
 
 RESULTS_MOUNT = "/cloudai_run_results"
 INSTALL_MOUNT = "/cloudai_install"
@@ -35,7 +39,7 @@ def container_mounts(spec: JobSpec, config: SlurmSystemConfig) -> list[str]:
             field="--output-dir",
             hint="use an output directory (and scenario name) without a comma",
         )
-    extra = spec.container.mounts if spec.container else ()
+    extra = [_submit_dir(mount) for mount in spec.container.mounts] if spec.container else []
     return [
         f"{job_dir}:{RESULTS_MOUNT}",
         f"{config.install_path.absolute()}:{INSTALL_MOUNT}",
@@ -44,13 +48,23 @@ def container_mounts(spec: JobSpec, config: SlurmSystemConfig) -> list[str]:
     ]
 
 
+def _submit_dir(mount: str) -> str:
+    """A mount's leading ``$PWD`` as the directory cloudai runs in: CloudAI's batch shell starts there (it submits
+    from it and never changes directory), ours changes into the job dir first, so its ``$PWD`` would be that."""
+    for ref in ("${PWD}", "$PWD"):
+        rest = mount.removeprefix(ref)
+        if rest != mount and (not rest or not (rest[0].isalnum() or rest[0] == "_")):
+            return f"{Path.cwd()}{rest}"
+    return mount
+
+
 def container_flags(spec: JobSpec, config: SlurmSystemConfig) -> list[str]:
     """The srun flags that run ``spec`` in its container; none when it has none or the system runs none."""
     if spec.container is None or config.container_runtime == "none":
         return []
     flags = [
         quote(f"--container-image={spec.container.image}"),
-        quote(f"--container-mounts={','.join(container_mounts(spec, config))}"),
+        quote_expanding("--container-mounts=", container_mounts(spec, config)),
     ]
     if not config.container_mount_home:
         flags.append("--no-container-mount-home")
