@@ -117,6 +117,7 @@ SAMPLES: dict[str, tuple[dict[str, Any], dict[str, str]]] = {
         {"docker_image_url": "img", "benchmarks_dir": "/osu", "benchmark": "osu_bw"},
         {"stdout.txt": (DATA / "osu_bw.txt").read_text()},
     ),
+    "SlurmContainer": ({"docker_image_url": "img", "cmd": "hostname"}, {}),
 }
 
 

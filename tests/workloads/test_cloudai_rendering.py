@@ -7,7 +7,7 @@ as ``__JOB_DIR__`` and its install dir as ``__INSTALL_DIR__``. Lines are compare
 Two normalisations, on purpose:
 
 1. CloudAI runs ``bash -c "source <job>/env_vars.sh; CMD"``; we export the same variables in the script itself,
-   so CMD is compared with our command (for BashCmd: with the script our ``bash -c`` runs).
+   so CMD is compared with our command (for BashCmd and SlurmContainer: with the script our ``bash -c`` runs).
 2. CloudAI puts ``-N<nodes>`` on its srun line; we render none (the ``#SBATCH -N`` applies to srun).
 """
 
@@ -27,8 +27,12 @@ COMMON = CONF / "common"
 
 
 def cloudai_words(case: str, cwd: Path) -> list[str]:
-    line = (REF / f"{case}.srun").read_text().strip().replace("$PWD", str(cwd))
-    words = shlex.split(line)
+    return words_of((REF / f"{case}.srun").read_text().strip(), cwd)
+
+
+def words_of(line: str, cwd: Path) -> list[str]:
+    """The words of one of CloudAI's lines, normalised as the module docstring says."""
+    words = shlex.split(line.replace("$PWD", str(cwd)))
     if words[-3:-1] == ["bash", "-c"] and words[-1].startswith("source "):
         words = words[:-3] + shlex.split(words[-1].partition("; ")[2])  # normalisation 1
     return [w for w in words if not re.fullmatch(r"-N\d+", w)]  # normalisation 2
@@ -38,8 +42,8 @@ def our_words(script: Path) -> list[str]:
     text = script.read_text().replace(str(script.parent), "__JOB_DIR__")
     text = re.sub(r",[^,:\s]+:/cloudai_install", ",__INSTALL_DIR__:/cloudai_install", text)
     words = shlex.split(text.rstrip("\n").splitlines()[-1])
-    if words[:2] == ["bash", "-c"]:  # BashCmd, in the batch shell: the script it runs (normalisation 1)
-        words = shlex.split(words[2])
+    if words[-3:-1] == ["bash", "-c"]:  # a shell command (BashCmd, SlurmContainer): its script (normalisation 1)
+        words = words[:-3] + shlex.split(words[-1])
     return words
 
 
@@ -56,6 +60,7 @@ def scenario_scripts(tmp_path: Path, scenario: Path, tests: Path, monkeypatch: p
         ("sleep_scenario_sleep1", "sleep.toml", "Tests.sleep1", []),
         # $PWD/conf/... reaches pyxis as a path, not literally
         ("ucc_generator_test", "ucc_generator_test.toml", "Tests.alltoallv", []),
+        ("slurm_container", "slurm_container.toml", "nccl.alltoall", []),
     ],
 )
 def test_cloudais_scenarios_render_what_cloudai_renders(
@@ -101,3 +106,35 @@ def test_bash_cmd_runs_once_in_the_batch_shell(tmp_path: Path, monkeypatch: pyte
     [script] = dry_run(tmp_path, SYSTEM, tests, one_entry("bash", num_nodes=2))
     assert "srun" not in script.read_text()
     assert our_words(script) == cloudai_words("bash_cmd", tmp_path)
+
+
+EXPERIMENTAL = CONF / "experimental"
+L40S = CONF / "release" / "spcx" / "l40s"
+
+
+def test_nccl_alltoallv_renders_cloudais_alltoallv_perf(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """CloudAI's reference was rendered with ``use_deepep_matrix = false`` (with true, CloudAI needs a finished MoE
+    benchmark's matrix to render at all; its command is the same)."""
+    monkeypatch.chdir(tmp_path)
+    [script] = dry_run(tmp_path, SYSTEM, EXPERIMENTAL / "test", one_entry("nccl_test_alltoallv", num_nodes=2))
+    assert our_words(script) == cloudai_words("nccl_test_alltoallv", tmp_path)
+
+
+def test_ucc_use_deepep_matrix_reads_the_matrix_where_cloudai_mounts_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    [script] = dry_run(tmp_path, SYSTEM, EXPERIMENTAL / "test", one_entry("ucc_alltoallv_deepep", num_nodes=2))
+    assert our_words(script)[-12:] == [
+        "/opt/hpcx/ucc/bin/ucc_perftest", "-c", "alltoallv", "-b", "1", "-e", "8M",
+        "--gen", "file:name=/opt/hpcx/ucc/tools/perf/generator/input_matrices.txt", "-m", "cuda", "-F",
+    ]  # fmt: skip
+
+
+def test_every_l40s_release_job_renders_what_cloudai_renders(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    scenario = L40S / "test_scenario" / "l40s_bc_nccl_test.toml"
+    scripts = {s.parent.parent.name: s for s in scenario_scripts(tmp_path, scenario, L40S / "test", monkeypatch)}
+    expected = dict(line.split("\t") for line in (REF / "l40s_bc_nccl_test.srun").read_text().splitlines())
+    assert sorted(scripts) == sorted(expected) and len(scripts) == 17
+    for job, line in expected.items():
+        assert our_words(scripts[job]) == words_of(line, tmp_path), job
