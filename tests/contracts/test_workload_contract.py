@@ -118,6 +118,11 @@ SAMPLES: dict[str, tuple[dict[str, Any], dict[str, str]]] = {
         {"stdout.txt": (DATA / "osu_bw.txt").read_text()},
     ),
     "SlurmContainer": ({"docker_image_url": "img", "cmd": "hostname"}, {}),
+    "DDLBTest": (
+        {"docker_image_url": "img", "primitive": "tp_columnwise", "dtype": "float16"},
+        {"stdout.txt": (DATA / "ddlb_tp_columnwise.txt").read_text()},
+    ),
+    "DeepEP": ({"docker_image_url": "img", "subtest_name": "test_ep", "deterministic": True}, {}),
 }
 
 

@@ -27,6 +27,8 @@ WORKLOADS: Registry[type[Workload]] = Registry(
         "UCCTest": "cloudai.workloads.ucc_test:UCCTest",
         "OSUBench": "cloudai.workloads.osu_bench:OSUBench",
         "Fio": "cloudai.workloads.fio:Fio",
+        "DeepEP": "cloudai.workloads.deepep:DeepEP",
+        "DDLBTest": "cloudai.workloads.ddlb:DDLBTest",
         "SlurmContainer": "cloudai.workloads.slurm_container:SlurmContainer",
     },
 )

@@ -1,0 +1,35 @@
+"""The parsers of the catalogue's workloads on their tools' real output (``data/``): complete, truncated, failed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from cloudai.errors import WorkloadError
+from cloudai.workloads.ddlb import DDLBTest
+
+DATA = Path(__file__).resolve().parent / "data"
+
+
+def job(tmp_path: Path, fixture: str, text: str | None = None) -> Path:
+    (tmp_path / "stdout.txt").write_text(text if text is not None else (DATA / fixture).read_text())
+    return tmp_path
+
+
+def test_ddlb_results_table_gives_throughput_and_times(tmp_path: Path) -> None:
+    metrics = DDLBTest().read_metrics(job(tmp_path, "ddlb_tp_columnwise.txt"))
+    assert metrics == {"default": 12.345678, "throughput_tflops": 12.345678, "mean_time_ms": 0.021745,
+                       "min_time_ms": 0.0215, "max_time_ms": 0.0223}  # fmt: skip
+    assert (tmp_path / "ddlb.csv").read_text().splitlines()[1].startswith('1024,128,1024,"pytorch_0 (backend=nccl, order=AG_before)",12.345678,')
+
+
+def test_ddlb_cut_short_and_error_runs_fail_with_why(tmp_path: Path) -> None:
+    with pytest.raises(WorkloadError, match="no complete row"):
+        DDLBTest().read_metrics(job(tmp_path, "ddlb_truncated.txt"))
+    error = (DATA / "ddlb_truncated.txt").read_text() + "RuntimeError: NCCL Error 6: remote process exited\n"
+    with pytest.raises(WorkloadError, match="ddlb: RuntimeError: NCCL Error 6"):
+        DDLBTest().read_metrics(job(tmp_path, "", error))
+    assert DDLBTest().failure_reason(job(tmp_path, "", "Running tp_columnwise\n")) == (
+        "ddlb printed no 'Benchmark Results' (the run did not finish; see stderr.txt)"
+    )
