@@ -21,7 +21,8 @@ def test_ddlb_results_table_gives_throughput_and_times(tmp_path: Path) -> None:
     metrics = DDLBTest().read_metrics(job(tmp_path, "ddlb_tp_columnwise.txt"))
     assert metrics == {"default": 12.345678, "throughput_tflops": 12.345678, "mean_time_ms": 0.021745,
                        "min_time_ms": 0.0215, "max_time_ms": 0.0223}  # fmt: skip
-    assert (tmp_path / "ddlb.csv").read_text().splitlines()[1].startswith('1024,128,1024,"pytorch_0 (backend=nccl, order=AG_before)",12.345678,')
+    row = (tmp_path / "ddlb.csv").read_text().splitlines()[1]
+    assert row.startswith('1024,128,1024,"pytorch_0 (backend=nccl, order=AG_before)",12.345678,')
 
 
 def test_ddlb_cut_short_and_error_runs_fail_with_why(tmp_path: Path) -> None:
