@@ -122,6 +122,14 @@ SAMPLES: dict[str, tuple[dict[str, Any], dict[str, str]]] = {
         {"docker_image_url": "img", "primitive": "tp_columnwise", "dtype": "float16"},
         {"stdout.txt": (DATA / "ddlb_tp_columnwise.txt").read_text()},
     ),
+    "NIXLBench": (
+        {"docker_image_url": "img", "path_to_benchmark": "./nixlbench", "backend": "UCX"},
+        {"stdout.txt": (DATA / "nixlbench_ucx.txt").read_text()},
+    ),
+    "NIXLKVBench": (
+        {"docker_image_url": "img", "backend": "UCX", "total_buffer_size": "1gb"},
+        {"stdout.txt": (DATA / "nixl_kvbench_profile.txt").read_text()},
+    ),
     "DeepEP": ({"docker_image_url": "img", "subtest_name": "test_ep", "deterministic": True}, {}),
 }
 

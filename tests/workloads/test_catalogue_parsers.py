@@ -34,3 +34,23 @@ def test_ddlb_cut_short_and_error_runs_fail_with_why(tmp_path: Path) -> None:
     assert DDLBTest().failure_reason(job(tmp_path, "", "Running tp_columnwise\n")) == (
         "ddlb printed no 'Benchmark Results' (the run did not finish; see stderr.txt)"
     )
+
+
+def test_nixlbench_table_gives_cloudais_latency_and_the_bandwidth(tmp_path: Path) -> None:
+    from cloudai.workloads.nixl_bench import NIXLBench
+
+    metrics = NIXLBench().read_metrics(job(tmp_path, "nixlbench_ucx.txt"))  # UCX log lines inside the table
+    assert metrics["default"] == metrics["latency"] == pytest.approx((4.5 + 5.5 + 47.9 + 2843.5) / 4)
+    assert metrics["bw_gb_sec_max"] == 23.60124
+    assert (tmp_path / "nixlbench.csv").read_text().splitlines()[1] == "4096,1,4.5,0.912233"
+
+
+def test_nixlbench_without_rows_fails_and_kvbench_reads_the_legacy_layout(tmp_path: Path) -> None:
+    from cloudai.workloads.nixl_bench import NIXLBench
+    from cloudai.workloads.nixl_kvbench import NIXLKVBench
+
+    with pytest.raises(WorkloadError, match="no nixlbench results table"):
+        NIXLBench().read_metrics(job(tmp_path, "nixlbench_truncated.txt"))
+    metrics = NIXLKVBench().read_metrics(job(tmp_path, "nixl_kvbench_profile.txt"))
+    assert metrics["default"] == pytest.approx((180.213 + 351.884) / 2)
+    assert metrics["bw_gb_sec"] == pytest.approx((23.2933 + 23.8411) / 2)

@@ -28,6 +28,8 @@ WORKLOADS: Registry[type[Workload]] = Registry(
         "OSUBench": "cloudai.workloads.osu_bench:OSUBench",
         "Fio": "cloudai.workloads.fio:Fio",
         "DeepEP": "cloudai.workloads.deepep:DeepEP",
+        "NIXLBench": "cloudai.workloads.nixl_bench:NIXLBench",
+        "NIXLKVBench": "cloudai.workloads.nixl_kvbench:NIXLKVBench",
         "DDLBTest": "cloudai.workloads.ddlb:DDLBTest",
         "SlurmContainer": "cloudai.workloads.slurm_container:SlurmContainer",
     },
