@@ -130,6 +130,18 @@ SAMPLES: dict[str, tuple[dict[str, Any], dict[str, str]]] = {
         {"docker_image_url": "img", "backend": "UCX", "total_buffer_size": "1gb"},
         {"stdout.txt": (DATA / "nixl_kvbench_profile.txt").read_text()},
     ),
+    "NixlPerftest": (
+        {
+            "docker_image_url": "img",
+            "subtest": "sequential-ct-perftest",
+            "num_user_requests": 2,
+            "batch_size": 1,
+            "num_prefill_nodes": 1,
+            "num_decode_nodes": 1,
+            "model": "m",
+        },
+        {},
+    ),
     "DeepEP": ({"docker_image_url": "img", "subtest_name": "test_ep", "deterministic": True}, {}),
 }
 

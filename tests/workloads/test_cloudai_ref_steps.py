@@ -33,6 +33,12 @@ CASES = {  # CloudAI's acceptance-test definitions: (workload, cmd_args TOML, no
         'docker_image_url = "url.com/docker:2"\npath_to_benchmark = "./nixlbench"\nbackend = "UCX"\n',
         2,
     ),
+    "nixl-perftest": (
+        "NixlPerftest",
+        'docker_image_url = "url.com/docker:tag"\nsubtest = "sequential-ct-perftest"\netcd_path = "etcd"\n'
+        'num_user_requests = 2\nbatch_size = 1\nnum_prefill_nodes = 1\nnum_decode_nodes = 1\nmodel = "model-name"\n',
+        1,
+    ),
     "nixl-kvbench": (
         "NIXLKVBench",
         'docker_image_url = "url.com/docker:tag"\nbackend = "UCX"\nkvbench_script = "path/to/kvbench_script.sh"\n'

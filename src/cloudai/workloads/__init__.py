@@ -30,6 +30,7 @@ WORKLOADS: Registry[type[Workload]] = Registry(
         "DeepEP": "cloudai.workloads.deepep:DeepEP",
         "NIXLBench": "cloudai.workloads.nixl_bench:NIXLBench",
         "NIXLKVBench": "cloudai.workloads.nixl_kvbench:NIXLKVBench",
+        "NixlPerftest": "cloudai.workloads.nixl_perftest:NixlPerftest",
         "DDLBTest": "cloudai.workloads.ddlb:DDLBTest",
         "SlurmContainer": "cloudai.workloads.slurm_container:SlurmContainer",
     },
