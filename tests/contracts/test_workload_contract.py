@@ -51,6 +51,7 @@ class WorkloadContract:
         job_dir = tmp_path / "job"
         job_dir.mkdir()
         for name, text in files.items():
+            (job_dir / name).parent.mkdir(parents=True, exist_ok=True)  # a tool's own result dirs
             (job_dir / name).write_text(text)
         return job_dir
 
@@ -141,6 +142,10 @@ SAMPLES: dict[str, tuple[dict[str, Any], dict[str, str]]] = {
             "model": "m",
         },
         {},
+    ),
+    "MoEBenchmark": (
+        {"docker_image_url": "img", "deepep_versions": ("legacy", "nccl_ep")},
+        {"benchmark_16_ranks_20261127_standard/results.json": (DATA / "moe_benchmark_results.json").read_text()},
     ),
     "DeepEP": ({"docker_image_url": "img", "subtest_name": "test_ep", "deterministic": True}, {}),
 }

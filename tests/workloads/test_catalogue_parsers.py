@@ -54,3 +54,27 @@ def test_nixlbench_without_rows_fails_and_kvbench_reads_the_legacy_layout(tmp_pa
     metrics = NIXLKVBench().read_metrics(job(tmp_path, "nixl_kvbench_profile.txt"))
     assert metrics["default"] == pytest.approx((180.213 + 351.884) / 2)
     assert metrics["bw_gb_sec"] == pytest.approx((23.2933 + 23.8411) / 2)
+
+
+def test_moe_benchmark_reads_every_backends_results_json(tmp_path: Path) -> None:
+    from cloudai.workloads.moe_benchmark import MoEBenchmark
+
+    good = tmp_path / "results" / "benchmark_16_ranks_20261127_101500_standard"
+    good.mkdir(parents=True)
+    (good / "results.json").write_text((DATA / "moe_benchmark_results.json").read_text())
+    torn = tmp_path / "benchmark_16_ranks_20261127_101700_standard"  # the job was killed while writing it
+    torn.mkdir()
+    (torn / "results.json").write_text((DATA / "moe_benchmark_truncated.json").read_text())
+    metrics = MoEBenchmark().read_metrics(tmp_path)
+    assert metrics == {"default": 40.1, "bus_bw_avg": 40.1, "bus_bw_max": 41.9, "global_bw": 329.6,
+                       "time_s": pytest.approx(0.001272)}  # fmt: skip
+
+
+def test_moe_benchmark_without_results_says_what_it_found(tmp_path: Path) -> None:
+    from cloudai.workloads.moe_benchmark import MoEBenchmark
+
+    torn = tmp_path / "benchmark_16_ranks_20261127_101700_standard"
+    torn.mkdir()
+    (torn / "results.json").write_text((DATA / "moe_benchmark_truncated.json").read_text())
+    with pytest.raises(WorkloadError, match=r"1 results\.json file"):
+        MoEBenchmark().read_metrics(tmp_path)

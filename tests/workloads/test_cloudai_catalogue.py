@@ -23,7 +23,7 @@ def invoke(*args: str | Path) -> tuple[int, str]:
     ("tests", "scenarios", "files"),
     [
         (CONF / "common" / "test", CONF / "common" / "test_scenario", 6),
-        (CONF / "experimental" / "test", CONF / "experimental" / "test_scenario", 9),
+        (CONF / "experimental" / "test", CONF / "experimental" / "test_scenario", 12),
         (CONF / "release" / "spcx" / "l40s" / "test", CONF / "release" / "spcx" / "l40s" / "test_scenario", 18),
     ],
 )

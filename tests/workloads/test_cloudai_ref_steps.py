@@ -28,6 +28,12 @@ REF = Path(__file__).resolve().parent / "ref" / "cloudai_dry_run"
 CASES = {  # CloudAI's acceptance-test definitions: (workload, cmd_args TOML, nodes)
     "ddlb": ("DDLBTest", 'docker_image_url = "docker/image:url"\nprimitive = "tp_columnwise"\ndtype = "float16"\n', 1),
     "deepep-benchmark": ("DeepEP", 'docker_image_url = "docker/image:url"\nsubtest_name = "test_internode"\n', 2),
+    "moe-benchmark": (
+        "MoEBenchmark",
+        'docker_image_url = "docker/image:url"\n'
+        'deepep_versions = ["legacy", "elastic", "nixl_ep", "uccl_ep", "nccl_ep", "deepep_hybrid"]\n',
+        2,
+    ),
     "nixl_bench": (
         "NIXLBench",
         'docker_image_url = "url.com/docker:2"\npath_to_benchmark = "./nixlbench"\nbackend = "UCX"\n',

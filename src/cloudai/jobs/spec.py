@@ -46,7 +46,8 @@ def build_spec(
     context = JobContext(job_dir, num_nodes, entry.extra_cmd_args, install_path)
     argv = workload.argv(cmd_args, context)
     image = workload.container_image(cmd_args)
-    container = Container(image, entry.extra_container_mounts) if image else None
+    mounts = (*entry.extra_container_mounts, *workload.container_mounts(cmd_args, context))
+    container = Container(image, mounts) if image else None
     ntasks = workload.ntasks(cmd_args)
     return JobSpec(
         name,

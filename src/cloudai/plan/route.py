@@ -63,11 +63,14 @@ def scan_checks(scenario: Scenario) -> tuple[dict[str, CheckedEntry], list[Probl
 def _check_entry(entry: RunEntry) -> CheckedEntry:
     file = entry.scenario_file
     live = is_live_rl(entry)
+    workload_cls = None if live else WORKLOADS.get(entry.workload, file=_test_file(entry), field="test_template_name")
+    for name in workload_cls.value_lists if workload_cls else ():
+        if isinstance(entry.cmd_args.get(name), list):  # one value: a tuple is a fixed knob, not candidates
+            entry.cmd_args[name] = tuple(entry.cmd_args[name])
     knobs = entry_knobs(entry.cmd_args, entry.extra_env_vars, entry.num_nodes)
     space = parse_space(knobs, file=file, field_of=lambda name: entry.knob_field(name))
     problems: list[Problem] = []
-    if not live:
-        workload_cls = WORKLOADS.get(entry.workload, file=_test_file(entry), field="test_template_name")
+    if workload_cls is not None:
         problems += workload_cls().validate(space, file=file, prefix=f"{entry.field_prefix}.cmd_args")
     agent_driven = is_agent_driven(entry, space)
     if agent_driven:

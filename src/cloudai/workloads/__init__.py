@@ -31,6 +31,7 @@ WORKLOADS: Registry[type[Workload]] = Registry(
         "NIXLBench": "cloudai.workloads.nixl_bench:NIXLBench",
         "NIXLKVBench": "cloudai.workloads.nixl_kvbench:NIXLKVBench",
         "NixlPerftest": "cloudai.workloads.nixl_perftest:NixlPerftest",
+        "MoEBenchmark": "cloudai.workloads.moe_benchmark:MoEBenchmark",
         "DDLBTest": "cloudai.workloads.ddlb:DDLBTest",
         "SlurmContainer": "cloudai.workloads.slurm_container:SlurmContainer",
     },

@@ -18,6 +18,10 @@ A workload is system-agnostic: it never starts processes itself. Contract:
   or None; the system decides how (Slurm: pyxis ``srun --container-image``; standalone: not at all).
 * ``ntasks(args)``: 1 for a command that is not an MPI program (Slurm then runs one task, not one
   per allocated task), else None.
+* ``container_mounts(args, job)``: ``src:dst`` mounts the command needs beyond the test's own (a file the
+  workload writes into its job dir, seen at the path the tool expects; CloudAI's ``_container_mounts``).
+* ``value_lists``: cmd_args whose TOML value is a list that is *one* value (CloudAI's list-typed fields, e.g.
+  MoEBenchmark's ``deepep_versions``), never candidates of a sweep.
 * ``ntasks_per_node(args)``: processes per node when the command fixes that (CloudAI's fio
   ``num_tasks_per_node``), else None; ``mpi`` False: the command is not launched through MPI (Slurm: no
   ``--mpi``).
@@ -100,6 +104,7 @@ class Workload(ABC):
     noisy: ClassVar[bool] = False  # the same point measures differently when re-run: confirm the best by default
     units: ClassVar[dict[str, str]] = {}  # metric -> unit, shown on report axes and tables
     mpi: ClassVar[bool] = True  # False: not an MPI program's launch (Slurm renders no ``--mpi``; CloudAI's fio)
+    value_lists: ClassVar[frozenset[str]] = frozenset()  # list-valued cmd_args that are one value, not a sweep
 
     @abstractmethod
     def argv(self, args: Mapping[str, Any], job: JobContext) -> list[str]: ...
@@ -126,6 +131,10 @@ class Workload(ABC):
         """How many processes the command must run as, when it fixes that (1: not an MPI program); None: the
         system's own (Slurm: one per task of the allocation)."""
         return None
+
+    def container_mounts(self, args: Mapping[str, Any], job: JobContext) -> Sequence[str]:
+        """``src:dst`` mounts the command needs in its container, after the test's ``extra_container_mounts``."""
+        return ()
 
     def ntasks_per_node(self, args: Mapping[str, Any]) -> int | None:
         """Processes per node when the command fixes that; None: the system's own."""
