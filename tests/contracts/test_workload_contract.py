@@ -147,6 +147,10 @@ SAMPLES: dict[str, tuple[dict[str, Any], dict[str, str]]] = {
         {"docker_image_url": "img", "deepep_versions": ("legacy", "nccl_ep")},
         {"benchmark_16_ranks_20261127_standard/results.json": (DATA / "moe_benchmark_results.json").read_text()},
     ),
+    "ChakraReplay": (
+        {"docker_image_url": "img", "trace_path": "/traces", "comm_type": "pytorch-dist"},
+        {"stdout.txt": (DATA / "chakra_replay.txt").read_text()},
+    ),
     "DeepEP": ({"docker_image_url": "img", "subtest_name": "test_ep", "deterministic": True}, {}),
 }
 

@@ -78,3 +78,30 @@ def test_moe_benchmark_without_results_says_what_it_found(tmp_path: Path) -> Non
     (torn / "results.json").write_text((DATA / "moe_benchmark_truncated.json").read_text())
     with pytest.raises(WorkloadError, match=r"1 results\.json file"):
         MoEBenchmark().read_metrics(tmp_path)
+
+
+def test_chakra_replay_latency_summary_per_collective(tmp_path: Path) -> None:
+    from cloudai.workloads.chakra_replay import ChakraReplay
+
+    metrics = ChakraReplay().read_metrics(job(tmp_path, "chakra_replay.txt"))
+    assert metrics == {"default": pytest.approx(92.59), "latency_avg_us": pytest.approx(92.59),
+                       "latency_p95_us": 201.7, "latency_max_us": 310.2}  # fmt: skip
+    assert (tmp_path / "chakra_replay.csv").read_text().splitlines()[1:] == [
+        "all_reduce,120,12345.6,310.2,48.1,102.88,98.4,201.7",
+        "all_gather,120,9876.0,250.0,40.0,82.3,80.1,150.2",
+    ]
+    with pytest.raises(WorkloadError, match="no 'Replayed N op' latency summary"):
+        ChakraReplay().read_metrics(job(tmp_path, "chakra_replay_truncated.txt"))
+
+
+def test_chakra_replay_command_and_trace_mount() -> None:
+    from cloudai.workloads.base import JobContext
+    from cloudai.workloads.chakra_replay import ChakraReplay
+
+    args = {"docker_image_url": "img", "trace_path": "/traces", "comm_type": "pytorch-dist"}
+    context = JobContext(Path("/j"), extra_cmd_args={"--profiler": ""})
+    assert ChakraReplay().argv(args, context) == [
+        "comm_replay", "--trace-type", "et", "--trace-path", "/traces", "--num-replays", "1",
+        "--comm-type", "pytorch-dist", "--profiler",
+    ]  # fmt: skip
+    assert ChakraReplay().container_mounts(args, context) == ("/traces:/traces",)

@@ -32,6 +32,7 @@ WORKLOADS: Registry[type[Workload]] = Registry(
         "NIXLKVBench": "cloudai.workloads.nixl_kvbench:NIXLKVBench",
         "NixlPerftest": "cloudai.workloads.nixl_perftest:NixlPerftest",
         "MoEBenchmark": "cloudai.workloads.moe_benchmark:MoEBenchmark",
+        "ChakraReplay": "cloudai.workloads.chakra_replay:ChakraReplay",
         "DDLBTest": "cloudai.workloads.ddlb:DDLBTest",
         "SlurmContainer": "cloudai.workloads.slurm_container:SlurmContainer",
     },
