@@ -54,3 +54,16 @@ def test_lsf_is_named_too(tmp_path: Path) -> None:
     system.write_text('name = "lsf"\nscheduler = "lsf"\ninstall_path = "i"\noutput_path = "o"\n')
     code, output = invoke("verify-configs", system)
     assert code == 2 and "scheduler 'lsf' (IBM LSF) is one of NVIDIA CloudAI's schedulers" in output
+
+
+@pytest.mark.parametrize(("scenario", "scripts"), [("ddlb_test.toml", 4), ("deepep_official.toml", 1),
+                                                   ("moe_benchmark_HT.toml", 3)])  # fmt: skip
+def test_cloudais_experimental_scenarios_dry_run(tmp_path: Path, scenario: str, scripts: int) -> None:
+    """ddlb_test sweeps m and impl (4 trials, one script each); moe_benchmark_HT chains the MoE benchmark, UCC's
+    and nccl-tests' alltoallv with DeepEP's matrix."""
+    experimental = CONF / "experimental"
+    code, output = invoke("dry-run", "--system-config", CONF / "system" / "example_slurm_cluster.toml",
+                          "--tests-dir", experimental / "test", "--test-scenario",
+                          experimental / "test_scenario" / scenario, "--output-dir", tmp_path / "out")  # fmt: skip
+    assert code == 0, output
+    assert len(list((tmp_path / "out").rglob("sbatch.sh"))) == scripts
