@@ -151,6 +151,10 @@ SAMPLES: dict[str, tuple[dict[str, Any], dict[str, str]]] = {
         {"docker_image_url": "img", "trace_path": "/traces", "comm_type": "pytorch-dist"},
         {"stdout.txt": (DATA / "chakra_replay.txt").read_text()},
     ),
+    "NixlEP": (
+        {"docker_image_url": "img", "plan": "[[0, 1], [0, 1, 2, 3]]", "num_processes_per_node": 2, "kineto": True},
+        {"nixl-ep-node-0.log": (DATA / "nixl_ep_node_0.log").read_text()},
+    ),
     "DeepEP": ({"docker_image_url": "img", "subtest_name": "test_ep", "deterministic": True}, {}),
 }
 

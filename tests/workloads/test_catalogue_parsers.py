@@ -105,3 +105,25 @@ def test_chakra_replay_command_and_trace_mount() -> None:
         "--comm-type", "pytorch-dist", "--profiler",
     ]  # fmt: skip
     assert ChakraReplay().container_mounts(args, context) == ("/traces:/traces",)
+
+
+def test_nixl_ep_bandwidth_over_every_node_log(tmp_path: Path) -> None:
+    from cloudai.workloads.nixl_ep import NixlEP
+
+    (tmp_path / "nixl-ep-node-0.log").write_text((DATA / "nixl_ep_node_0.log").read_text())
+    (tmp_path / "nixl-ep-node-1-phase-1.log").write_text((DATA / "nixl_ep_node_1_truncated.log").read_text())
+    metrics = NixlEP().read_metrics(tmp_path)  # the cut-short line of node 1 is not a sample
+    assert metrics == {"default": pytest.approx(40.1666667), "avg_t_us": pytest.approx(834.8), "min_t_us": 790.1,
+                       "max_t_us": 910.0}  # fmt: skip
+    (tmp_path / "nixl-ep-node-0.log").unlink()
+    with pytest.raises(WorkloadError, match="no 'Dispatch \\+ combine bandwidth' line"):
+        NixlEP().read_metrics(tmp_path)
+
+
+def test_nixl_ep_plan_that_does_not_fit_is_a_constraint() -> None:
+    from cloudai.workloads.base import Resources
+    from cloudai.workloads.nixl_ep import NixlEP
+
+    args = {"docker_image_url": "img", "plan": "[[0, 1], [0, 1, 2, 3, 4]]", "num_processes_per_node": 2}
+    assert NixlEP().constraint(args, Resources(num_nodes=2)) == "the plan needs 5 workers; 2 node(s) x 2 hold 4"
+    assert NixlEP().constraint(args, Resources(num_nodes=3)) is None

@@ -89,3 +89,22 @@ def test_steps_match_cloudais_reference(tmp_path: Path, name: str) -> None:
 
 def test_every_case_is_a_registered_workload() -> None:
     assert {workload for workload, _, _ in CASES.values()} <= set(WORKLOADS.names())
+
+
+def test_nixl_ep_launches_match_cloudais_launch_script(tmp_path: Path) -> None:
+    """CloudAI's launcher (``nixl-ep-launch.sh``): the same launches, nodes and order. Its ``$master_ip`` (the head
+    node's address, from an extra ``srun hostname --ip-address``, left out here) is our ``$CLOUDAI_HEAD_NODE``."""
+    plan = "[[0, 1, 2, 3], [0, 1, 2, 3, 4, 5, 6, 7], [0, 1, 2, 3, 4, -6, 7], [0, 1, 2, 3, 4, 5, 6, 7]]"
+    args = (f"docker_image_url = \"docker.io/nvidia/nixl-ep:latest\"\nplan = '{plan}'\nnum_processes_per_node = 4\n"
+            "service_startup_timeout_seconds = 90\nnum_tokens = 256\nnum_experts_per_rank = 4\nhidden_dim = 8192\n"
+            "num_topk = 6\ndisable_ll_nvlink = true\nkineto = true\n")  # fmt: skip
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "t.toml").write_text(f'name = "t"\ntest_template_name = "NixlEP"\n[cmd_args]\n{args}')
+    system = Path(__file__).resolve().parent / "cloudai_conf" / "system" / "example_slurm_cluster.toml"
+    [script] = dry_run(tmp_path, system, tmp_path / "tests", one_entry("t", num_nodes=3))
+    ours = steps(script.read_text().replace(str(script.parent), "__JOB_DIR__"))
+    theirs = (REF / "nixl-ep-launch.sh").read_text().replace("$master_ip", "$CLOUDAI_HEAD_NODE")
+    assert ours == [s for s in steps(theirs) if s[1][:2] != ["hostname", "--ip-address"]]
+    text = script.read_text()
+    assert text.index("end phase 0") < text.index("--job-name=cloudai-ep1_1") < text.index("end phase 2")
+    assert '[ "$code" -eq 143 ] && continue' in text  # the plan removes rank 6 on purpose

@@ -33,6 +33,7 @@ WORKLOADS: Registry[type[Workload]] = Registry(
         "NixlPerftest": "cloudai.workloads.nixl_perftest:NixlPerftest",
         "MoEBenchmark": "cloudai.workloads.moe_benchmark:MoEBenchmark",
         "ChakraReplay": "cloudai.workloads.chakra_replay:ChakraReplay",
+        "NixlEP": "cloudai.workloads.nixl_ep:NixlEP",
         "DDLBTest": "cloudai.workloads.ddlb:DDLBTest",
         "SlurmContainer": "cloudai.workloads.slurm_container:SlurmContainer",
     },
