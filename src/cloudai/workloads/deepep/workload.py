@@ -118,7 +118,6 @@ class DeepEP(Workload):
     name = "DeepEP"
     args_model = DeepEPArgs
     metrics = ()  # CloudAI parses none
-    noisy = True
 
     def argv(self, args: Mapping[str, Any], job: JobContext) -> list[str]:
         model = DeepEPArgs.model_validate(args)
