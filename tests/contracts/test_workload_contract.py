@@ -151,6 +151,44 @@ SAMPLES: dict[str, tuple[dict[str, Any], dict[str, str]]] = {
             "stderr.txt": (DATA / "nemo_run_stderr.txt").read_text(),
         },
     ),
+    "SlurmContainer": ({"docker_image_url": "img", "cmd": "hostname"}, {}),
+    "DDLBTest": (
+        {"docker_image_url": "img", "primitive": "tp_columnwise", "dtype": "float16"},
+        {"stdout.txt": (DATA / "ddlb_tp_columnwise.txt").read_text()},
+    ),
+    "NIXLBench": (
+        {"docker_image_url": "img", "path_to_benchmark": "./nixlbench", "backend": "UCX"},
+        {"stdout.txt": (DATA / "nixlbench_ucx.txt").read_text()},
+    ),
+    "NIXLKVBench": (
+        {"docker_image_url": "img", "backend": "UCX", "total_buffer_size": "1gb"},
+        {"stdout.txt": (DATA / "nixl_kvbench_profile.txt").read_text()},
+    ),
+    "NixlPerftest": (
+        {
+            "docker_image_url": "img",
+            "subtest": "sequential-ct-perftest",
+            "num_user_requests": 2,
+            "batch_size": 1,
+            "num_prefill_nodes": 1,
+            "num_decode_nodes": 1,
+            "model": "m",
+        },
+        {},
+    ),
+    "MoEBenchmark": (
+        {"docker_image_url": "img", "deepep_versions": ("legacy", "nccl_ep")},
+        {"benchmark_16_ranks_20261127_standard/results.json": (DATA / "moe_benchmark_results.json").read_text()},
+    ),
+    "ChakraReplay": (
+        {"docker_image_url": "img", "trace_path": "/traces", "comm_type": "pytorch-dist"},
+        {"stdout.txt": (DATA / "chakra_replay.txt").read_text()},
+    ),
+    "NixlEP": (
+        {"docker_image_url": "img", "plan": "[[0, 1], [0, 1, 2, 3]]", "num_processes_per_node": 2, "kineto": True},
+        {"nixl-ep-node-0.log": (DATA / "nixl_ep_node_0.log").read_text()},
+    ),
+    "DeepEP": ({"docker_image_url": "img", "subtest_name": "test_ep", "deterministic": True}, {}),
 }
 
 

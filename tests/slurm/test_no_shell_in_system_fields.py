@@ -12,7 +12,8 @@ from tests.slurm.conftest import SYSTEM_TOML
 
 from cloudai.config.slurm import DISTRIBUTION
 
-ECHO = 'name = "echo"\ntest_template_name = "BashCmd"\n[cmd_args]\ncmd = "echo hi"\n'
+# A workload Slurm runs with srun (a BashCmd runs in the batch shell, as CloudAI's does: no srun to abuse)
+ECHO = 'name = "echo"\ntest_template_name = "Sleep"\n[cmd_args]\nseconds = 0\n'
 
 
 def _run(tmp_path: Path, system_extra: str, command: str = "run") -> tuple[int, str, Path]:

@@ -59,9 +59,10 @@ def dry_run(tmp_path: Path, system: Path, tests_dir: Path, scenario_text: str) -
 
 
 def placeholders(script: Path, install: Path) -> str:
-    """The script with its job dir and the install dir as CloudAI's ref_data spells them."""
+    """The script with its job dir, the install dir and the directory cloudai runs in as CloudAI's ref_data spells
+    them (a mount's ``$PWD`` is rendered as that directory: CloudAI's batch shell runs there)."""
     text = script.read_text().replace(str(script.parent), "__OUTPUT_DIR__/output")
-    return text.replace(str(install), "__OUTPUT_DIR__/install")
+    return text.replace(str(install), "__OUTPUT_DIR__/install").replace(str(Path.cwd()), "$PWD")
 
 
 def cloudai_line(name: str) -> str:

@@ -37,6 +37,9 @@ class StandaloneSystemConfig(BaseModel):
 
 SYSTEM_MODELS: dict[str, type[BaseModel]] = {"standalone": StandaloneSystemConfig}
 
+# CloudAI's other schedulers: its files name them, cloudai does not run on them (USER_GUIDE says why).
+CLOUDAI_ONLY_SCHEDULERS = {"kubernetes": "Kubernetes", "runai": "Run:ai", "lsf": "IBM LSF"}
+
 
 def _slurm_model() -> type[BaseModel] | None:
     try:
@@ -69,6 +72,15 @@ def system_from_dict(data: dict[str, Any], file: Path | None) -> BaseModel:
             file=file,
             field="scheduler",
             hint=f"set scheduler to one of: {', '.join(sorted(models))}",
+        )
+    if scheduler in CLOUDAI_ONLY_SCHEDULERS and scheduler not in models:
+        raise ConfigError(
+            f"scheduler '{scheduler}' ({CLOUDAI_ONLY_SCHEDULERS[scheduler]}) is one of NVIDIA CloudAI's schedulers "
+            "that cloudai does not run jobs on",
+            file=file,
+            field="scheduler",
+            hint=f"cloudai runs on: {', '.join(sorted(models))} (slurm: a cluster; standalone: this machine); "
+            "the tests and scenarios verify without a system (cloudai verify-configs)",
         )
     if scheduler not in models:
         raise ConfigError(

@@ -72,6 +72,8 @@ def build_spec(
         num_nodes,
         container=container,
         ntasks=ntasks,
+        ntasks_per_node=workload.ntasks_per_node(cmd_args),
+        mpi=workload.mpi,
         nodes=entry.nodes,
         exclude_nodes=entry.exclude_nodes,
         pending_timeout_s=_pending_timeout_s(entry),

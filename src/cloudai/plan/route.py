@@ -63,10 +63,11 @@ def scan_checks(scenario: Scenario) -> tuple[dict[str, CheckedEntry], list[Probl
 def _check_entry(entry: RunEntry) -> CheckedEntry:
     file = entry.scenario_file
     live = is_live_rl(entry)
-    space = parse_space(entry.knobs, file=file, field_of=lambda name: entry.knob_field(name), whole=entry.whole)
+    workload_cls = None if live else WORKLOADS.get(entry.workload, file=_test_file(entry), field="test_template_name")
+    whole = (*entry.whole, *(workload_cls.value_lists if workload_cls else ()))  # lists that are one value
+    space = parse_space(entry.knobs, file=file, field_of=lambda name: entry.knob_field(name), whole=whole)
     problems: list[Problem] = []
-    if not live:
-        workload_cls = WORKLOADS.get(entry.workload, file=_test_file(entry), field="test_template_name")
+    if workload_cls is not None:
         problems += workload_cls().validate(space, file=file, prefix=f"{entry.field_prefix}.cmd_args")
     agent_driven = is_agent_driven(entry, space)
     if agent_driven:

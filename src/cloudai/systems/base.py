@@ -74,6 +74,8 @@ class JobSpec:
     num_nodes: int = 1
     container: Container | None = None
     ntasks: int | None = None  # processes the command needs when it fixes them (1: not an MPI program)
+    ntasks_per_node: int | None = None  # processes per node when the command fixes that (CloudAI's fio)
+    mpi: bool = True  # False: not launched through the system's MPI/PMI (no ``srun --mpi``)
     # Placement, as the scenario entry gives it: node names, Slurm host lists ("node-[01-04]") or
     # CloudAI's "PARTITION:GROUP:COUNT" specs; nodes never to use. A system without nodes ignores them.
     nodes: tuple[str, ...] = ()
@@ -82,6 +84,14 @@ class JobSpec:
     # A job of several steps (``cloudai.steps``): the script runs these, and ``argv`` is only what the job is
     # about (its benchmark command, for records and messages). Empty: the job is ``argv``.
     steps: tuple[Step, ...] = ()
+
+    @property
+    def in_batch_shell(self) -> bool:
+        """The job is its ``argv`` run once by the batch script's own shell (a lone foreground ``batch_shell``
+        step of it, CloudAI's BashCmd): systems render it as that one command, without the steps machinery."""
+        if len(self.steps) != 1 or not isinstance(run := self.steps[0], Run):
+            return False
+        return run.batch_shell and not (run.background or run.output or run.env) and run.argv == self.argv
 
 
 @dataclass(frozen=True)
@@ -163,7 +173,7 @@ class System(ABC):
         lines = ["#!/usr/bin/env bash", f"# cloudai job {spec.name}"]
         lines += export_lines(spec.env)
         lines.append(f"cd {quote(str(spec.job_dir))}")
-        if spec.steps:
+        if spec.steps and not spec.in_batch_shell:
             lines += render_steps(spec.steps, '"$(hostname)"', _local_launch)
         else:
             lines.insert(2, "set -e")

@@ -32,6 +32,26 @@ def quote(value: str) -> str:
     return value if _BARE.fullmatch(value) else shlex.quote(value)
 
 
+_LEADING_REF = re.compile(r"\$(?:[A-Za-z_][A-Za-z0-9_]*|\{[A-Za-z_][A-Za-z0-9_]*\})")
+
+
+def quote_expanding(literal: str, items: Iterable[str], sep: str = ",") -> str:
+    """One shell word: ``literal`` then ``items`` joined by ``sep``, everything quoted except a ``$NAME`` /
+    ``${NAME}`` that starts an item, which the shell expands (in double quotes: one word whatever it holds).
+    CloudAI's ``extra_container_mounts = ["$PWD/conf/...:/dst"]`` thus gets the batch shell's ``$PWD``."""
+    parts, text = [], literal
+    for index, item in enumerate(items):
+        text += sep if index else ""
+        ref = _LEADING_REF.match(item)
+        if ref:
+            parts += [quote(text)] if text else []
+            parts.append(f'"{ref.group()}"')
+            text = item[ref.end() :]
+        else:
+            text += item
+    return "".join([*parts, quote(text)] if text else parts)
+
+
 def join(argv: Iterable[str]) -> str:
     """``argv`` as shell words, each quoted."""
     return " ".join(quote(word) for word in argv)

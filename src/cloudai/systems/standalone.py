@@ -109,7 +109,7 @@ class StandaloneSystem(System):
             err = os.open(spec.job_dir / "stderr.txt", _NEW_FILE, 0o644)
             try:
                 popen = subprocess.Popen(
-                    ("bash", self.script_name) if spec.steps else spec.argv,
+                    ("bash", self.script_name) if spec.steps and not spec.in_batch_shell else spec.argv,
                     cwd=spec.job_dir,
                     stdin=self._devnull(),
                     stdout=out,

@@ -33,6 +33,15 @@ WORKLOADS: Registry[type[Workload]] = Registry(
         "NeMoRun": "cloudai.workloads.nemo_run:NeMoRun",
         "MegatronBridge": "cloudai.workloads.megatron_bridge:MegatronBridge",
         "NeMoLauncher": "cloudai.workloads.nemo_launcher:NeMoLauncher",
+        "DeepEP": "cloudai.workloads.deepep:DeepEP",
+        "NIXLBench": "cloudai.workloads.nixl_bench:NIXLBench",
+        "NIXLKVBench": "cloudai.workloads.nixl_kvbench:NIXLKVBench",
+        "NixlPerftest": "cloudai.workloads.nixl_perftest:NixlPerftest",
+        "MoEBenchmark": "cloudai.workloads.moe_benchmark:MoEBenchmark",
+        "ChakraReplay": "cloudai.workloads.chakra_replay:ChakraReplay",
+        "NixlEP": "cloudai.workloads.nixl_ep:NixlEP",
+        "DDLBTest": "cloudai.workloads.ddlb:DDLBTest",
+        "SlurmContainer": "cloudai.workloads.slurm_container:SlurmContainer",
     },
 )
 

@@ -23,6 +23,11 @@ A workload is system-agnostic: it never starts processes itself. Contract:
   what the workload adds (CloudAI's NeMoRun exports ``CLOUDAI_NEMO_TASK``); default: ``env`` unchanged.
 * ``ntasks(args)``: 1 for a command that is not an MPI program (Slurm then runs one task, not one
   per allocated task), else None.
+* ``value_lists``: cmd_args whose TOML value is a list that is *one* value (CloudAI's list-typed fields, e.g.
+  MoEBenchmark's ``deepep_versions``), never candidates of a sweep.
+* ``ntasks_per_node(args)``: processes per node when the command fixes that (CloudAI's fio
+  ``num_tasks_per_node``), else None; ``mpi`` False: the command is not launched through MPI (Slurm: no
+  ``--mpi``).
 * ``progress(job_dir)`` (optional): the intermediate values of the headline (first) metric the
   running job has reported so far, as ``[(step, value), ...]`` in step order; the DSE env polls it
   while a trial runs, for pruning. Default: none. It must be cheap and tolerate a torn last line.
@@ -110,6 +115,8 @@ class Workload(ABC):
     # What a real run needs: "cpu" runs on any machine (this one too); "gpu" needs GPUs (tests use a stand-in
     # that prints the tool's output). USER_GUIDE's coverage table says it for every workload.
     hardware: ClassVar[Literal["cpu", "gpu"]] = "gpu"
+    mpi: ClassVar[bool] = True  # False: not an MPI program's launch (Slurm renders no ``--mpi``; CloudAI's fio)
+    value_lists: ClassVar[frozenset[str]] = frozenset()  # list-valued cmd_args that are one value, not a sweep
 
     @abstractmethod
     def argv(self, args: Mapping[str, Any], job: JobContext) -> list[str]: ...
@@ -132,15 +139,20 @@ class Workload(ABC):
     def container_image(self, args: Mapping[str, Any]) -> str | None:
         return None
 
-    def container_mounts(self, args: Mapping[str, Any], job: JobContext) -> Sequence[str]:
-        return ()
-
     def job_env(self, args: Mapping[str, Any], env: Mapping[str, str]) -> dict[str, str]:
         return dict(env)
 
     def ntasks(self, args: Mapping[str, Any]) -> int | None:
         """How many processes the command must run as, when it fixes that (1: not an MPI program); None: the
         system's own (Slurm: one per task of the allocation)."""
+        return None
+
+    def container_mounts(self, args: Mapping[str, Any], job: JobContext) -> Sequence[str]:
+        """``src:dst`` mounts the command needs in its container, after the test's ``extra_container_mounts``."""
+        return ()
+
+    def ntasks_per_node(self, args: Mapping[str, Any]) -> int | None:
+        """Processes per node when the command fixes that; None: the system's own."""
         return None
 
     def validate(self, space: Space, *, file: Path | None, prefix: str) -> list[Problem]:

@@ -3,17 +3,21 @@
 ``cmd`` is the user's own shell code and runs as written. The other arguments are data: each
 is shell-quoted, so a value such as ``x; touch /tmp/pwned`` reaches the command literally.
 ``extra_cmd_args`` are appended the same way.
+
+As CloudAI runs it, the command runs once, in the job's batch shell (a ``batch_shell`` step), not as one
+``srun`` task per allocated task: a BashCmd that wants tasks on the nodes calls ``srun`` itself.
 """
 
 from __future__ import annotations
 
 import shlex
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from cloudai.space import flatten
+from cloudai.steps import Run, Step
 from cloudai.workloads.base import JobContext, Workload
 
 
@@ -36,6 +40,9 @@ class BashCmd(Workload):
         if isinstance(job.extra_cmd_args, str) and job.extra_cmd_args:
             quoted.append(job.extra_cmd_args)  # a string of extra args is the user's own shell text
         return ["bash", "-c", " ".join([script, *quoted])]
+
+    def steps(self, args: Mapping[str, Any], job: JobContext) -> Sequence[Step]:
+        return (Run(tuple(self.argv(args, job)), batch_shell=True),)
 
 
 def _text(value: Any) -> str:

@@ -13,7 +13,7 @@ from cloudai.workloads.base import JobContext, Workload
 class SleepArgs(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    seconds: float = Field(default=1, ge=0)
+    seconds: float = Field(default=5, ge=0)  # CloudAI's default
 
 
 class Sleep(Workload):

@@ -7,7 +7,9 @@ CloudAI's order (``SlurmCommandGenStrategy.gen_srun_prefix`` / ``container_mount
         --no-container-mount-home ...
 
 ``JOB`` is the job's own directory (CloudAI's test-run output dir), ``INSTALL`` the system's
-``install_path``; both absolute. ``extra`` are the test's ``extra_container_mounts``.
+``install_path``; both absolute. ``extra`` are the test's ``extra_container_mounts``; one that starts with
+``$VAR`` gets it from the batch shell, as CloudAI's unquoted line does, and ``$PWD`` (CloudAI's
+``$PWD/conf/...``) is the directory cloudai runs in, which is what CloudAI's batch shell has there.
 ``--no-container-mount-home`` is there unless the system sets ``container_mount_home = true``.
 
 A job without an image, or a system with ``container_runtime = "none"``, gets no flags: its argv
@@ -16,16 +18,14 @@ runs on the host (the image is then named in a comment, so a dry-run shows what 
 
 from __future__ import annotations
 
-import re
+from pathlib import Path
 
 from cloudai.config.fields import shown
 from cloudai.config.slurm import SlurmSystemConfig
 from cloudai.errors import ConfigError
 from cloudai.systems.base import JobSpec
-from cloudai.systems.shell import quote
+from cloudai.systems.shell import quote, quote_expanding
 
-# Text a double-quoted word may hold: $NAME / ${NAME} references and path characters, nothing that runs.
-_EXPANDABLE = re.compile(r"(?:[A-Za-z0-9_./:,=+@%-]|\$\{[A-Za-z_][A-Za-z0-9_]*\}|\$[A-Za-z_][A-Za-z0-9_]*)*")
 RESULTS_MOUNT = "/cloudai_run_results"
 INSTALL_MOUNT = "/cloudai_install"
 
@@ -39,7 +39,7 @@ def container_mounts(spec: JobSpec, config: SlurmSystemConfig) -> list[str]:
             field="--output-dir",
             hint="use an output directory (and scenario name) without a comma",
         )
-    extra = spec.container.mounts if spec.container else ()
+    extra = [_submit_dir(mount) for mount in spec.container.mounts] if spec.container else []
     return [
         f"{job_dir}:{RESULTS_MOUNT}",
         f"{config.install_path.absolute()}:{INSTALL_MOUNT}",
@@ -48,28 +48,27 @@ def container_mounts(spec: JobSpec, config: SlurmSystemConfig) -> list[str]:
     ]
 
 
+def _submit_dir(mount: str) -> str:
+    """A mount's leading ``$PWD`` as the directory cloudai runs in: CloudAI's batch shell starts there (it submits
+    from it and never changes directory), ours changes into the job dir first, so its ``$PWD`` would be that."""
+    for ref in ("${PWD}", "$PWD"):
+        rest = mount.removeprefix(ref)
+        if rest != mount and (not rest or not (rest[0].isalnum() or rest[0] == "_")):
+            return f"{Path.cwd()}{rest}"
+    return mount
+
+
 def container_flags(spec: JobSpec, config: SlurmSystemConfig) -> list[str]:
     """The srun flags that run ``spec`` in its container; none when it has none or the system runs none."""
     if spec.container is None or config.container_runtime == "none":
         return []
     flags = [
         quote(f"--container-image={spec.container.image}"),
-        mounts_word(container_mounts(spec, config)),
+        quote_expanding("--container-mounts=", container_mounts(spec, config)),
     ]
     if not config.container_mount_home:
         flags.append("--no-container-mount-home")
     return flags
-
-
-def mounts_word(mounts: list[str]) -> str:
-    """``--container-mounts=...`` as one shell word: literal, except that an extra mount starting with ``$VAR`` /
-    ``${VAR}`` (CloudAI's ``$PWD``, which its scripts leave to the batch shell) is double-quoted so the batch shell
-    expands it; a mount with anything else after a ``$`` stays literal."""
-    words = [quote("--container-mounts=")]
-    for index, mount in enumerate(mounts):
-        text = ("," if index else "") + mount
-        words.append(f'"{text}"' if mount.startswith("$") and _EXPANDABLE.fullmatch(text) else quote(text))
-    return "".join(words) if any(w.startswith('"') for w in words) else quote(f"--container-mounts={','.join(mounts)}")
 
 
 def container_note(spec: JobSpec, config: SlurmSystemConfig) -> list[str]:

@@ -131,7 +131,9 @@ def render_sbatch(spec: JobSpec, config: SlurmSystemConfig, dependencies: Sequen
     lines.append(f"cd {quote(str(job_dir))}")
     lines.append("")
     lines += container_note(spec, config)
-    if spec.steps:
+    if spec.in_batch_shell:  # once, in the batch shell (CloudAI's BashCmd), not one srun task per allocated task
+        lines.append(join(spec.argv))
+    elif spec.steps:
         lines += render_steps(spec.steps, HEAD_NODE, step_launcher(spec, config))
     else:
         srun = with_ntasks(srun_prefix(config, container_flags(spec, config)), spec)

@@ -99,7 +99,7 @@ def _allocation_nodes(steps: Sequence[ScriptStep]) -> list[str]:
 
 def _step_lines(step: ScriptStep, config: SlurmSystemConfig, index: int) -> list[str]:
     spec = step.spec
-    if spec.steps:
+    if spec.steps and not spec.in_batch_shell:
         raise ConfigError(
             f"{spec.name}: its workload runs several steps (a server and its client, ...), "
             "which --single-sbatch cannot nest in one step",
@@ -117,6 +117,8 @@ def _step_lines(step: ScriptStep, config: SlurmSystemConfig, index: int) -> list
     flags += container_flags(spec, config)
     quoted_dir = quote(str(job_dir))
     srun = " ".join([*with_ntasks(srun_prefix(config, flags), spec), join(spec.argv)])
+    if spec.in_batch_shell:
+        srun = join(spec.argv)
     body = [*export_lines(spec.env), f"cd {quoted_dir}", f"cloudai_step {quoted_dir} {srun}"]
     block = [f"mkdir -p {quoted_dir}", "(", *[f"    {line}" for line in body], ")"]
     if step.stop_after:

@@ -62,6 +62,7 @@ class Fio(Workload):
     metrics = results.METRIC_NAMES
     noisy = True  # the same job measured 2 543, 3 051 and 4 122 MiB/s in three runs here
     units = {f"{op}_{value}": unit for op in results.OPERATIONS for value, unit in results.UNITS.items()}
+    mpi = False  # CloudAI's fio srun has no --mpi: fio processes are independent, not MPI ranks
 
     def default_means(self, cmd_args: Mapping[str, Any]) -> str | None:
         """``read_bw`` for ``metric_operation = "read"`` (CloudAI's default name: ``bw``); None for ``all``/``first``
@@ -91,6 +92,11 @@ class Fio(Workload):
     def container_image(self, args: Mapping[str, Any]) -> str | None:
         """CloudAI's ``docker_image_url``: the Slurm system runs fio in it; the standalone system ignores it."""
         return FioArgs.model_validate(args).docker_image_url
+
+    def ntasks_per_node(self, args: Mapping[str, Any]) -> int | None:
+        """CloudAI's ``num_tasks_per_node`` (default 1): Slurm runs ``--ntasks-per-node=N --ntasks=nodes*N`` fio
+        processes, not one per task of the allocation (8 per node on a GPU system's header)."""
+        return FioArgs.model_validate(args).num_tasks_per_node
 
     def read_metrics(self, job_dir: Path) -> dict[str, float]:
         choice = self._choices.get(job_dir) or results.MetricChoice()  # unseen dir: CloudAI's defaults

@@ -30,6 +30,7 @@ Subtest = Literal[
     "all_reduce_perf_mpi",
     "all_gather_perf_mpi",
     "alltoall_perf_mpi",
+    "alltoallv_perf_mpi",
     "broadcast_perf_mpi",
     "gather_perf_mpi",
     "hypercube_perf_mpi",
@@ -41,6 +42,7 @@ Subtest = Literal[
     "all_reduce_perf",
     "all_gather_perf",
     "alltoall_perf",
+    "alltoallv_perf",
     "broadcast_perf",
     "gather_perf",
     "hypercube_perf",
@@ -51,7 +53,9 @@ Subtest = Literal[
     "bisection_perf",
 ]
 CSV_FILE = "nccl.csv"
-_NOT_FLAGS = ("docker_image_url", "subtest_name")
+_NOT_FLAGS = ("docker_image_url", "subtest_name", "use_deepep_matrix", "alltoallv_matrix_container_path", "min_busbw")
+ALLTOALLV_PERF = "/opt/nccl-tests/build/alltoallv_perf"  # CloudAI's binary for alltoallv_perf_mpi
+_ALLTOALLV_SHORT = {"minbytes": "-b", "maxbytes": "-e", "ngpus": "-g", "warmup_iters": "-w", "iters": "-n"}
 
 
 def _single_process(subtest: str) -> bool:
@@ -83,6 +87,26 @@ class NcclTestArgs(BaseModel):
     check: int = 1
     blocking: int = 0
     cudagraph: int = 0
+    # CloudAI's fields that are not flags: a DeepEP traffic matrix for alltoallv (CloudAI finds it in a
+    # start_post_comp MoE benchmark's output; cloudai does not: mount it at the container path yourself),
+    # and a bus-bandwidth floor CloudAI's report grades against.
+    use_deepep_matrix: bool = False
+    alltoallv_matrix_container_path: str = "/tmp/traffic_matrix.txt"
+    min_busbw: float | None = None
+
+
+def _alltoallv_argv(model: NcclTestArgs) -> list[str]:
+    """CloudAI's alltoallv command: its short flags for sizes, GPUs and iterations first, then every other field's
+    ``--name value`` (``True`` as a bare flag, ``False`` left out) in declaration order."""
+    values = model.model_dump()
+    argv = [ALLTOALLV_PERF]
+    for name, flag in _ALLTOALLV_SHORT.items():
+        argv += [flag, str(values[name])]
+    for name, value in values.items():
+        if name in _NOT_FLAGS or name in _ALLTOALLV_SHORT or value is None or value is False:
+            continue
+        argv += [f"--{name}"] if value is True else [f"--{name}", str(value)]
+    return argv
 
 
 class NcclTest(Workload):
@@ -95,6 +119,8 @@ class NcclTest(Workload):
 
     def argv(self, args: Mapping[str, Any], job: JobContext) -> list[str]:
         model = NcclTestArgs.model_validate(args)
+        if model.subtest_name == "alltoallv_perf_mpi":
+            return _alltoallv_argv(model) + cloudai_extra_args(job.extra_cmd_args)
         single = _single_process(model.subtest_name)
         argv: list[str] = [model.subtest_name]
         for name, value in model.model_dump().items():

@@ -40,6 +40,7 @@ Collective = Literal[
     "reducedt_strided",
 ]
 CSV_FILE = "ucc.csv"
+DEEPEP_MATRIX = "/opt/hpcx/ucc/tools/perf/generator/input_matrices.txt"  # where CloudAI mounts DeepEP's matrix
 
 
 class UCCTestArgs(BaseModel):
@@ -51,6 +52,10 @@ class UCCTestArgs(BaseModel):
     e: SizeText = "8M"
     gen: str | None = None
     ucc_perftest_path: str = "/opt/hpcx/ucc/bin/ucc_perftest"
+    # CloudAI's: read a DeepEP traffic matrix (``--gen file:name=MATRIX``, unless ``gen`` is given). CloudAI mounts
+    # the matrix a start_post_comp MoE benchmark wrote; cloudai does not look into other jobs' output: mount it
+    # at MATRIX with ``extra_container_mounts``.
+    use_deepep_matrix: bool = False
 
 
 class UCCTest(Workload):
@@ -70,6 +75,8 @@ class UCCTest(Workload):
         argv = [model.ucc_perftest_path, "-c", model.collective, "-b", str(model.b), "-e", model.e]
         if model.gen is not None:
             argv += ["--gen", model.gen]
+        elif model.use_deepep_matrix:
+            argv += ["--gen", f"file:name={DEEPEP_MATRIX}"]
         return [*argv, "-m", "cuda", "-F", *cloudai_extra_args(job.extra_cmd_args)]
 
     def container_image(self, args: Mapping[str, Any]) -> str | None:
