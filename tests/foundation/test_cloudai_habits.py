@@ -165,7 +165,7 @@ def test_debug_log_and_log_file_hold_the_debug_log(
     ("where", "text", "field"),
     [
         ("test", '[[git_repos]]\nurl = "https://github.com/x/y.git"\ncommit = "abc"\n', "git_repos"),
-        ("test", 'dse_excluded_args = ["cmd_args.seconds"]\n', "dse_excluded_args"),
+        ("test", "[nsys]\nenable = true\n", "nsys"),
         ("entry", 'extra_srun_args = "--exclusive"\n', "Tests[0].extra_srun_args"),
         ("scenario", "[reports.per_test]\nenable = true\n", "reports"),
     ],

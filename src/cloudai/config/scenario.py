@@ -259,6 +259,32 @@ def deep_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]
     return merged
 
 
+def frozen(cmd_args: dict[str, Any], excluded: Iterable[str]) -> dict[str, Any]:
+    """``cmd_args`` with the lists under each ``dse_excluded_args`` path as tuples: one value, never a sweep
+    (``cloudai.space`` makes a list a knob, a tuple a fixed value; workloads read either as a list)."""
+    out = dict(cmd_args)
+    for path in excluded:
+        *parents, leaf = path.removeprefix("cmd_args.").split(".")
+        node = out
+        for part in parents:
+            child = node.get(part)
+            if not isinstance(child, dict):
+                break
+            node[part] = node = dict(child)
+        else:
+            if leaf in node:
+                node[leaf] = _as_tuples(node[leaf])
+    return out
+
+
+def _as_tuples(value: Any) -> Any:
+    if isinstance(value, list | tuple):
+        return tuple(_as_tuples(item) for item in value)
+    if isinstance(value, dict) and not is_range(value):
+        return {key: _as_tuples(item) for key, item in value.items()}
+    return value
+
+
 def _set_paths(raw: ScenarioEntry) -> frozenset[str]:
     """The dotted paths ``raw`` sets: table fields down to their leaves (a range table is one leaf)."""
     paths: set[str] = set()
@@ -318,7 +344,9 @@ def _merge(index: int, raw: ScenarioEntry, tests: dict[str, tuple[WorkloadConfig
         test_name=test.name,
         workload=test.test_template_name,
         description=raw.description or test.description,
-        cmd_args=deep_merge(test.cmd_args, raw.cmd_args),
+        cmd_args=frozen(
+            deep_merge(test.cmd_args, raw.cmd_args), (*(test.dse_excluded_args or ()), *(raw.dse_excluded_args or ()))
+        ),
         extra_env_vars={**test.extra_env_vars, **raw.extra_env_vars},
         extra_cmd_args=extra_cmd_args,
         num_nodes=raw.num_nodes,

@@ -37,6 +37,14 @@ class StandaloneSystemConfig(BaseModel):
 
 SYSTEM_MODELS: dict[str, type[BaseModel]] = {"standalone": StandaloneSystemConfig}
 
+# CloudAI schedulers cloudai does not run on: a system file naming one is refused as such (exit 2), never met
+# with a did-you-mean to a scheduler it does not resemble. The tests written for them still verify.
+UNSUPPORTED_SCHEDULERS: dict[str, str] = {
+    "kubernetes": "CloudAI submits Kubernetes jobs (AIDynamo graphs, MPIJobs) to a cluster's API server",
+    "runai": "CloudAI submits Run:ai training jobs through the Run:ai REST API",
+    "lsf": "CloudAI submits bsub jobs to an IBM Spectrum LSF cluster",
+}
+
 
 def _slurm_model() -> type[BaseModel] | None:
     try:
@@ -69,6 +77,14 @@ def system_from_dict(data: dict[str, Any], file: Path | None) -> BaseModel:
             file=file,
             field="scheduler",
             hint=f"set scheduler to one of: {', '.join(sorted(models))}",
+        )
+    if scheduler in UNSUPPORTED_SCHEDULERS and scheduler not in models:
+        raise ConfigError(
+            f"scheduler '{scheduler}' is not supported by cloudai ({UNSUPPORTED_SCHEDULERS[scheduler]})",
+            file=file,
+            field="scheduler",
+            hint=f"cloudai runs on: {', '.join(sorted(models))}; run this file with NVIDIA CloudAI, or write a "
+            "system file for one of those (the tests themselves verify and run there)",
         )
     if scheduler not in models:
         raise ConfigError(

@@ -60,7 +60,6 @@ class EnvParamSpec(BaseModel):
 # Fields of CloudAI's test and scenario-entry models that cloudai does not honour: an unknown-field error
 # says so (never a did-you-mean to an unrelated field of ours), naming what the field does in CloudAI.
 CLOUDAI_TEST_ONLY: dict[str, str] = {
-    "dse_excluded_args": "CloudAI keeps these cmd_args out of its DSE",
     "git_repos": "CloudAI clones these repositories at install time",
     "nsys": "CloudAI wraps the job in an Nsight Systems profile",
     "predictor": "CloudAI runs a performance predictor after the job",
@@ -83,6 +82,16 @@ class AgentFields(BaseModel):
     agent_constraints: dict[str, str] | None = None  # metric -> "<= 50" (cloudai.config.objectives)
     env_params: dict[str, EnvParamSpec] | None = None
     seed: Seed | None = None
+    # CloudAI's: cmd_args whose list values are one value, not candidates to sweep (``cmd_args.aiperf_phases``).
+    dse_excluded_args: list[str] | None = None
+
+    @field_validator("dse_excluded_args")
+    @classmethod
+    def _excluded(cls, paths: list[str] | None) -> list[str] | None:
+        for path in paths or []:
+            if not path.startswith("cmd_args.") or not all(path.split(".")):
+                raise ValueError(f"{path!r} must name a cmd_args field: 'cmd_args.<name>[.<name>...]'")
+        return paths
 
     @field_validator("agent_constraints")
     @classmethod

@@ -43,7 +43,7 @@ def build_spec(
     """The job for one set of knob values (flat names, see ``cloudai.space``); ``install_path`` is the system's."""
     cmd_args, env, num_nodes = split_knobs(values)
     log.debug("job %s: %s in %s", name, values, job_dir)
-    context = JobContext(job_dir, num_nodes, entry.extra_cmd_args, install_path)
+    context = JobContext(job_dir, num_nodes, entry.extra_cmd_args, install_path, env)
     argv = workload.argv(cmd_args, context)
     image = workload.container_image(cmd_args)
     container = Container(image, entry.extra_container_mounts) if image else None

@@ -15,6 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from cloudai.config.scenario import frozen
 from cloudai.config.test import load_tests
 from cloudai.installables import Installable
 from cloudai.space import Categorical, Space, entry_knobs, parse_space, split_knobs
@@ -45,7 +46,8 @@ def needs_of_tests(system_config: BaseModel, tests_dir: Path) -> Needs:
     for name, (test, path) in load_tests(tests_dir).items():
         if test.cmd_args.get("live_rl_mode") is True:
             continue
-        space = parse_space(entry_knobs(test.cmd_args, test.extra_env_vars, 1), file=path)
+        cmd_args = frozen(test.cmd_args, test.dse_excluded_args or ())
+        space = parse_space(entry_knobs(cmd_args, test.extra_env_vars, 1), file=path)
         _add(needs, test.test_template_name, space, name)
     return needs
 
