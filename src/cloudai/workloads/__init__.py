@@ -27,6 +27,9 @@ WORKLOADS: Registry[type[Workload]] = Registry(
         "UCCTest": "cloudai.workloads.ucc_test:UCCTest",
         "OSUBench": "cloudai.workloads.osu_bench:OSUBench",
         "Fio": "cloudai.workloads.fio:Fio",
+        "TritonInference": "cloudai.workloads.triton_inference:TritonInference",
+        "AIDynamo": "cloudai.workloads.ai_dynamo:AIDynamo",
+        "DynamoMocker": "cloudai.workloads.dynamo_mocker:DynamoMocker",
     },
 )
 
