@@ -42,6 +42,8 @@ def build_spec(
 ) -> JobSpec:
     """The job for one set of knob values (flat names, see ``cloudai.space``); ``install_path`` is the system's."""
     cmd_args, env, num_nodes = split_knobs(values)
+    if "num_nodes" not in entry.scenario_fields:
+        num_nodes = workload.num_nodes(cmd_args) or num_nodes
     log.debug("job %s: %s in %s", name, values, job_dir)
     context = JobContext(job_dir, num_nodes, entry.extra_cmd_args, install_path, env)
     argv = workload.argv(cmd_args, context)

@@ -104,6 +104,11 @@ class Workload(ABC):
     def steps(self, args: Mapping[str, Any], job: JobContext) -> Sequence[Step]:
         return ()
 
+    def num_nodes(self, args: Mapping[str, Any]) -> int | None:
+        """The nodes a job needs when its scenario entry does not set ``num_nodes`` (CloudAI's AIDynamo: its
+        prefill plus decode nodes); None: the entry's own (1 by default)."""
+        return None
+
     def default_means(self, cmd_args: Mapping[str, Any]) -> str | None:
         """Which of ``metrics`` the ``default`` metric is for these (test-level, possibly swept) ``cmd_args``, so
         results say ``read_bw 3 655 MiB/s`` rather than ``default 3655``; None: not one of them, or not fixed."""

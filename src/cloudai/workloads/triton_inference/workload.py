@@ -32,7 +32,7 @@ from cloudai.workloads.base import ONE_NODE, JobContext, Resources, Workload, wr
 from cloudai.workloads.triton_inference.wrapper import CONTAINER_PATH, WRAPPER, setup_shell
 
 EXPORT = "profile_export_genai_perf.csv"
-_REQUIRED_ENV = ("NIM_MODEL_NAME", "NIM_CACHE_PATH")
+_REQUIRED_ENV = (("NIM_MODEL_NAME", "ro"), ("NIM_CACHE_PATH", "rw"))  # mounted at their own paths
 
 
 class TritonInferenceArgs(BaseModel):
@@ -66,7 +66,7 @@ def client_argv(model: TritonInferenceArgs, artifact_dir: Path) -> list[str]:
     for extra in (f"max_tokens:{osl}", f"min_tokens:{osl}", "ignore_eos:true"):
         argv += ["--extra-inputs", extra]
     argv += ["--artifact-dir", str(artifact_dir), "--tokenizer", model.tokenizer, "--", "-v"]
-    return argv + ["--max-threads", str(model.concurrency), "--request-count", str(model.num_prompts)]
+    return [*argv, "--max-threads", str(model.concurrency), "--request-count", str(model.num_prompts)]
 
 
 class TritonInference(Workload):
@@ -84,7 +84,7 @@ class TritonInference(Workload):
         model = TritonInferenceArgs.model_validate(args)
         job_dir = job.job_dir.absolute()
         servers = max(job.num_nodes - 1, 1)
-        mounts = [f"{job.env[k]}:{job.env[k]}:{flag}" for k, flag in zip(_REQUIRED_ENV, ("ro", "rw")) if k in job.env]
+        mounts = [f"{job.env[var]}:{job.env[var]}:{flag}" for var, flag in _REQUIRED_ENV if var in job.env]
         server = Run(
             (CONTAINER_PATH,),
             name="server",
@@ -111,7 +111,7 @@ class TritonInference(Workload):
     def validate(self, space: Space, *, file: Path | None, prefix: str) -> list[Problem]:
         problems = super().validate(space, file=file, prefix=prefix)
         names = {*space.fixed, *space.names}
-        for var in _REQUIRED_ENV:
+        for var, _ in _REQUIRED_ENV:
             if f"extra_env_vars.{var}" not in names:
                 where = prefix.removesuffix("cmd_args") + f"extra_env_vars.{var}"
                 problems.append(Problem(str(file) if file else None, where, "required field is missing",
