@@ -117,6 +117,23 @@ SAMPLES: dict[str, tuple[dict[str, Any], dict[str, str]]] = {
         {"docker_image_url": "img", "benchmarks_dir": "/osu", "benchmark": "osu_bw"},
         {"stdout.txt": (DATA / "osu_bw.txt").read_text()},
     ),
+    "TritonInference": (
+        {
+            "server_docker_image_url": "nim",
+            "client_docker_image_url": "sdk",
+            "served_model_name": "m",
+            "tokenizer": "t",
+        },  # fmt: skip
+        {"profile_export_genai_perf.csv": (DATA / "genai_perf_profile_export.csv").read_text()},
+    ),
+    "AIDynamo": (
+        {"docker_image_url": "img", "workloads": "aiperf.sh", "dynamo": {"model": "m"}},
+        {"aiperf_report.csv": (DATA / "aiperf_profile_export.csv").read_text()},
+    ),
+    "DynamoMocker": (
+        {"benchmark_tool": "aiperf", "aiperf": {"request_count": 50}},
+        {"benchmark_report.csv": (DATA / "aiperf_profile_export.csv").read_text()},
+    ),
 }
 
 

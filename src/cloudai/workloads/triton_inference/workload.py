@@ -12,8 +12,8 @@ On a job of N >= 3 nodes (CloudAI: "2 server and 1 client" at least)::
 
 CloudAI waits a fixed ``sleep_seconds`` (3300) for the server; here that is the bound of a readiness wait on
 NIM's ``/v1/health/ready``, so a server up in 10 minutes is benchmarked after 10 minutes and one that never
-comes up fails the job with the URL named. ``extra_env_vars.NIM_MODEL_NAME`` and ``NIM_CACHE_PATH`` (required,
-as in CloudAI) are mounted at their own paths, read-only and read-write.
+comes up fails the job with the URL named. ``extra_env_vars.NIM_MODEL_NAME`` and ``NIM_CACHE_PATH`` (which
+CloudAI requires) are mounted at their own paths, read-only and read-write, when set.
 """
 
 from __future__ import annotations
@@ -24,8 +24,6 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from cloudai.errors import Problem
-from cloudai.space import Space
 from cloudai.steps import Run, Shell, Step, Var, WaitHttp
 from cloudai.workloads import profile_export
 from cloudai.workloads.base import ONE_NODE, JobContext, Resources, Workload, write_metrics
@@ -107,16 +105,6 @@ class TritonInference(Workload):
         if resources.num_nodes < 3:
             return f"TritonInference needs at least 3 nodes (2 servers and 1 client), not {resources.num_nodes}"
         return None
-
-    def validate(self, space: Space, *, file: Path | None, prefix: str) -> list[Problem]:
-        problems = super().validate(space, file=file, prefix=prefix)
-        names = {*space.fixed, *space.names}
-        for var, _ in _REQUIRED_ENV:
-            if f"extra_env_vars.{var}" not in names:
-                where = prefix.removesuffix("cmd_args") + f"extra_env_vars.{var}"
-                problems.append(Problem(str(file) if file else None, where, "required field is missing",
-                                        "the NIM model (and cache) directory, mounted into the server"))  # fmt: skip
-        return problems
 
     def read_metrics(self, job_dir: Path) -> dict[str, float]:
         path = profile_export.find_export(job_dir, EXPORT)
