@@ -123,7 +123,7 @@ SAMPLES: dict[str, tuple[dict[str, Any], dict[str, str]]] = {
             "client_docker_image_url": "sdk",
             "served_model_name": "m",
             "tokenizer": "t",
-        },  # fmt: skip
+        },
         {"profile_export_genai_perf.csv": (DATA / "genai_perf_profile_export.csv").read_text()},
     ),
     "AIDynamo": (
