@@ -47,7 +47,7 @@ def test_failed_requests_fail_the_trial_with_the_count() -> None:
 
 
 def test_a_missing_export_names_the_client(tmp_path: Path) -> None:
-    with pytest.raises(WorkloadError, match="no aiperf_report.csv was written: aiperf did not finish"):
+    with pytest.raises(WorkloadError, match=r"no aiperf_report\.csv was written: aiperf did not finish"):
         AIDynamo().read_metrics(tmp_path)
 
 
@@ -64,7 +64,7 @@ def test_each_workload_reads_its_clients_file(tmp_path: Path) -> None:
     assert AIDynamo().read_metrics(tmp_path / "dynamo")["ttft_ms"] == 184.36
     (tmp_path / "mocker").mkdir()
     shutil.copy(DATA / "aiperf_failed_requests.csv", tmp_path / "mocker" / "benchmark_report.csv")
-    with pytest.raises(WorkloadError, match="benchmark_report.csv: 7 of 50 requests failed"):
+    with pytest.raises(WorkloadError, match=r"benchmark_report\.csv: 7 of 50 requests failed"):
         DynamoMocker().read_metrics(tmp_path / "mocker")
 
 
