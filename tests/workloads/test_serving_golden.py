@@ -23,6 +23,7 @@ from __future__ import annotations
 import os
 import re
 import shlex
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -300,3 +301,25 @@ def test_cloudais_dynamo_files_verify() -> None:
         cli, ["verify-configs", "--tests-dir", str(CONF / "ai_dynamo" / "test"), *map(str, files)]
     )
     assert result.exit_code == 0, result.output
+
+
+def test_dynamo_fields_we_do_not_run_say_so(tmp_path: Path) -> None:
+    (tmp_path / "t").mkdir()
+    (tmp_path / "t" / "d.toml").write_text(
+        'name = "d"\ntest_template_name = "AIDynamo"\n[cmd_args]\ndocker_image_url = "i"\nstartup_cmd = "x"\n'
+        '[cmd_args.dynamo.prefill_worker]\ncmd = "c"\nworker-initialized-regex = "r"\nnodes = "n1"\n'
+        "multiple-workers-per-node = true\n"
+    )
+    (tmp_path / "s.toml").write_text('name = "s"\n[[Tests]]\nid = "a"\ntest_name = "d"\n')
+    args = ["dry-run", "--tests-dir", str(tmp_path / "t"), "--test-scenario", str(tmp_path / "s.toml")]
+    result = CliRunner().invoke(cli, [*args, "--output-dir", str(tmp_path / "out")])
+    assert result.exit_code == 2 and not (tmp_path / "out").exists()
+    for field in ("cmd_args.startup_cmd", "cmd_args.dynamo.prefill_worker.nodes"):
+        assert f"{field}: CloudAI field not supported by cloudai (yet)" in result.output
+    assert "multiple-workers-per-node: true is not supported by cloudai" in result.output
+    assert "did you mean" not in result.output
+
+
+def test_rendered_serving_scripts_are_valid_bash() -> None:
+    for script in GOLDEN.glob("*dynamo*"):
+        assert subprocess.run(["bash", "-n", str(script)], capture_output=True).returncode == 0, script

@@ -46,10 +46,18 @@ class WorkerConfig(BaseModel):
 
     cmd: str
     worker_initialized_regex: str = _alias("worker_initialized_regex")
-    multiple_workers_per_node: Literal[False] = _aliased("multiple_workers_per_node", False)
+    multiple_workers_per_node: bool = _aliased("multiple_workers_per_node", False)
     num_nodes: int = Field(default=1, ge=0, validation_alias=AliasChoices("num-nodes", "num_nodes"))
     args: WorkerArgs = Field(default_factory=WorkerArgs)
     extra_args: str | None = _aliased("extra_args", None)
+
+    @field_validator("multiple_workers_per_node")
+    @classmethod
+    def _one_per_node(cls, value: bool) -> bool:
+        if value:
+            raise ValueError("true is not supported by cloudai (one worker per node and role; CloudAI starts "
+                             "gpus/(tp*pp) workers per node): remove it or set it false")  # fmt: skip
+        return value
 
     @property
     def gpus(self) -> int:
