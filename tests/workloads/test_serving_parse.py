@@ -121,3 +121,30 @@ def test_a_cloudai_scheduler_we_do_not_run_is_named_as_such(scheduler: str) -> N
     text = str(err.value)
     assert f"cluster.toml: scheduler: scheduler '{scheduler}' is not supported by cloudai" in text
     assert "cloudai runs on: slurm, standalone" in text and "did you mean" not in text
+
+
+def test_a_dynamo_job_without_num_nodes_is_checked_on_the_nodes_it_will_get() -> None:
+    from cloudai.workloads.base import constraint_of
+
+    values = {**{f"dynamo.{role}_worker.{k}": v for role in ("prefill", "decode") for k, v in
+                 (("cmd", "c"), ("worker-initialized-regex", "r"), ("args.tensor-parallel-size", 8))},
+              "docker_image_url": "i", "num_nodes": 1}  # fmt: skip
+    assert constraint_of(AIDynamo(), values, 8) == "prefill and decode share nodes but need 8 + 8 GPUs of 8"
+    assert constraint_of(AIDynamo(), values, 8, nodes_set=False) is None  # CloudAI's rule: 1 + 1 nodes
+
+
+def test_dynamo_genai_perf_client_is_what_cloudais_genai_perf_sh_runs(tmp_path: Path) -> None:
+    from cloudai.steps import Run
+    from cloudai.workloads.base import JobContext
+
+    genai = {"extra-args": "--streaming -- -v", "args": {"concurrency": 2, "request-count": 50}}
+    args = {"docker_image_url": "i", "dynamo": {"model": "m"}, "genai_perf": genai}
+    steps = AIDynamo().steps(args, JobContext(tmp_path, num_nodes=2))
+    [client] = [step for step in steps if isinstance(step, Run) and step.name == "genai_perf"]
+    assert list(client.argv) == [
+        "genai-perf", "profile", "--model", "m", "--url", "http://${CLOUDAI_HEAD_NODE}:8000", "--endpoint",
+        "v1/chat/completions", "--concurrency", "2", "--request-count", "50", "--artifact-dir",
+        f"{tmp_path.absolute()}/genai_perf_artifacts", "--profile-export-file", "profile.json",
+        "--streaming", "--", "-v",
+    ]  # fmt: skip
+    assert not any(isinstance(step, Run) and step.name == "aiperf" for step in steps)
