@@ -101,6 +101,9 @@ class TritonInference(Workload):
     def container_image(self, args: Mapping[str, Any]) -> str | None:
         return TritonInferenceArgs.model_validate(args).server_docker_image_url or None
 
+    def num_nodes(self, args: Mapping[str, Any]) -> int | None:
+        return 3  # when the entry sets none: CloudAI's minimum, 2 servers and 1 client
+
     def constraint(self, args: Mapping[str, Any], resources: Resources = ONE_NODE) -> str | None:
         if resources.num_nodes < 3:
             return f"TritonInference needs at least 3 nodes (2 servers and 1 client), not {resources.num_nodes}"
