@@ -44,7 +44,7 @@ def _frontend(model: AIDynamoArgs) -> str:
 def environment(model: AIDynamoArgs, job_dir: Path) -> str:
     """Batch-shell exports every step inherits: where etcd, NATS and the frontend are (CloudAI's names)."""
     d = model.dynamo
-    metrics = f"{_frontend(model)}/metrics,http://{HEAD}:{SYSTEM_PORT}/metrics"
+    metrics = f"{_frontend(model)}/metrics,http://{HEAD}:${{DYN_SYSTEM_PORT:-{SYSTEM_PORT}}}/metrics"  # a worker's
     if d.dcgm_exporter.enabled:
         metrics += f",http://{HEAD}:{d.dcgm_exporter.port}/metrics"
     lines = [f'export ETCD_ENDPOINTS="http://{HEAD}:{d.etcd_port}"', f'export NATS_SERVER="nats://{HEAD}:{d.nats_port}"',
