@@ -323,3 +323,22 @@ def test_dynamo_fields_we_do_not_run_say_so(tmp_path: Path) -> None:
 def test_rendered_serving_scripts_are_valid_bash() -> None:
     for script in GOLDEN.glob("*dynamo*"):
         assert subprocess.run(["bash", "-n", str(script)], capture_output=True).returncode == 0, script
+
+
+def test_serving_knobs_sweep_like_any_knob(tmp_path: Path) -> None:
+    tests = tmp_path / "tests"
+    tests.mkdir()
+    vllm = (CONF / "ai_dynamo" / "test" / "vllm.toml").read_text()
+    swept = vllm.replace("tensor-parallel-size = 8", "tensor-parallel-size = [2, 4]", 1)  # the prefill worker's
+    objective = 'test_template_name = "AIDynamo"\nagent_objectives = { default = "max" }'
+    (tests / "vllm.toml").write_text(swept.replace('test_template_name = "AIDynamo"', objective))
+    scenario = tmp_path / "s.toml"
+    scenario.write_text('name = "s"\n[[Tests]]\nid = "a"\ntest_name = "vLLM"\n')
+    args = ["dry-run", "--system-config", str(SLURM_EXAMPLE), "--tests-dir", str(tests), "--test-scenario",
+            str(scenario), "--output-dir", str(tmp_path / "out")]  # fmt: skip
+    result = CliRunner().invoke(cli, args, catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    assert "dynamo.prefill_worker.args.tensor-parallel-size: 2 choices [2, 4]" in result.output
+    scripts = sorted((tmp_path / "out").glob("*/a/0/*/sbatch.sh"))
+    tps = [srun_steps(s.read_text())["prefill_0"] for s in scripts]
+    assert [words[words.index("--tensor-parallel-size") + 1] for words in tps] == ["2", "4"]
