@@ -148,3 +148,19 @@ def test_dynamo_genai_perf_client_is_what_cloudais_genai_perf_sh_runs(tmp_path: 
         "--streaming", "--", "-v",
     ]  # fmt: skip
     assert not any(isinstance(step, Run) and step.name == "aiperf" for step in steps)
+
+
+def test_excluded_lists_are_written_back_as_one_value() -> None:
+    """best.toml of a search over an AIDynamo test keeps ``aiperf_phases`` a value: TOML lists again, and the
+    paths named in ``dse_excluded_args`` (``cloudai.run.best``)."""
+    import toml
+
+    from cloudai.config.scenario import frozen, frozen_paths, thawed
+
+    cmd_args = frozen({"aiperf_phases": [{"name": "a"}, {"name": "b"}], "dynamo": {"ports": [1, 2]}, "x": [3, 4]},
+                      ["cmd_args.aiperf_phases", "cmd_args.dynamo.ports"])  # fmt: skip
+    assert frozen_paths(cmd_args) == ["cmd_args.aiperf_phases", "cmd_args.dynamo.ports"]
+    assert toml.loads(toml.dumps({"cmd_args": thawed(cmd_args)}))["cmd_args"]["aiperf_phases"] == [
+        {"name": "a"},
+        {"name": "b"},
+    ]

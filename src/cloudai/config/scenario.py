@@ -277,6 +277,26 @@ def frozen(cmd_args: dict[str, Any], excluded: Iterable[str]) -> dict[str, Any]:
     return out
 
 
+def frozen_paths(cmd_args: Mapping[str, Any], prefix: str = "cmd_args") -> list[str]:
+    """The ``dse_excluded_args`` paths that ``frozen`` made one value (its tuples), for a test file written back."""
+    paths: list[str] = []
+    for key, value in cmd_args.items():
+        if isinstance(value, tuple):
+            paths.append(f"{prefix}.{key}")
+        elif isinstance(value, Mapping):
+            paths += frozen_paths(value, f"{prefix}.{key}")
+    return paths
+
+
+def thawed(value: Any) -> Any:
+    """``frozen``'s tuples back as lists (a TOML writer takes lists of tables, not tuples)."""
+    if isinstance(value, list | tuple):
+        return [thawed(item) for item in value]
+    if isinstance(value, Mapping):
+        return {key: thawed(item) for key, item in value.items()}
+    return value
+
+
 def _as_tuples(value: Any) -> Any:
     if isinstance(value, list | tuple):
         return tuple(_as_tuples(item) for item in value)

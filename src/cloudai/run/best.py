@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 import toml
 
+from cloudai.config.scenario import frozen_paths, thawed
 from cloudai.recordfiles import ENV_FILE, SCORED, TRAJECTORY_FILE
 from cloudai.reports.baseline import versus_first
 from cloudai.reports.confirm import Estimate, verdict_lines, winner
@@ -46,13 +47,15 @@ def best_test(entry: RunEntry, space: Space, best: Feedback, kind: str = "best")
         "name": f"{entry.test_name}_{kind}",
         "description": f"{kind} trial of {entry.id}: step {best.step}, reward {best.reward:.6g}",
         "test_template_name": entry.workload,
-        "cmd_args": cmd_args,
+        "cmd_args": thawed(cmd_args),
     }
     if cmd_args.get("live_rl_mode"):  # still a live episode: it needs its agent to step the server
         agent = entry.agent
         test["agent"] = agent.name
         if agent.steps is not None:
             test["agent_steps"] = agent.steps
+    if excluded := frozen_paths(cmd_args):  # lists that are one value (aiperf_phases) stay one value
+        test["dse_excluded_args"] = excluded
     if env_vars:
         test["extra_env_vars"] = env_vars
     if entry.extra_cmd_args:
