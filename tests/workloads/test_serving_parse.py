@@ -164,3 +164,12 @@ def test_excluded_lists_are_written_back_as_one_value() -> None:
         {"name": "a"},
         {"name": "b"},
     ]
+
+
+def test_the_accuracy_run_adds_cloudais_accuracy_metric(tmp_path: Path) -> None:
+    shutil.copy(DATA / "aiperf_profile_export.csv", tmp_path / "aiperf_report.csv")
+    assert "accuracy" not in AIDynamo().read_metrics(tmp_path)
+    results = tmp_path / "aiperf_accuracy_artifacts" / "mmlu"
+    results.mkdir(parents=True)
+    shutil.copy(DATA / "aiperf_accuracy_results.csv", results / "accuracy_results.csv")
+    assert AIDynamo().read_metrics(tmp_path)["accuracy"] == 0.35

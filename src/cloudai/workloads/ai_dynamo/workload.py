@@ -27,6 +27,7 @@ from typing import Any
 from cloudai.steps import Run, Shell, Step, Var, WaitHttp
 from cloudai.workloads import profile_export
 from cloudai.workloads.ai_dynamo import aiperf_script
+from cloudai.workloads.ai_dynamo.accuracy import read_accuracy
 from cloudai.workloads.ai_dynamo.args import AIDynamoArgs
 from cloudai.workloads.ai_dynamo.workers import SYSTEM_PORT, flag_words, layout, ready_wait, worker_runs
 from cloudai.workloads.base import ONE_NODE, JobContext, Resources, Workload, write_metrics
@@ -127,7 +128,7 @@ class AIDynamo(Workload):
     name = "AIDynamo"
     args_model = AIDynamoArgs
     produces_metrics = True
-    metrics = profile_export.METRICS
+    metrics = (*profile_export.METRICS, "accuracy")
     units = profile_export.UNITS
     noisy = True
 
@@ -174,5 +175,8 @@ class AIDynamo(Workload):
         """aiperf's ``aiperf_report.csv`` (the last phase's export, as CloudAI copies it), else genai-perf's."""
         genai = profile_export.find_export(job_dir / GENAI_PERF_DIR, GENAI_PERF_EXPORT)
         if (job_dir / AIPERF_REPORT).exists() or not genai.exists():
-            return write_metrics(job_dir, profile_export.read_profile(job_dir / AIPERF_REPORT, "aiperf"))
-        return write_metrics(job_dir, profile_export.read_profile(genai, "genai-perf"))
+            metrics = profile_export.read_profile(job_dir / AIPERF_REPORT, "aiperf")
+        else:
+            metrics = profile_export.read_profile(genai, "genai-perf")
+        accuracy = read_accuracy(job_dir)  # the aiperf_accuracy run's, when there was one (a 0-1 fraction)
+        return write_metrics(job_dir, metrics if accuracy is None else {**metrics, "accuracy": accuracy})
