@@ -53,7 +53,10 @@ class Run:
     ``name``: the step's name (``[a-z][a-z0-9_]*``; Slurm's step name is ``cloudai-<name>``), required for a
     background step. ``batch_shell``: run it in the batch script's own shell, once, not as a step of the
     allocation (a launcher that submits its own jobs; CloudAI's BashCmd). ``container``: run it in the job's
-    container image when the system runs containers. ``env``: variables for this step only.
+    container image when the system runs containers. ``image``: run it in this image instead of the job's (a
+    benchmark client shipped in its own image: Triton's genai-perf SDK image). ``mounts``: ``src:dst[:flags]``
+    mounts for this step beyond the job's (a file the job wrote, mounted where the image expects it). Systems
+    without containers ignore both. ``env``: variables for this step only.
     """
 
     argv: tuple[str, ...]
@@ -66,6 +69,8 @@ class Run:
     node: int | None = None
     batch_shell: bool = False
     container: bool = True
+    image: str | None = None
+    mounts: tuple[str, ...] = ()
     env: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -77,6 +82,8 @@ class Run:
             raise ValueError("a background Run needs a name (its process id is $<NAME>_PID)")
         if self.output is not None and ("/" in self.output or self.output in ("", ".", "..")):
             raise ValueError(f"output {self.output!r} must be a file name in the job dir")
+        if any("," in mount or not mount.isprintable() for mount in self.mounts):
+            raise ValueError(f"mounts {self.mounts!r}: one src:dst per entry, no ',' or control character")
 
     @property
     def pid_var(self) -> str:

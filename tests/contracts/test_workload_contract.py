@@ -189,6 +189,23 @@ SAMPLES: dict[str, tuple[dict[str, Any], dict[str, str]]] = {
         {"nixl-ep-node-0.log": (DATA / "nixl_ep_node_0.log").read_text()},
     ),
     "DeepEP": ({"docker_image_url": "img", "subtest_name": "test_ep", "deterministic": True}, {}),
+    "TritonInference": (
+        {
+            "server_docker_image_url": "nim",
+            "client_docker_image_url": "sdk",
+            "served_model_name": "m",
+            "tokenizer": "t",
+        },
+        {"profile_export_genai_perf.csv": (DATA / "genai_perf_profile_export.csv").read_text()},
+    ),
+    "AIDynamo": (
+        {"docker_image_url": "img", "workloads": "aiperf.sh", "dynamo": {"model": "m"}},
+        {"aiperf_report.csv": (DATA / "aiperf_profile_export.csv").read_text()},
+    ),
+    "DynamoMocker": (
+        {"benchmark_tool": "aiperf", "aiperf": {"request_count": 50}},
+        {"benchmark_report.csv": (DATA / "aiperf_profile_export.csv").read_text()},
+    ),
 }
 
 

@@ -53,7 +53,7 @@ def test_lsf_is_named_too(tmp_path: Path) -> None:
     system = tmp_path / "lsf.toml"
     system.write_text('name = "lsf"\nscheduler = "lsf"\ninstall_path = "i"\noutput_path = "o"\n')
     code, output = invoke("verify-configs", system)
-    assert code == 2 and "scheduler 'lsf' (IBM LSF) is one of NVIDIA CloudAI's schedulers" in output
+    assert code == 2 and "scheduler 'lsf' is not supported by cloudai: IBM LSF is one of NVIDIA CloudAI's" in output
 
 
 @pytest.mark.parametrize(("scenario", "scripts"), [("ddlb_test.toml", 4), ("deepep_official.toml", 1),

@@ -75,8 +75,8 @@ def system_from_dict(data: dict[str, Any], file: Path | None) -> BaseModel:
         )
     if scheduler in CLOUDAI_ONLY_SCHEDULERS and scheduler not in models:
         raise ConfigError(
-            f"scheduler '{scheduler}' ({CLOUDAI_ONLY_SCHEDULERS[scheduler]}) is one of NVIDIA CloudAI's schedulers "
-            "that cloudai does not run jobs on",
+            f"scheduler '{scheduler}' is not supported by cloudai: {CLOUDAI_ONLY_SCHEDULERS[scheduler]} is one of "
+            "NVIDIA CloudAI's schedulers that cloudai does not run jobs on",
             file=file,
             field="scheduler",
             hint=f"cloudai runs on: {', '.join(sorted(models))} (slurm: a cluster; standalone: this machine); "

@@ -109,6 +109,7 @@ class CloudAIGymEnv(BaseGym):
             raise ConfigError("the offline env runs jobs: it needs the entry's workload", field="test_template_name")
         self.setup, self.workload = setup, setup.workload
         self.metrics = tuple(setup.entry.agent.metrics)
+        self._nodes_set = "num_nodes" in setup.entry.scenario_fields  # else the workload may size the job
         self.objectives, self.constraints = setup.entry.agent.objectives, setup.entry.agent.constraints
         self.record_dir = setup.out_dir
         self.reward_fn = REWARDS.get(setup.entry.agent.reward)
@@ -197,7 +198,9 @@ class CloudAIGymEnv(BaseGym):
             self._cached(trial, hit)
         elif self._reuse and trial.key in self._running:  # the same trial is running: share its result when it succeeds
             self._running[trial.key].followers.append(trial)
-        elif reason := constraint_of(self.workload, self._values(trial), self.setup.system.gpus_per_node):
+        elif reason := constraint_of(
+            self.workload, self._values(trial), self.setup.system.gpus_per_node, nodes_set=self._nodes_set
+        ):
             self._complete(trial, self._nothing(), self.setup.penalty_reward, "constraint", {"reason": reason})
         else:
             self._submit(trial)

@@ -44,6 +44,8 @@ def build_spec(
     """The job for one set of knob values (flat names, see ``cloudai.space``); ``install_path`` and
     ``gpus_per_node`` are the system's."""
     cmd_args, env, num_nodes = split_knobs(values)
+    if "num_nodes" not in entry.scenario_fields:
+        num_nodes = workload.num_nodes(cmd_args) or num_nodes
     log.debug("job %s: %s in %s", name, values, job_dir)
     env = workload.job_env(cmd_args, env)
     context = JobContext(

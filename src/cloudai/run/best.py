@@ -53,6 +53,8 @@ def best_test(entry: RunEntry, space: Space, best: Feedback, kind: str = "best")
         test["agent"] = agent.name
         if agent.steps is not None:
             test["agent_steps"] = agent.steps
+    if entry.whole:  # lists that are one value (aiperf_phases) stay one value
+        test["dse_excluded_args"] = [f"cmd_args.{name}" for name in entry.whole]
     if env_vars:
         test["extra_env_vars"] = env_vars
     if entry.extra_cmd_args:

@@ -69,7 +69,7 @@ def dry_run_entries(plan: Plan, run_dir: Path, system: System, echo: Echo, n: in
             dry.step_count += 1
             env = sampler.sample(step) if sampler else {}
             values = action.full({**point, **env})
-            why = constraint_of(workload, values, system.gpus_per_node)
+            why = constraint_of(workload, values, system.gpus_per_node, nodes_set="num_nodes" in entry.scenario_fields)
             directory = run_dir / entry.id / "0" / str(step)
             spec = build_spec(
                 entry, workload, values, directory, f"{entry.id}.0.{step}", system.install_path, system.gpus_per_node

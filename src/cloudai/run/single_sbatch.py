@@ -214,7 +214,7 @@ def _unroll(
         point = space.grid_point(index)
         env = sampler.sample(step) if sampler else {}
         values = space.full({**point, **env})
-        reason = constraint_of(workload, values, gpus_per_node)
+        reason = constraint_of(workload, values, gpus_per_node, nodes_set="num_nodes" in entry.scenario_fields)
         if reason:
             result.trials.append(_Trial(step, point, env, None, reason))
             continue

@@ -42,6 +42,9 @@ WORKLOADS: Registry[type[Workload]] = Registry(
         "NixlEP": "cloudai.workloads.nixl_ep:NixlEP",
         "DDLBTest": "cloudai.workloads.ddlb:DDLBTest",
         "SlurmContainer": "cloudai.workloads.slurm_container:SlurmContainer",
+        "TritonInference": "cloudai.workloads.triton_inference:TritonInference",
+        "AIDynamo": "cloudai.workloads.ai_dynamo:AIDynamo",
+        "DynamoMocker": "cloudai.workloads.dynamo_mocker:DynamoMocker",
     },
 )
 

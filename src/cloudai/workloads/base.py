@@ -124,6 +124,11 @@ class Workload(ABC):
     def steps(self, args: Mapping[str, Any], job: JobContext) -> Sequence[Step]:
         return ()
 
+    def num_nodes(self, args: Mapping[str, Any]) -> int | None:
+        """The nodes a job needs when its scenario entry does not set ``num_nodes`` (CloudAI's AIDynamo: its
+        prefill plus decode nodes); None: the entry's own (1 by default)."""
+        return None
+
     def default_means(self, cmd_args: Mapping[str, Any]) -> str | None:
         """Which of ``metrics`` the ``default`` metric is for these (test-level, possibly swept) ``cmd_args``, so
         results say ``read_bw 3 655 MiB/s`` rather than ``default 3655``; None: not one of them, or not fixed."""
@@ -193,12 +198,17 @@ class Workload(ABC):
         return []
 
 
-def constraint_of(workload: Workload, values: Mapping[str, Any], gpus_per_node: int | None) -> str | None:
+def constraint_of(
+    workload: Workload, values: Mapping[str, Any], gpus_per_node: int | None, *, nodes_set: bool = True
+) -> str | None:
     """``workload.constraint`` for one point of a test's space (its ``cmd_args``, ``extra_env_vars.*`` and
-    ``num_nodes`` knobs, flat), on a system with ``gpus_per_node``."""
+    ``num_nodes`` knobs, flat), on a system with ``gpus_per_node``. ``nodes_set``: the scenario entry sets
+    ``num_nodes``; when it does not, the job gets ``workload.num_nodes(args)`` nodes where that says."""
     from cloudai.space import split_knobs
 
     args, _, num_nodes = split_knobs(values)
+    if not nodes_set:
+        num_nodes = workload.num_nodes(args) or num_nodes
     return workload.constraint(args, Resources(num_nodes, gpus_per_node))
 
 

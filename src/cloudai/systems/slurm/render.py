@@ -10,13 +10,14 @@ from __future__ import annotations
 import math
 import shlex
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from cloudai.config.slurm import SlurmSystemConfig
 from cloudai.config.timelimit import format_time_limit
 from cloudai.errors import ConfigError
 from cloudai.steps import Run
-from cloudai.systems.base import DEPENDENCY_TYPES, JobSpec
+from cloudai.systems.base import DEPENDENCY_TYPES, Container, JobSpec
 from cloudai.systems.shell import directive, export_lines, join, quote
 from cloudai.systems.slurm.container import container_flags, container_note
 from cloudai.systems.slurm.placement import placement_flags
@@ -141,6 +142,15 @@ def render_sbatch(spec: JobSpec, config: SlurmSystemConfig, dependencies: Sequen
     return "\n".join(lines) + "\n"
 
 
+def step_spec(spec: JobSpec, run: Run) -> JobSpec:
+    """The job as one of its steps sees it: the step's own image and mounts, when it names them."""
+    if run.image is None and not run.mounts:
+        return spec
+    base = spec.container or Container(run.image or "")
+    image = run.image or base.image
+    return replace(spec, container=Container(image, (*base.mounts, *run.mounts)) if image else None)
+
+
 HEAD_NODE = '$(scontrol show hostname "$SLURM_JOB_NODELIST" | head -n 1)'
 
 
@@ -153,7 +163,7 @@ def step_launcher(spec: JobSpec, config: SlurmSystemConfig) -> Launch:
     def launch(run: Run, command: str) -> str:
         if run.batch_shell:
             return f"{command} > {quote(str(job_dir / run.output))} 2>&1" if run.output else command
-        words = srun_prefix(config, container_flags(spec, config) if run.container else [])
+        words = srun_prefix(config, container_flags(step_spec(spec, run), config) if run.container else [])
         if overlap:
             words.append("--overlap")
         if run.node is not None:
