@@ -237,11 +237,12 @@ class Space:
 
 
 def flatten(table: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
-    """Nested tables to dotted names; range tables stay whole."""
+    """Nested tables to dotted names; range tables stay whole, and so do empty ones (an empty ``[cmd_args.prefill]``
+    still says "disaggregated")."""
     flat: dict[str, Any] = {}
     for key, value in table.items():
         name = f"{prefix}{key}"
-        if isinstance(value, Mapping) and not is_range(value):
+        if isinstance(value, Mapping) and value and not is_range(value):
             flat.update(flatten(value, f"{name}."))
         else:
             flat[name] = value

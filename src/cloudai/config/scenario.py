@@ -19,6 +19,7 @@ from cloudai.config.fields import NodeCount, StrictPositiveInt, check_dir_name, 
 from cloudai.config.hostlist import check_hostlists, check_node_specs, listed_and_excluded
 from cloudai.config.objectives import Constraint, Objective, default_reward, observed_metrics, parse_constraint
 from cloudai.config.test import (
+    ARG_TABLES,
     CLOUDAI_TEST_ONLY,
     AgentFields,
     EnvParamSpec,
@@ -318,7 +319,7 @@ def _merge(index: int, raw: ScenarioEntry, tests: dict[str, tuple[WorkloadConfig
         test_name=test.name,
         workload=test.test_template_name,
         description=raw.description or test.description,
-        cmd_args=deep_merge(test.cmd_args, raw.cmd_args),
+        cmd_args=_with_arg_tables(test, deep_merge(test.cmd_args, raw.cmd_args)),
         extra_env_vars={**test.extra_env_vars, **raw.extra_env_vars},
         extra_cmd_args=extra_cmd_args,
         num_nodes=raw.num_nodes,
@@ -333,6 +334,16 @@ def _merge(index: int, raw: ScenarioEntry, tests: dict[str, tuple[WorkloadConfig
         exclude_nodes=tuple(raw.exclude_nodes),
         scenario_fields=_set_paths(raw),
     )
+
+
+def _with_arg_tables(test: WorkloadConfig, cmd_args: dict[str, Any]) -> dict[str, Any]:
+    """``cmd_args`` with the test's ``ARG_TABLES`` under their names (the entry's own ``cmd_args.<table>`` wins)."""
+    for table in ARG_TABLES:
+        value = getattr(test, table)
+        if value is not None:
+            entry = cmd_args.get(table)
+            cmd_args[table] = deep_merge(value, entry) if isinstance(entry, dict) else value if entry is None else entry
+    return cmd_args
 
 
 def _agent_settings(test: AgentFields, entry: AgentFields) -> AgentSettings:

@@ -61,9 +61,11 @@ class EnvParamSpec(BaseModel):
 # says so (never a did-you-mean to an unrelated field of ours), naming what the field does in CloudAI.
 CLOUDAI_TEST_ONLY: dict[str, str] = {
     "dse_excluded_args": "CloudAI keeps these cmd_args out of its DSE",
+    "custom_bash": "CloudAI's vLLM/SGLang run these bash lines before a matching command",
     "git_repos": "CloudAI clones these repositories at install time",
     "nsys": "CloudAI wraps the job in an Nsight Systems profile",
     "predictor": "CloudAI runs a performance predictor after the job",
+    "proxy_script_repo": "CloudAI's vLLM clones the repository of its disaggregation proxy at install time",
     "training_report": "CloudAI writes a training report",
 }
 
@@ -118,6 +120,12 @@ def checked_env_vars(env: dict[str, Any]) -> dict[str, Any]:
     return env
 
 
+# CloudAI's test-level tables beside cmd_args that a workload reads as arguments (vLLM's and SGLang's benchmark
+# client and semantic evaluation): merged into cmd_args under their own name (a scenario entry overrides them
+# as ``[Tests.cmd_args.bench_cmd_args]``), so their values are knobs like any other (``max_concurrency = [8, 64]``).
+ARG_TABLES = ("bench_cmd_args", "semantic_eval_cmd_args")
+
+
 class WorkloadConfig(AgentFields):
     """One file of ``--tests-dir``. CloudAI's test files load unchanged."""
 
@@ -128,6 +136,8 @@ class WorkloadConfig(AgentFields):
     extra_env_vars: dict[str, Any] = Field(default_factory=dict)
     extra_cmd_args: dict[str, Any] | str = Field(default_factory=dict)
     extra_container_mounts: list[str] = Field(default_factory=list)  # more src:dst mounts when in a container
+    bench_cmd_args: dict[str, Any] | None = None  # see ARG_TABLES
+    semantic_eval_cmd_args: dict[str, Any] | None = None
 
     _cmd_args = field_validator("cmd_args")(checked_cmd_args)
     _env = field_validator("extra_env_vars")(checked_env_vars)

@@ -252,7 +252,10 @@ class CloudAIGymEnv(BaseGym):
         entry, step = self.setup.entry, trial.step
         name = f"{entry.id}.{self.setup.iteration}.{step}"
         out = self.setup.out_dir / str(step)
-        spec = build_spec(entry, self.workload, self._values(trial), out, name, self.setup.system.install_path)
+        system = self.setup.system
+        spec = build_spec(
+            entry, self.workload, self._values(trial), out, name, system.install_path, system.gpus_per_node
+        )
         self._pending[step] = trial  # before submit: close() must know of it
         self._running.setdefault(trial.key, trial)  # a twin measured again (measure_again) is not a follower
         trial.job = self.setup.system.submit(spec)

@@ -39,11 +39,13 @@ def build_spec(
     job_dir: Path,
     name: str,
     install_path: Path | None = None,
+    gpus_per_node: int | None = None,
 ) -> JobSpec:
-    """The job for one set of knob values (flat names, see ``cloudai.space``); ``install_path`` is the system's."""
+    """The job for one set of knob values (flat names, see ``cloudai.space``); ``install_path`` and
+    ``gpus_per_node`` are the system's."""
     cmd_args, env, num_nodes = split_knobs(values)
     log.debug("job %s: %s in %s", name, values, job_dir)
-    context = JobContext(job_dir, num_nodes, entry.extra_cmd_args, install_path)
+    context = JobContext(job_dir, num_nodes, entry.extra_cmd_args, install_path, env, gpus_per_node)
     argv = workload.argv(cmd_args, context)
     image = workload.container_image(cmd_args)
     container = Container(image, entry.extra_container_mounts) if image else None

@@ -71,7 +71,8 @@ def dry_run_entries(plan: Plan, run_dir: Path, system: System, echo: Echo, n: in
             values = action.full({**point, **env})
             why = constraint_of(workload, values, system.gpus_per_node)
             directory = run_dir / entry.id / "0" / str(step)
-            spec = build_spec(entry, workload, values, directory, f"{entry.id}.0.{step}", system.install_path)
+            name = f"{entry.id}.0.{step}"
+            spec = build_spec(entry, workload, values, directory, name, system.install_path, system.gpus_per_node)
             directory.mkdir(parents=True, exist_ok=True)
             (directory / system.script_name).write_text(system.render(spec))
             note = f"  [infeasible: {why}]" if why else ""

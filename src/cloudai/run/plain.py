@@ -164,7 +164,10 @@ class PlainRunner:
         workload = self.workloads[entry.workload]
         directory = job_dir(self.run_dir, entry, unit.iteration)
         name = f"{entry.id}.{unit.iteration}"
-        spec = build_spec(entry, workload, plain_values(entry), directory, name, self.system.install_path)
+        system = self.system
+        spec = build_spec(
+            entry, workload, plain_values(entry), directory, name, system.install_path, system.gpus_per_node
+        )
         unit.job = self.system.submit(spec, dependencies)
         log.info("started %s (%s)", spec.name, unit.job.job_id)
         if self.progress is not None:
@@ -228,7 +231,8 @@ def dry_run_plain(plan: Plan, run_dir: Path, system: System, echo: Echo, shown: 
             directory = job_dir(run_dir, entry, iteration)
             values = plain_values(entry)
             name = f"{entry.id}.{iteration}"
-            spec = build_spec(entry, workloads[entry.workload], values, directory, name, system.install_path)
+            workload = workloads[entry.workload]
+            spec = build_spec(entry, workload, values, directory, name, system.install_path, system.gpus_per_node)
             directory.mkdir(parents=True, exist_ok=True)
             (directory / system.script_name).write_text(system.render(spec))
             deps = ", ".join(f"{d.type}:{d.id}" for d in entry.dependencies) or "-"

@@ -145,7 +145,8 @@ def build_steps(plan: Plan, run_dir: Path, workloads: dict[str, Workload]) -> La
         ends = [d.id for d in entry.dependencies if d.type == "end_post_comp"]
         for iteration in range(1 if ends else entry.iterations):  # stopped at once: later iterations never start
             directory = job_dir(run_dir, entry, iteration)
-            spec = build_spec(entry, workload, plain_values(entry), directory, f"{entry.id}.{iteration}", install)
+            gpus = getattr(plan.system_config, "gpus_per_node", None)
+            spec = build_spec(entry, workload, plain_values(entry), directory, f"{entry.id}.{iteration}", install, gpus)
             if ends:
                 reason = f"{ends[0]} completed (end_post_comp)"
                 layout.steps.append(ScriptStep(spec, last[ends[0]], reason))
@@ -211,7 +212,8 @@ def _unroll(
             result.trials.append(_Trial(step, point, env, None, reason))
             continue
         name = f"{entry.id}.{iteration}.{step}"
-        steps.append(ScriptStep(build_spec(entry, workload, values, result.out_dir / str(step), name, install)))
+        spec = build_spec(entry, workload, values, result.out_dir / str(step), name, install, gpus_per_node)
+        steps.append(ScriptStep(spec))
         result.trials.append(_Trial(step, point, env, name))
     return result
 

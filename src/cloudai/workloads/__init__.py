@@ -27,6 +27,8 @@ WORKLOADS: Registry[type[Workload]] = Registry(
         "UCCTest": "cloudai.workloads.ucc_test:UCCTest",
         "OSUBench": "cloudai.workloads.osu_bench:OSUBench",
         "Fio": "cloudai.workloads.fio:Fio",
+        "vllm": "cloudai.workloads.vllm:Vllm",
+        "sglang": "cloudai.workloads.sglang:Sglang",
     },
 )
 

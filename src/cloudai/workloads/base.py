@@ -34,7 +34,7 @@ import math
 import shlex
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, ClassVar
 
@@ -71,6 +71,8 @@ class JobContext:
     num_nodes: int = 1
     extra_cmd_args: Mapping[str, Any] | str = ""
     install_path: Path | None = None  # the system's install_path (absolute): where `cloudai install` put things
+    env: Mapping[str, str] = field(default_factory=dict)  # the job's extra_env_vars (CUDA_VISIBLE_DEVICES, ...)
+    gpus_per_node: int | None = None  # the system's, when it says (Slurm's gpus_per_node)
 
 
 @dataclass(frozen=True)

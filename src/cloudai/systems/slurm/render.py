@@ -132,7 +132,7 @@ def render_sbatch(spec: JobSpec, config: SlurmSystemConfig, dependencies: Sequen
     lines.append("")
     lines += container_note(spec, config)
     if spec.steps:
-        lines += render_steps(spec.steps, HEAD_NODE, step_launcher(spec, config))
+        lines += render_steps(spec.steps, HEAD_NODE, step_launcher(spec, config), NODES)
     else:
         srun = with_ntasks(srun_prefix(config, container_flags(spec, config)), spec)
         lines.append(" ".join([*srun, join(spec.argv)]))
@@ -140,6 +140,7 @@ def render_sbatch(spec: JobSpec, config: SlurmSystemConfig, dependencies: Sequen
 
 
 HEAD_NODE = '$(scontrol show hostname "$SLURM_JOB_NODELIST" | head -n 1)'
+NODES = '$(scontrol show hostname "$SLURM_JOB_NODELIST")'
 
 
 def step_launcher(spec: JobSpec, config: SlurmSystemConfig) -> Launch:
@@ -154,7 +155,11 @@ def step_launcher(spec: JobSpec, config: SlurmSystemConfig) -> Launch:
         words = srun_prefix(config, container_flags(spec, config) if run.container else [])
         if overlap:
             words.append("--overlap")
-        if run.node is not None:
+        if run.node is not None and run.num_nodes is not None and run.num_nodes > 1:
+            last = run.node + run.num_nodes
+            lines = f"sed -n '{run.node + 1},{last}p' | paste -sd,"
+            words += [f"-N{run.num_nodes}", f'--nodelist=$(scontrol show hostname "$SLURM_JOB_NODELIST" | {lines})']
+        elif run.node is not None:
             words += ["-N1", f"--nodelist=$(scontrol show hostname \"$SLURM_JOB_NODELIST\" | sed -n '{run.node + 1}p')"]
         elif run.num_nodes:
             words.append(f"-N{run.num_nodes}")
