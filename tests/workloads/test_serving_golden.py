@@ -22,7 +22,6 @@ import shlex
 from pathlib import Path
 
 import pytest
-
 from tests.workloads.test_golden import SLURM_EXAMPLE, dry_run, placeholders
 
 HERE = Path(__file__).resolve().parent
@@ -30,10 +29,12 @@ REF = HERE / "ref"
 GOLDEN = HERE / "golden" / "serving"
 CONF = HERE / "cloudai_conf_serving"
 
-_VLLM = 'name = "{name}"\ntest_template_name = "vllm"\n[cmd_args]\ndocker_image_url = "nvcr.io/nvidia/vllm:latest"\n'
-_SGLANG = 'name = "{name}"\ntest_template_name = "sglang"\n[cmd_args]\ndocker_image_url = "docker.io/lmsysorg/sglang:dev"\n'
+_HEAD = 'name = "{{name}}"\ntest_template_name = "{kind}"\n[cmd_args]\ndocker_image_url = "{image}"\n'
+_VLLM = _HEAD.format(kind="vllm", image="nvcr.io/nvidia/vllm:latest")
+_SGLANG = _HEAD.format(kind="sglang", image="docker.io/lmsysorg/sglang:dev")
 _RAY = "num_gpus = 4\nnum_cpus = 64\ndisable_usage_stats = true\n"
-_ONE_GPU, _FOUR_GPUS = '[extra_env_vars]\nCUDA_VISIBLE_DEVICES = "0"\n', '[extra_env_vars]\nCUDA_VISIBLE_DEVICES = "0,1,2,3"\n'
+_ONE_GPU = '[extra_env_vars]\nCUDA_VISIBLE_DEVICES = "0"\n'
+_FOUR_GPUS = '[extra_env_vars]\nCUDA_VISIBLE_DEVICES = "0,1,2,3"\n'
 # CloudAI's tests/test_acceptance.py definitions of its reference scripts: (test TOML, nodes).
 CLOUDAI_REF_TESTS: dict[str, tuple[str, int]] = {
     "vllm": (_VLLM + 'model = "Qwen/Qwen3-0.6B"\n' + _ONE_GPU, 1),
