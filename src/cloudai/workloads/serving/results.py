@@ -219,7 +219,8 @@ def _number(text: str) -> float | None:
 
 
 def _first(errors: Sequence[str]) -> str:
-    return f"; first error: {errors[0][:200]}" if errors else ""
+    """The first error's last line (a traceback ends with the exception), one line for a trial's reason."""
+    return f"; first error: {errors[0].splitlines()[-1].strip()[:200]}" if errors else ""
 
 
 def _gpus(job_dir: Path) -> int:
