@@ -23,6 +23,7 @@ from cloudai.config.test import (
     CLOUDAI_TEST_ONLY,
     AgentFields,
     EnvParamSpec,
+    GitRepoSpec,
     WorkloadConfig,
     checked_cmd_args,
     checked_env_vars,
@@ -52,6 +53,7 @@ class ScenarioEntry(AgentFields):
     CLOUDAI_ONLY: ClassVar[dict[str, str]] = {
         **CLOUDAI_TEST_ONLY,
         "extra_srun_args": "CloudAI adds these words to this entry's srun line",
+        "git_repos": "CloudAI lets a scenario entry replace its test's repositories (give them in the test file)",
     }
 
     id: str = Field(min_length=1)
@@ -148,6 +150,7 @@ class RunEntry:
     test_file: Path | None
     scenario_file: Path
     extra_container_mounts: tuple[str, ...] = ()  # CloudAI's: more src:dst mounts for a containerized job
+    git_repos: tuple[GitRepoSpec, ...] = ()  # the test's: cloned by `cloudai install`, mounted in the container
     nodes: tuple[str, ...] = ()
     exclude_nodes: tuple[str, ...] = ()
     hook: str = ""  # "pre_test"/"post_test": an entry of a hook scenario (``cloudai.config.hooks``)
@@ -330,6 +333,7 @@ def _merge(index: int, raw: ScenarioEntry, tests: dict[str, tuple[WorkloadConfig
         test_file=test_file,
         scenario_file=path,
         extra_container_mounts=(*test.extra_container_mounts, *raw.extra_container_mounts),
+        git_repos=tuple(test.git_repos),
         nodes=tuple(raw.nodes),
         exclude_nodes=tuple(raw.exclude_nodes),
         scenario_fields=_set_paths(raw),

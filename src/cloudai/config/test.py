@@ -62,12 +62,33 @@ class EnvParamSpec(BaseModel):
 CLOUDAI_TEST_ONLY: dict[str, str] = {
     "dse_excluded_args": "CloudAI keeps these cmd_args out of its DSE",
     "custom_bash": "CloudAI's vLLM/SGLang run these bash lines before a matching command",
-    "git_repos": "CloudAI clones these repositories at install time",
     "nsys": "CloudAI wraps the job in an Nsight Systems profile",
     "predictor": "CloudAI runs a performance predictor after the job",
     "proxy_script_repo": "CloudAI's vLLM clones the repository of its disaggregation proxy at install time",
     "training_report": "CloudAI writes a training report",
 }
+
+
+class GitRepoSpec(BaseModel):
+    """CloudAI's ``[[git_repos]]`` entry: ``cloudai install`` clones ``url`` at ``commit`` under the system's
+    ``install_path`` (as ``<repo>__<commit>``); a containerized job mounts it at ``mount_as`` (default
+    ``/git/<repo>__<commit>``), as CloudAI does."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    url: str = Field(min_length=1)
+    commit: str = Field(min_length=1, pattern=r"^[^\s/:,]+$")
+    init_submodules: bool = False
+    mount_as: str | None = Field(default=None, pattern=r"^/[^,:\n]*$")
+
+    @property
+    def dir_name(self) -> str:
+        name = self.url.rstrip("/").rsplit("/", maxsplit=1)[-1].removesuffix(".git")
+        return f"{name}__{self.commit}"
+
+    @property
+    def container_mount(self) -> str:
+        return self.mount_as or f"/git/{self.dir_name}"
 
 
 class AgentFields(BaseModel):
@@ -136,6 +157,7 @@ class WorkloadConfig(AgentFields):
     extra_env_vars: dict[str, Any] = Field(default_factory=dict)
     extra_cmd_args: dict[str, Any] | str = Field(default_factory=dict)
     extra_container_mounts: list[str] = Field(default_factory=list)  # more src:dst mounts when in a container
+    git_repos: list[GitRepoSpec] = Field(default_factory=list)
     bench_cmd_args: dict[str, Any] | None = None  # see ARG_TABLES
     semantic_eval_cmd_args: dict[str, Any] | None = None
 

@@ -48,7 +48,7 @@ def build_spec(
     context = JobContext(job_dir, num_nodes, entry.extra_cmd_args, install_path, env, gpus_per_node)
     argv = workload.argv(cmd_args, context)
     image = workload.container_image(cmd_args)
-    container = Container(image, entry.extra_container_mounts) if image else None
+    container = Container(image, (*entry.extra_container_mounts, *repo_mounts(entry, install_path))) if image else None
     ntasks = workload.ntasks(cmd_args)
     return JobSpec(
         name,
@@ -64,6 +64,13 @@ def build_spec(
         pending_timeout_s=_pending_timeout_s(entry),
         steps=tuple(workload.steps(cmd_args, context)),
     )
+
+
+def repo_mounts(entry: RunEntry, install_path: Path | None) -> list[str]:
+    """The test's ``git_repos`` as container mounts, after its ``extra_container_mounts`` (CloudAI's order)."""
+    if install_path is None:
+        return []
+    return [f"{install_path.absolute() / repo.dir_name}:{repo.container_mount}" for repo in entry.git_repos]
 
 
 def _pending_timeout_s(entry: RunEntry) -> float | None:

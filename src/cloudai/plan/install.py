@@ -8,15 +8,15 @@ installables land under the system's ``install_path`` (see ``cloudai.installable
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
 
-from cloudai.config.test import load_tests
-from cloudai.installables import Installable
+from cloudai.config.test import GitRepoSpec, load_tests
+from cloudai.installables import GitRepo, Installable
 from cloudai.space import Categorical, Space, entry_knobs, parse_space, split_knobs
 from cloudai.workloads import WORKLOADS
 
@@ -37,6 +37,7 @@ def needs_of_plan(plan: Any) -> Needs:
     for checked in plan.checked.values():
         if not checked.live_rl:
             _add(needs, checked.entry.workload, checked.space, checked.entry.id)
+        _add_repos(needs, checked.entry.git_repos, checked.entry.id)
     return needs
 
 
@@ -47,6 +48,7 @@ def needs_of_tests(system_config: BaseModel, tests_dir: Path) -> Needs:
             continue
         space = parse_space(entry_knobs(test.cmd_args, test.extra_env_vars, 1), file=path)
         _add(needs, test.test_template_name, space, name)
+        _add_repos(needs, test.git_repos, name)
     return needs
 
 
@@ -84,6 +86,14 @@ def _add(needs: Needs, workload_name: str, space: Space, who: str) -> None:
             users = needs.by.setdefault(item, [])
             if who not in users:
                 users.append(who)
+
+
+def _add_repos(needs: Needs, repos: Iterable[GitRepoSpec], who: str) -> None:
+    for repo in repos:
+        item = GitRepo(repo.dir_name, repo.url, repo.commit, repo.init_submodules)
+        users = needs.by.setdefault(item, [])
+        if who not in users:
+            users.append(who)
 
 
 def _candidate_args(space: Space) -> Iterator[dict[str, Any]]:

@@ -18,8 +18,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
+from cloudai.errors import WorkloadError
 from cloudai.steps import Run, Shell, Step, Var, WaitHttp
-from cloudai.workloads.base import JobContext, Workload, write_metrics
+from cloudai.workloads.base import ONE_NODE, JobContext, Resources, Workload, write_metrics
 from cloudai.workloads.serving.args import Role, ServingArgs, roles, used_gpus
 from cloudai.workloads.serving.results import (
     GPUS_FILE,
@@ -105,6 +106,23 @@ class ServingWorkload(Workload):
 
     def ntasks(self, args: Mapping[str, Any]) -> int | None:
         return 1
+
+    def constraint(self, args: Mapping[str, Any], resources: Resources = ONE_NODE) -> str | None:
+        """CloudAI's rules before any trial: role node counts that add up to the job's nodes, and (vLLM)
+        ``tp * pp * dp`` within each role's GPUs."""
+        model = self.model(args)
+        try:
+            servers = roles(model, resources.num_nodes, {}, resources.gpus_per_node)
+        except WorkloadError as exc:
+            return str(exc)
+        for role in servers:
+            reason = self.role_constraint(model, role, resources)
+            if reason:
+                return reason
+        return None
+
+    def role_constraint(self, args: ServingArgs, role: Role, resources: Resources) -> str | None:
+        return None
 
     def servers(self, args: ServingArgs, job: JobContext) -> list[Role]:
         return roles(args, job.num_nodes, job.env, job.gpus_per_node)

@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from cloudai.errors import WorkloadError
 from cloudai.steps import Run, Step, Var
-from cloudai.workloads.base import JobContext
+from cloudai.workloads.base import JobContext, Resources
 from cloudai.workloads.serving.args import Role, RoleArgs, ServingArgs, all_gpu_ids
 from cloudai.workloads.serving.results import BenchResult, accuracy, from_block, from_json, read_text
 from cloudai.workloads.serving.workload import ServingWorkload, bench_host, fill, inner, words
@@ -96,6 +96,20 @@ class Vllm(ServingWorkload):
     slug = "vllm"
     title = "vLLM"
     default_metric = "output_throughput"
+
+    def role_constraint(self, args: ServingArgs, role: Role, resources: Resources) -> str | None:
+        """CloudAI's vLLM rule: tensor x pipeline x data parallel sizes fit the role's GPUs (on all its nodes)."""
+        if resources.gpus_per_node is None and not _role(args, role).gpu_ids:
+            return None  # the system does not say how many GPUs a node has
+        extra = _role(args, role).model_extra or {}
+        sizes = [extra.get(f"{kind}_parallel_size", 1) for kind in ("tensor", "pipeline", "data")]
+        if not all(isinstance(n, int) for n in sizes):
+            return None
+        gpus = len(role.gpus) * role.num_nodes
+        if sizes[0] * sizes[1] * sizes[2] > gpus:
+            tp, pp, dp = sizes
+            return f"vLLM {role.name}: tp*pp*dp = {tp}*{pp}*{dp} exceeds its {gpus} GPUs"
+        return None
 
     def serve_argv(self, args: ServingArgs, role: Role, disaggregated: bool) -> list[str]:
         base = ["vllm", "serve", args.model, "--host", args.host]
