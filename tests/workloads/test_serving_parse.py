@@ -80,7 +80,8 @@ def test_sglang_jsonl_last_complete_line_wins(tmp_path: Path) -> None:
 
 def test_sglang_printed_block_and_its_truncation(tmp_path: Path) -> None:
     metrics = Sglang().read_metrics(job(tmp_path, sglang_bench_log="sglang_bench.log"))
-    assert (metrics["default"], metrics["total_token_throughput"], metrics["median_e2el_ms"]) == (15.09, 2173.48, 1030.12)
+    assert (metrics["default"], metrics["total_token_throughput"]) == (15.09, 2173.48)
+    assert metrics["median_e2el_ms"] == 1030.12
     (tmp_path / "sglang-bench.log").write_text((DATA / "sglang_bench_truncated.log").read_text())
     with pytest.raises(WorkloadError, match="truncated"):
         Sglang().read_metrics(tmp_path)
