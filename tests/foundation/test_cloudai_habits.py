@@ -164,7 +164,8 @@ def test_debug_log_and_log_file_hold_the_debug_log(
 @pytest.mark.parametrize(
     ("where", "text", "field"),
     [
-        ("test", '[[git_repos]]\nurl = "https://github.com/x/y.git"\ncommit = "abc"\n', "git_repos"),
+        ("test", 'custom_bash = "ulimit -n 4096"\n', "custom_bash"),
+        ("entry", '[[Tests.git_repos]]\nurl = "https://github.com/x/y.git"\ncommit = "abc"\n', "Tests[0].git_repos"),
         ("test", 'dse_excluded_args = ["cmd_args.seconds"]\n', "dse_excluded_args"),
         ("entry", 'extra_srun_args = "--exclusive"\n', "Tests[0].extra_srun_args"),
         ("scenario", "[reports.per_test]\nenable = true\n", "reports"),
