@@ -87,7 +87,7 @@ def test_list_takes_a_kind_and_verbose() -> None:
     assert "Fio" in workloads.stdout and "metrics: " in workloads.stdout and "fio_binary = 'fio'" in workloads.stdout
     from cloudai.workloads import WORKLOADS
 
-    real = {"Fio", "NcclTest", "UCCTest", "OSUBench"}  # measure real hardware: their best is confirmed by default
+    real = {"Fio", "NcclTest", "UCCTest", "OSUBench", "vllm", "sglang"}  # real hardware: the best is confirmed
     assert {name for name in WORKLOADS.names() if WORKLOADS.get(name).noisy} == real
     assert workloads.stdout.count("; noisy (the best is confirmed)") == len(real)
     reports = cloudai("list", "reports")
