@@ -106,9 +106,8 @@ def visible_gpus(env: Mapping[str, str], gpus_per_node: int | None) -> list[int]
 
 def roles(args: ServingArgs, num_nodes: int, env: Mapping[str, str], gpus_per_node: int | None) -> list[Role]:
     """The servers of one job (see the module docstring); ``WorkloadError`` when the node counts do not add up."""
-    devices = env.get("CUDA_VISIBLE_DEVICES", "")
     if args.prefill is None:
-        gpus = parse_gpu_ids(devices) if devices else args.decode.gpu_list() or visible_gpus(env, gpus_per_node)
+        gpus = all_gpu_ids(args, env, gpus_per_node)
         return [Role("serve", 0, num_nodes, tuple(gpus), args.port, "NODE")]
     prefill_nodes, decode_nodes = role_nodes(args, num_nodes)
     shared = num_nodes == 1 and prefill_nodes == decode_nodes == 1

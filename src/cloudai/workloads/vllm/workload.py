@@ -14,7 +14,6 @@ Ray cluster (one worker per extra node, the head execs ``vllm serve --distribute
 from __future__ import annotations
 
 import json
-import shlex
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
@@ -22,27 +21,17 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, ConfigDict, Field
 
 from cloudai.errors import WorkloadError
-from cloudai.steps import Run, Step, Var
+from cloudai.steps import Step, Var
 from cloudai.workloads.base import JobContext, Resources
 from cloudai.workloads.serving.args import Role, RoleArgs, ServingArgs, all_gpu_ids
 from cloudai.workloads.serving.results import BenchResult, accuracy, from_block, from_json, read_text
-from cloudai.workloads.serving.workload import ServingWorkload, bench_host, fill, inner, words
+from cloudai.workloads.serving.workload import ServingWorkload, bench_host, fill, words
+from cloudai.workloads.vllm.ray import RayStartArgs, ray_steps
 
 BENCH_JSON = "vllm-bench.json"
 BENCH_LOG = "vllm-bench.log"
 GSM8K_JSON = "vllm-gsm8k.json"
 SEMANTIC_LOG = "vllm-semantic-eval.log"
-
-
-class RayStartArgs(BaseModel):
-    """Flags of ``ray start`` for a multi-node role (``--key=value``; ``true`` a bare flag)."""
-
-    model_config = ConfigDict(extra="allow")
-
-    head: bool | None = None
-    port: int | str | None = None
-    address: str | None = None
-    block: bool | None = None
 
 
 class VllmRole(RoleArgs):
@@ -185,7 +174,8 @@ class Vllm(ServingWorkload):
         return words(f"{evaluation.entrypoint} {fill(evaluation.cli, model, host, job)}")
 
     def multi_node(self, args: ServingArgs, role: Role, argv: list[str]) -> list[Step]:
-        return ray_steps(_role(args, role), role, argv, args.serve_wait_seconds)
+        chosen = _role(args, role)
+        return ray_steps(chosen.ray_head, chosen.ray_worker, role, argv, args.serve_wait_seconds)
 
     def accuracy(self, job_dir: Path) -> float | None:
         return semantic_accuracy(job_dir)
@@ -225,69 +215,3 @@ def _role(args: ServingArgs, role: Role) -> VllmRole:
     chosen = args.prefill if role.name == "prefill" else args.decode
     assert isinstance(chosen, VllmRole)
     return chosen
-
-
-def ray_args(generated: dict[str, Any], user: RayStartArgs | None) -> str:
-    """``ray start`` flags: ours (unquoted: they hold variables) unless the user set them, then the user's."""
-    chosen = user.model_fields_set | set(user.model_extra or {}) if user else set()
-    ours = {k: v for k, v in generated.items() if k not in chosen}
-    theirs = user.model_dump(exclude_none=True) if user else {}
-    return " ".join(p for p in (_ray_flags(ours, quote=False), _ray_flags(theirs, quote=True)) if p)
-
-
-def _ray_flags(values: dict[str, Any], *, quote: bool) -> str:
-    parts = []
-    for key, value in values.items():
-        opt = f"--{key.replace('_', '-')}"
-        if isinstance(value, bool):
-            parts += [opt] if value else []
-        else:
-            parts.append(f"{opt}={shlex.quote(value) if quote and isinstance(value, str) else value}")
-    return " ".join(parts)
-
-
-def ray_steps(args: VllmRole, role: Role, argv: list[str], wait_s: int) -> list[Step]:
-    """A Ray cluster over the role's nodes: a worker on each node but the first, then the head, which waits
-    for every node and execs ``argv`` (CloudAI's scripts, word for word)."""
-    head = "${SERVE_NODE}" if role.name == "serve" else role.host_ref
-    port = f"${{{role.name.upper()}_RAY_PORT}}"
-    worker = ray_args({"address": f"{head}:{port}", "block": True}, args.ray_worker)
-    worker_script = f"""\
-ray stop --force >/dev/null 2>&1 || true
-for (( i=0; i < {wait_s}; i+=5 )); do
-    if ray start {worker}; then
-        echo "Ray worker connected to {head}:{port}"
-        exit 0
-    fi
-    echo "Waiting until the Ray worker can connect to {head}:{port}..."
-    sleep 5
-done
-echo "Ray worker startup timed out for {head}:{port}"
-exit 1"""
-    n = role.num_nodes
-    head_script = f"""\
-ray stop --force >/dev/null 2>&1 || true
-ray start {ray_args({"head": True, "port": f'"{port}"'}, args.ray_head)}
-
-active_nodes=0
-for (( i=0; i < {wait_s}; i+=5 )); do
-    active_nodes=$(python3 -c 'import ray; ray.init(); print(sum(node["Alive"] for node in ray.nodes()))')
-    if [ "$active_nodes" -eq "{n}" ]; then
-        echo "All Ray workers are active: $active_nodes/{n}"
-        ray status || true
-        exec env RAY_ADDRESS="{head}:{port}" {inner(argv)}
-    fi
-    echo "Waiting for Ray workers: $active_nodes/{n} active"
-    sleep 5
-done
-
-echo "Waiting for Ray workers timed out: $active_nodes/{n} active"
-exit 1"""
-    steps: list[Step] = []
-    for i in range(1, n):
-        name, log = f"{role.name}_ray_worker_{i}", f"vllm-{role.name}-ray-worker-{i}.log"
-        steps.append(Run(("bash", "-lc", worker_script), name, True, log, 1, 1, node=role.first_node + i))
-    steps.append(
-        Run(("bash", "-lc", head_script), role.name, True, f"vllm-{role.name}.log", 1, 1, node=role.first_node)
-    )
-    return steps
