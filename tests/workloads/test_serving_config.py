@@ -92,3 +92,10 @@ def test_an_empty_prefill_table_means_disaggregated(tmp_path: Path) -> None:
     [script] = dry_run(tmp_path, SLURM_EXAMPLE, write_tests(tmp_path, VLLM + "[cmd_args.prefill]\n"), scenario)
     text = script.read_text()
     assert '"kv_role":"kv_producer"' in text and "toy_proxy_server.py" in text
+
+
+def test_a_wrong_gpu_list_is_named_at_load(tmp_path: Path) -> None:
+    tests = write_tests(tmp_path, VLLM + '[cmd_args.decode]\ngpu_ids = "0,one"\n')
+    result = CliRunner().invoke(cli, ["verify-configs", str(tests)])
+    assert result.exit_code == 2
+    assert "cmd_args.decode.gpu_ids" in result.output and "comma-separated GPU numbers" in result.output

@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from cloudai.errors import WorkloadError
 
@@ -31,6 +31,14 @@ class RoleArgs(BaseModel):
 
     gpu_ids: str | list[str] | None = Field(default=None, description="Comma-separated GPU ids; default: all")
     num_nodes: int | None = Field(default=None, ge=1, description="Nodes of this role in disaggregated mode")
+
+    @field_validator("gpu_ids")
+    @classmethod
+    def _integers(cls, gpu_ids: str | list[str] | None) -> str | list[str] | None:
+        words = gpu_ids if isinstance(gpu_ids, list) else (gpu_ids or "").split(",") if gpu_ids else []
+        if not all(str(word).strip().isdigit() for word in words):
+            raise ValueError(f'gpu_ids {gpu_ids!r} must be comma-separated GPU numbers, e.g. "0,1"')
+        return gpu_ids
 
     def flag(self, key: str, value: Any) -> list[str]:
         """CloudAI's spelling: ``--key-with-dashes value``; ``""`` is a bare flag."""
