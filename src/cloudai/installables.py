@@ -1,8 +1,8 @@
 """What ``cloudai install`` puts under a system's ``install_path`` for the workloads that need more than a binary.
 
-A workload lists its needs with ``Workload.installables(args)``; today the one kind is a ``PythonEnv``: a
-virtual environment managed by uv, holding pinned packages that must not become cloudai's own dependencies
-(NVIDIA's aiconfigurator pulls ~850 MB). Contract:
+A workload lists its needs with ``Workload.installables(args)``: a ``PythonEnv``, a virtual environment managed
+by uv, holding pinned packages that must not become cloudai's own dependencies (NVIDIA's aiconfigurator pulls
+~850 MB). A test's CloudAI ``git_repos`` are ``GitRepo`` clones. Contract:
 
 * ``install`` is idempotent: an environment whose marker file says it holds exactly these packages is left
   alone. The marker is written last, atomically, so an install cut short (Ctrl-C, a full disk, a registry
@@ -85,7 +85,55 @@ class PythonEnv:
             return True
 
 
-Installable = PythonEnv
+@dataclass(frozen=True)
+class GitRepo:
+    """A clone of ``url`` at ``commit`` in ``install_path / name`` (CloudAI's ``<repo>__<commit>``), for a test's
+    ``git_repos``; a containerized job mounts it (``cloudai.jobs.spec.repo_mounts``)."""
+
+    name: str
+    url: str
+    commit: str
+    init_submodules: bool = False
+
+    def path(self, install_path: Path) -> Path:
+        return install_path / self.name
+
+    def describe(self) -> str:
+        return f"git repository {self.url} at {self.commit}"
+
+    def _wanted(self) -> dict[str, object]:
+        return {"url": self.url, "commit": self.commit, "init_submodules": self.init_submodules}
+
+    def installed(self, install_path: Path) -> bool:
+        try:
+            return json.loads((self.path(install_path) / MARKER).read_text()) == self._wanted()
+        except (OSError, ValueError):
+            return False
+
+    def install(self, install_path: Path) -> bool:
+        """Clone and check out ``commit`` unless done already; True when this call cloned it."""
+        with _locked(install_path):
+            if self.installed(install_path):
+                return False
+            target = self.path(install_path)
+            shutil.rmtree(target, ignore_errors=True)
+            _run(["git", "clone", "--quiet", self.url, str(target)], self.describe())
+            _run(["git", "-C", str(target), "checkout", "--quiet", self.commit], self.describe())
+            if self.init_submodules:
+                _run(["git", "-C", str(target), "submodule", "update", "--init", "--recursive"], self.describe())
+            atomic_write(target / MARKER, json.dumps(self._wanted()) + "\n")
+            return True
+
+    def uninstall(self, install_path: Path) -> bool:
+        with _locked(install_path):
+            target = self.path(install_path)
+            if not target.exists():
+                return False
+            shutil.rmtree(target)
+            return True
+
+
+Installable = PythonEnv | GitRepo
 
 
 def _uv() -> str:

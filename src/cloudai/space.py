@@ -237,11 +237,12 @@ class Space:
 
 
 def flatten(table: Mapping[str, Any], prefix: str = "", whole: Collection[str] = ()) -> dict[str, Any]:
-    """Nested tables to dotted names; range tables, and the names in ``whole``, stay whole."""
+    """Nested tables to dotted names; range tables, the names in ``whole``, and empty tables (an empty
+    ``[cmd_args.prefill]`` still says "disaggregated") stay whole."""
     flat: dict[str, Any] = {}
     for key, value in table.items():
         name = f"{prefix}{key}"
-        if isinstance(value, Mapping) and not is_range(value) and name not in whole:
+        if isinstance(value, Mapping) and value and not is_range(value) and name not in whole:
             flat.update(flatten(value, f"{name}.", whole))
         else:
             flat[name] = value

@@ -15,7 +15,8 @@ Contract of a rendered script, on every system:
 * a foreground step's non-zero exit ends the script with that exit code (the job has failed);
 * a ``WaitHttp`` that times out ends the script with exit code 1 and a line saying which URL never answered;
 * ``$CLOUDAI_HEAD_NODE`` (and CloudAI's name for it, ``$SLURM_JOB_MASTER_NODE``) is the host name of the
-  first node of the job, the one ``node=0`` runs on (standalone: this machine);
+  first node of the job, the one ``node=0`` runs on (standalone: this machine); the bash array
+  ``CLOUDAI_NODES`` holds every node's name in the job's order (``${CLOUDAI_NODES[1]}`` is where ``node=1`` runs);
 * words of an ``argv`` are passed verbatim (quoted by the system), except ``Var`` words, which the batch shell
   expands: they may reference variables (``Var("http://${CLOUDAI_HEAD_NODE}:8000")``), nothing else.
 """
@@ -50,6 +51,7 @@ class Run:
     one srun task per allocated task on Slurm, one process on standalone). ``node``: the index of the node of
     the job to run on (0: the head node). ``background``: start it and go on (``$<NAME>_PID``, stopped at the
     end). ``output``: a file name in the job dir for its stdout and stderr (default: the job's own streams).
+    With ``node`` and ``num_nodes`` both set, it runs on the nodes ``node .. node+num_nodes-1``.
     ``name``: the step's name (``[a-z][a-z0-9_]*``; Slurm's step name is ``cloudai-<name>``), required for a
     background step. ``batch_shell``: run it in the batch script's own shell, once, not as a step of the
     allocation (a launcher that submits its own jobs; CloudAI's BashCmd). ``container``: run it in the job's

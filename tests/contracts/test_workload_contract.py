@@ -206,6 +206,14 @@ SAMPLES: dict[str, tuple[dict[str, Any], dict[str, str]]] = {
         {"benchmark_tool": "aiperf", "aiperf": {"request_count": 50}},
         {"benchmark_report.csv": (DATA / "aiperf_profile_export.csv").read_text()},
     ),
+    "vllm": (
+        {"docker_image_url": "img", "decode": {"tensor_parallel_size": 4}, "bench_cmd_args": {"max_concurrency": 8}},
+        {"vllm-bench.json": (DATA / "serving" / "vllm_bench.json").read_text()},
+    ),
+    "sglang": (
+        {"docker_image_url": "img", "prefill": {"gpu_ids": "0,1"}, "decode": {"gpu_ids": "2,3"}},
+        {"sglang-bench.jsonl": (DATA / "serving" / "sglang_bench.jsonl").read_text()},
+    ),
 }
 
 

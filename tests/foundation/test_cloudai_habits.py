@@ -89,7 +89,7 @@ def test_list_takes_a_kind_and_verbose() -> None:
 
     real = {"Fio", "NcclTest", "UCCTest", "OSUBench"}  # measure real hardware: their best is confirmed by default
     real |= {"DDLBTest", "NIXLBench", "NIXLKVBench", "NixlEP", "MoEBenchmark", "ChakraReplay"}  # issue 26's
-    real |= {"AIDynamo", "TritonInference"}  # serving (issue 24)
+    real |= {"AIDynamo", "TritonInference", "vllm", "sglang"}  # serving (issue 24)
     assert {name for name in WORKLOADS.names() if WORKLOADS.get(name).noisy} == real
     assert workloads.stdout.count("; noisy (the best is confirmed)") == len(real)
     reports = cloudai("list", "reports")
@@ -167,6 +167,7 @@ def test_debug_log_and_log_file_hold_the_debug_log(
     ("where", "text", "field"),
     [
         ("test", "[nsys]\nenable = true\n", "nsys"),
+        ("test", 'custom_bash = "ulimit -n 4096"\n', "custom_bash"),
         ("entry", 'extra_srun_args = "--exclusive"\n', "Tests[0].extra_srun_args"),
         ("scenario", "[reports.per_test]\nenable = true\n", "reports"),
     ],

@@ -19,10 +19,11 @@ from cloudai.config.fields import NodeCount, StrictPositiveInt, check_dir_name, 
 from cloudai.config.hostlist import check_hostlists, check_node_specs, listed_and_excluded
 from cloudai.config.objectives import Constraint, Objective, default_reward, observed_metrics, parse_constraint
 from cloudai.config.test import (
+    ARG_TABLES,
     CLOUDAI_TEST_ONLY,
     AgentFields,
     EnvParamSpec,
-    GitRepo,
+    GitRepoSpec,
     WorkloadConfig,
     checked_cmd_args,
     checked_env_vars,
@@ -73,7 +74,7 @@ class ScenarioEntry(AgentFields):
     sol: float | None = None
     ideal_perf: float | None = None
     extra_container_mounts: list[str] = Field(default_factory=list)
-    git_repos: list[GitRepo] = Field(default_factory=list)
+    git_repos: list[GitRepoSpec] = Field(default_factory=list)
 
     @field_validator("id")
     @classmethod
@@ -149,7 +150,7 @@ class RunEntry:
     test_file: Path | None
     scenario_file: Path
     extra_container_mounts: tuple[str, ...] = ()  # CloudAI's: more src:dst mounts for a containerized job
-    git_repos: tuple[GitRepo, ...] = ()  # CloudAI's [[git_repos]]: repositories the workload runs from
+    git_repos: tuple[GitRepoSpec, ...] = ()  # cloned by `cloudai install`, mounted in the container; the entry's wins
     nodes: tuple[str, ...] = ()
     exclude_nodes: tuple[str, ...] = ()
     hook: str = ""  # "pre_test"/"post_test": an entry of a hook scenario (``cloudai.config.hooks``)
@@ -329,7 +330,7 @@ def _merge(index: int, raw: ScenarioEntry, tests: dict[str, tuple[WorkloadConfig
         test_name=test.name,
         workload=test.test_template_name,
         description=raw.description or test.description,
-        cmd_args=deep_merge(test.cmd_args, raw.cmd_args),
+        cmd_args=_with_arg_tables(test, deep_merge(test.cmd_args, raw.cmd_args)),
         extra_env_vars={**test.extra_env_vars, **raw.extra_env_vars},
         extra_cmd_args=extra_cmd_args,
         num_nodes=raw.num_nodes,
@@ -351,6 +352,16 @@ def _merge(index: int, raw: ScenarioEntry, tests: dict[str, tuple[WorkloadConfig
 def excluded_names(paths: list[str] | None) -> tuple[str, ...]:
     """``dse_excluded_args`` (``cmd_args.a.b``) as flat knob names (``a.b``)."""
     return tuple(p.strip().removeprefix("cmd_args.") for p in paths or ())
+
+
+def _with_arg_tables(test: WorkloadConfig, cmd_args: dict[str, Any]) -> dict[str, Any]:
+    """``cmd_args`` with the test's ``ARG_TABLES`` under their names (the entry's own ``cmd_args.<table>`` wins)."""
+    for table in ARG_TABLES:
+        value = getattr(test, table)
+        if value is not None:
+            entry = cmd_args.get(table)
+            cmd_args[table] = deep_merge(value, entry) if isinstance(entry, dict) else value if entry is None else entry
+    return cmd_args
 
 
 def _agent_settings(test: AgentFields, entry: AgentFields) -> AgentSettings:

@@ -63,10 +63,34 @@ class EnvParamSpec(BaseModel):
 DSE_EXCLUDED = re.compile(r"cmd_args(\.[^.\s]+)+")
 
 CLOUDAI_TEST_ONLY: dict[str, str] = {
+    "custom_bash": "CloudAI's vLLM/SGLang run these bash lines before a matching command",
     "nsys": "CloudAI wraps the job in an Nsight Systems profile",
     "predictor": "CloudAI runs a performance predictor after the job",
+    "proxy_script_repo": "CloudAI's vLLM clones the repository of its disaggregation proxy at install time",
     "training_report": "CloudAI writes a training report",
 }
+
+
+class GitRepoSpec(BaseModel):
+    """CloudAI's ``[[git_repos]]`` entry: ``cloudai install`` clones ``url`` at ``commit`` under the system's
+    ``install_path`` (as ``<repo>__<commit>``); a containerized job mounts it at ``mount_as`` (default
+    ``/git/<repo>__<commit>``), as CloudAI does."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    url: str = Field(min_length=1)
+    commit: str = Field(min_length=1, pattern=r"^[^\s/:,]+$")
+    init_submodules: bool = False
+    mount_as: str | None = Field(default=None, pattern=r"^/[^,:\n]*$")
+
+    @property
+    def dir_name(self) -> str:
+        name = self.url.rstrip("/").rsplit("/", maxsplit=1)[-1].removesuffix(".git")
+        return f"{name}__{self.commit}"
+
+    @property
+    def container_mount(self) -> str:
+        return self.mount_as or f"/git/{self.dir_name}"
 
 
 class AgentFields(BaseModel):
@@ -129,26 +153,10 @@ def checked_env_vars(env: dict[str, Any]) -> dict[str, Any]:
     return env
 
 
-class GitRepo(BaseModel):
-    """CloudAI's ``[[git_repos]]`` entry: a repository at a commit that a workload runs from (MegatronBridge's
-    launcher). cloudai does not clone it: it is expected at ``install_path / repo_name`` (CloudAI's layout), and a
-    containerized job gets it mounted at ``container_mount``."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    url: str = Field(min_length=1)
-    commit: str = Field(min_length=1)
-    init_submodules: bool = False
-    mount_as: str | None = None
-
-    @property
-    def repo_name(self) -> str:
-        """``<name>__<commit>``, CloudAI's directory name for the clone."""
-        return f"{self.url.rstrip('/').rsplit('/', 1)[-1].removesuffix('.git')}__{self.commit}"
-
-    @property
-    def container_mount(self) -> str:
-        return self.mount_as or f"/git/{self.repo_name}"
+# CloudAI's test-level tables beside cmd_args that a workload reads as arguments (vLLM's and SGLang's benchmark
+# client and semantic evaluation): merged into cmd_args under their own name (a scenario entry overrides them
+# as ``[Tests.cmd_args.bench_cmd_args]``), so their values are knobs like any other (``max_concurrency = [8, 64]``).
+ARG_TABLES = ("bench_cmd_args", "semantic_eval_cmd_args")
 
 
 class WorkloadConfig(AgentFields):
@@ -161,7 +169,9 @@ class WorkloadConfig(AgentFields):
     extra_env_vars: dict[str, Any] = Field(default_factory=dict)
     extra_cmd_args: dict[str, Any] | str = Field(default_factory=dict)
     extra_container_mounts: list[str] = Field(default_factory=list)  # more src:dst mounts when in a container
-    git_repos: list[GitRepo] = Field(default_factory=list)
+    git_repos: list[GitRepoSpec] = Field(default_factory=list)
+    bench_cmd_args: dict[str, Any] | None = None  # see ARG_TABLES
+    semantic_eval_cmd_args: dict[str, Any] | None = None
 
     _cmd_args = field_validator("cmd_args")(checked_cmd_args)
     _env = field_validator("extra_env_vars")(checked_env_vars)

@@ -61,8 +61,11 @@ def build_spec(
     )
     argv = workload.argv(cmd_args, context)
     image = workload.container_image(cmd_args)
-    repos = [f"{(install_path or Path()).absolute() / r.repo_name}:{r.container_mount}" for r in entry.git_repos]
-    mounts = (*entry.extra_container_mounts, *repos, *workload.container_mounts(cmd_args, context))
+    mounts = (
+        *entry.extra_container_mounts,
+        *repo_mounts(entry, install_path),
+        *workload.container_mounts(cmd_args, context),
+    )
     container = Container(image, mounts) if image else None
     ntasks = workload.ntasks(cmd_args)
     return JobSpec(
@@ -81,6 +84,13 @@ def build_spec(
         pending_timeout_s=_pending_timeout_s(entry),
         steps=tuple(workload.steps(cmd_args, context)),
     )
+
+
+def repo_mounts(entry: RunEntry, install_path: Path | None) -> list[str]:
+    """The test's ``git_repos`` as container mounts, after its ``extra_container_mounts`` (CloudAI's order)."""
+    if install_path is None:
+        return []
+    return [f"{install_path.absolute() / repo.dir_name}:{repo.container_mount}" for repo in entry.git_repos]
 
 
 def _pending_timeout_s(entry: RunEntry) -> float | None:

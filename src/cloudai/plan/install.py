@@ -8,7 +8,7 @@ installables land under the system's ``install_path`` (see ``cloudai.installable
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -16,8 +16,8 @@ from typing import Any
 from pydantic import BaseModel
 
 from cloudai.config.scenario import excluded_names
-from cloudai.config.test import load_tests
-from cloudai.installables import Installable
+from cloudai.config.test import GitRepoSpec, load_tests
+from cloudai.installables import GitRepo, Installable
 from cloudai.space import Categorical, Space, entry_knobs, parse_space, split_knobs
 from cloudai.workloads import WORKLOADS
 
@@ -38,6 +38,7 @@ def needs_of_plan(plan: Any) -> Needs:
     for checked in plan.checked.values():
         if not checked.live_rl:
             _add(needs, checked.entry.workload, checked.space, checked.entry.id)
+        _add_repos(needs, checked.entry.git_repos, checked.entry.id)
     return needs
 
 
@@ -49,6 +50,7 @@ def needs_of_tests(system_config: BaseModel, tests_dir: Path) -> Needs:
         whole = excluded_names(test.dse_excluded_args)
         space = parse_space(entry_knobs(test.cmd_args, test.extra_env_vars, 1, whole), file=path, whole=whole)
         _add(needs, test.test_template_name, space, name)
+        _add_repos(needs, test.git_repos, name)
     return needs
 
 
@@ -86,6 +88,14 @@ def _add(needs: Needs, workload_name: str, space: Space, who: str) -> None:
             users = needs.by.setdefault(item, [])
             if who not in users:
                 users.append(who)
+
+
+def _add_repos(needs: Needs, repos: Iterable[GitRepoSpec], who: str) -> None:
+    for repo in repos:
+        item = GitRepo(repo.dir_name, repo.url, repo.commit, repo.init_submodules)
+        users = needs.by.setdefault(item, [])
+        if who not in users:
+            users.append(who)
 
 
 def _candidate_args(space: Space) -> Iterator[dict[str, Any]]:

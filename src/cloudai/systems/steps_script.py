@@ -52,9 +52,13 @@ def command_line(argv: Sequence[str]) -> str:
     return " ".join(word(w) for w in argv)
 
 
-def render_steps(steps: Sequence[Step], head_node: str, launch: Launch) -> list[str]:
-    """The body of a script running ``steps``; ``head_node`` is the shell expression of the first node's name."""
-    lines = [f"export CLOUDAI_HEAD_NODE={head_node}", 'export SLURM_JOB_MASTER_NODE="$CLOUDAI_HEAD_NODE"', _PROLOGUE]
+def render_steps(
+    steps: Sequence[Step], head_node: str, launch: Launch, nodes: str = '"$CLOUDAI_HEAD_NODE"'
+) -> list[str]:
+    """The body of a script running ``steps``; ``head_node`` is the shell expression of the first node's name,
+    ``nodes`` the words of every node's name, in the job's order (the ``CLOUDAI_NODES`` array)."""
+    lines = [f"export CLOUDAI_HEAD_NODE={head_node}", 'export SLURM_JOB_MASTER_NODE="$CLOUDAI_HEAD_NODE"']
+    lines += [f"CLOUDAI_NODES=( {nodes} )", _PROLOGUE]
     for step in steps:
         lines.append("")
         if isinstance(step, Shell):

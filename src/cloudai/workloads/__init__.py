@@ -45,6 +45,8 @@ WORKLOADS: Registry[type[Workload]] = Registry(
         "TritonInference": "cloudai.workloads.triton_inference:TritonInference",
         "AIDynamo": "cloudai.workloads.ai_dynamo:AIDynamo",
         "DynamoMocker": "cloudai.workloads.dynamo_mocker:DynamoMocker",
+        "vllm": "cloudai.workloads.vllm:Vllm",
+        "sglang": "cloudai.workloads.sglang:Sglang",
     },
 )
 

@@ -52,7 +52,7 @@ from pydantic import BaseModel, BeforeValidator, ValidationError
 
 from cloudai.config.fields import shown
 from cloudai.config.messages import toml_value
-from cloudai.config.test import GitRepo
+from cloudai.config.test import GitRepoSpec
 from cloudai.config.tomlfile import problems_from
 from cloudai.errors import Problem, WorkloadError
 from cloudai.installables import Installable
@@ -84,7 +84,7 @@ class JobContext:
     install_path: Path | None = None  # the system's install_path (absolute): where `cloudai install` put things
     gpus_per_node: int | None = None  # the system's (Slurm's ``gpus_per_node``); None where it does not say
     env: Mapping[str, str] = field(default_factory=dict)  # the job's environment (``job_env``'s result)
-    git_repos: tuple[GitRepo, ...] = ()  # the test's [[git_repos]], expected at install_path / repo_name
+    git_repos: tuple[GitRepoSpec, ...] = ()  # the test's [[git_repos]], expected at install_path / dir_name
     time_limit_s: float | None = None  # the entry's time_limit (a launcher that submits its own job passes it on)
     extra_container_mounts: tuple[str, ...] = ()  # the test's (a launcher that submits its own job passes them on)
 

@@ -3,6 +3,7 @@
 cd __OUTPUT_DIR__/output
 export CLOUDAI_HEAD_NODE="$(hostname)"
 export SLURM_JOB_MASTER_NODE="$CLOUDAI_HEAD_NODE"
+CLOUDAI_NODES=( "$CLOUDAI_HEAD_NODE" )
 cloudai_bg_pids=()
 cloudai_cleanup() {  # stop every background step, whatever ended the script
     local rc=$? pid i

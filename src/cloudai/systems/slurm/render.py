@@ -135,7 +135,7 @@ def render_sbatch(spec: JobSpec, config: SlurmSystemConfig, dependencies: Sequen
     if spec.in_batch_shell:  # once, in the batch shell (CloudAI's BashCmd), not one srun task per allocated task
         lines.append(join(spec.argv))
     elif spec.steps:
-        lines += render_steps(spec.steps, HEAD_NODE, step_launcher(spec, config))
+        lines += render_steps(spec.steps, HEAD_NODE, step_launcher(spec, config), NODES)
     else:
         srun = with_ntasks(srun_prefix(config, container_flags(spec, config)), spec)
         lines.append(" ".join([*srun, join(spec.argv)]))
@@ -152,6 +152,7 @@ def step_spec(spec: JobSpec, run: Run) -> JobSpec:
 
 
 HEAD_NODE = '$(scontrol show hostname "$SLURM_JOB_NODELIST" | head -n 1)'
+NODES = '$(scontrol show hostname "$SLURM_JOB_NODELIST")'
 
 
 def step_launcher(spec: JobSpec, config: SlurmSystemConfig) -> Launch:
@@ -166,7 +167,11 @@ def step_launcher(spec: JobSpec, config: SlurmSystemConfig) -> Launch:
         words = srun_prefix(config, container_flags(step_spec(spec, run), config) if run.container else [])
         if overlap:
             words.append("--overlap")
-        if run.node is not None:
+        if run.node is not None and run.num_nodes is not None and run.num_nodes > 1:
+            last = run.node + run.num_nodes
+            lines = f"sed -n '{run.node + 1},{last}p' | paste -sd,"
+            words += [f"-N{run.num_nodes}", f'--nodelist=$(scontrol show hostname "$SLURM_JOB_NODELIST" | {lines})']
+        elif run.node is not None:
             words += ["-N1", f"--nodelist=$(scontrol show hostname \"$SLURM_JOB_NODELIST\" | sed -n '{run.node + 1}p')"]
         elif run.num_nodes:
             words.append(f"-N{run.num_nodes}")

@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from cloudai.config.test import GitRepo
+from cloudai.config.test import GitRepoSpec
 from cloudai.errors import WorkloadError
 from cloudai.installables import Installable, PythonEnv
 from cloudai.readfile import read_ends
@@ -43,10 +43,10 @@ NEMO_RUN_ENV = PythonEnv("Run__main-venv", ("nemo_run @ git+https://github.com/N
                                             "numpy==1.26.4"))  # fmt: skip
 _MAX_LOG = 64 << 20
 # CloudAI refuses a test without the Megatron-Bridge [[git_repos]] entry; cloudai expects its main branch then
-DEFAULT_REPO = GitRepo(url="https://github.com/NVIDIA-NeMo/Megatron-Bridge.git", commit="main")
+DEFAULT_REPO = GitRepoSpec(url="https://github.com/NVIDIA-NeMo/Megatron-Bridge.git", commit="main")
 
 
-def bridge_repo(repos: Sequence[GitRepo]) -> GitRepo | None:
+def bridge_repo(repos: Sequence[GitRepoSpec]) -> GitRepoSpec | None:
     """The Megatron-Bridge clone among ``[[git_repos]]`` (CloudAI's choice: by URL or by ``mount_as``)."""
     for repo in repos:
         if "Megatron-Bridge" in repo.url or (repo.mount_as or "").rstrip("/") == "/opt/Megatron-Bridge":
@@ -69,9 +69,9 @@ class MegatronBridge(Workload):
         repo = bridge_repo(job.git_repos) or DEFAULT_REPO
         mounts = list(job.extra_container_mounts)
         if repo.mount_as:
-            mounts.append(f"{install / repo.repo_name}:{repo.mount_as}")
+            mounts.append(f"{install / repo.dir_name}:{repo.mount_as}")
         python = NEMO_RUN_ENV.python(install)
-        return [str(python), str(install / repo.repo_name / LAUNCHER), *launcher_args(model, job, mounts)]
+        return [str(python), str(install / repo.dir_name / LAUNCHER), *launcher_args(model, job, mounts)]
 
     def steps(self, args: Mapping[str, Any], job: JobContext) -> Sequence[Step]:
         env = {"NEMORUN_HOME": str(job.job_dir.absolute())}

@@ -35,7 +35,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from cloudai.config.test import GitRepo
+from cloudai.config.test import GitRepoSpec
 from cloudai.errors import WorkloadError
 from cloudai.installables import PythonEnv
 from cloudai.readfile import read_ends
@@ -45,9 +45,9 @@ from cloudai.workloads.base import JobContext, Workload, override_args, write_me
 from cloudai.workloads.nemo_launcher.args import NeMoLauncherArgs
 from cloudai.workloads.nemo_run.workload import flat_overrides
 
-REPO = GitRepo(url="https://github.com/NVIDIA/NeMo-Framework-Launcher.git",
+REPO = GitRepoSpec(url="https://github.com/NVIDIA/NeMo-Framework-Launcher.git",
                commit="599ecfcbbd64fd2de02f2cc093b1610d73854022")  # fmt: skip
-VENV = PythonEnv(f"{REPO.repo_name}-venv", ())  # CloudAI's layout; cloudai builds neither the clone nor this env
+VENV = PythonEnv(f"{REPO.dir_name}-venv", ())  # CloudAI's layout; cloudai builds neither the clone nor this env
 _TOKENIZER = "training.model.tokenizer.model"
 
 
@@ -63,7 +63,7 @@ def overrides(model: NeMoLauncherArgs, job: JobContext) -> list[str]:
     values = leaves.pop("training.values", None)
     words = [f"{key}={_unquoted(value)}" for key, value in leaves.items()]
     words += [f"training={values}"] if values is not None else []
-    repo = (job.install_path or Path("install")).absolute() / REPO.repo_name
+    repo = (job.install_path or Path("install")).absolute() / REPO.dir_name
     words += [
         Var("cluster.partition=${SLURM_JOB_PARTITION}"),
         f"training.trainer.num_nodes={job.num_nodes}",
@@ -99,7 +99,7 @@ class NeMoLauncher(Workload):
     def argv(self, args: Mapping[str, Any], job: JobContext) -> list[str]:
         model = NeMoLauncherArgs.model_validate(args)
         install = (job.install_path or Path("install")).absolute()
-        launcher = install / REPO.repo_name / model.launcher_script
+        launcher = install / REPO.dir_name / model.launcher_script
         return [str(VENV.python(install)), str(launcher), *overrides(model, job)]
 
     def steps(self, args: Mapping[str, Any], job: JobContext) -> Sequence[Step]:
