@@ -27,6 +27,7 @@ WORKLOADS: Registry[type[Workload]] = Registry(
         "UCCTest": "cloudai.workloads.ucc_test:UCCTest",
         "OSUBench": "cloudai.workloads.osu_bench:OSUBench",
         "Fio": "cloudai.workloads.fio:Fio",
+        "Aiconfigurator": "cloudai.workloads.aiconfigurator:Aiconfigurator",
     },
 )
 
