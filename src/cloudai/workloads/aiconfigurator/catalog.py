@@ -16,7 +16,7 @@ from typing import Any
 from cloudai.atomicfile import atomic_write
 from cloudai.errors import WorkloadError
 from cloudai.installables import PythonEnv
-from cloudai.workloads.aiconfigurator.args import AiconfiguratorArgs
+from cloudai.workloads.aiconfigurator.args import LEGACY_MODELS, AiconfiguratorArgs
 
 VERSION = "0.12.0"
 ENV = PythonEnv(f"aiconfigurator-{VERSION}", (f"aiconfigurator=={VERSION}",))
@@ -49,7 +49,9 @@ def problem(args: AiconfiguratorArgs, known: dict[str, Any]) -> tuple[str, str] 
     models: list[str] = known["models"]
     if args.model not in models:
         shown = f"{args.model_name!r}" + (f" ({args.model})" if args.model != args.model_name else "")
-        return "model_name", f"{shown} is not a model aiconfigurator {VERSION} ships; {_choices(args.model, models)}"
+        legacy = [name for name, model in LEGACY_MODELS.items() if model in models]
+        listed = _choices(args.model_name, [*models, *legacy])
+        return "model_name", f"{shown} is not a model aiconfigurator {VERSION} ships; {listed}"
     databases: dict[str, dict[str, list[str]]] = known["databases"]
     if args.system not in databases:
         listed = _choices(args.system, databases)
