@@ -94,8 +94,8 @@ def test_metrics_carry_cloudais_names_and_default() -> None:
 def test_total_gpus_is_a_constraint() -> None:
     workload = Aiconfigurator()
     assert workload.constraint({**AGG, "total_gpus": 8}) is None
-    assert workload.constraint({**AGG, "agg": {"batch_size": 8, "tp": 3}, "total_gpus": 8}) == (
-        "uses 3 GPUs, which do not divide total_gpus = 8"
+    assert workload.constraint({**AGG, "agg": {"batch_size": 8, "tp": 4, "pp": 4}, "total_gpus": 8}) == (
+        "uses 16 GPUs, more than total_gpus = 8"
     )
 
 

@@ -14,8 +14,8 @@ at the top. Differences, each deliberate:
   infer them (CloudAI's 1 means the same for a dense model).
 * ``prefill_correction_scale``/``decode_correction_scale`` other than 1.0 are refused: aiconfigurator 0.12's public
   API has no such scaling, and a silently ignored knob would make every value look the same.
-* ``total_gpus`` (ours): the GPUs the configuration must fill (replicas of it); a configuration whose GPU count
-  does not divide it is a constraint step, never run.
+* ``total_gpus`` (ours): the GPUs a configuration may use (one replica: prefill and decode workers together); a
+  configuration that needs more is a constraint step, never run.
 """
 
 from __future__ import annotations

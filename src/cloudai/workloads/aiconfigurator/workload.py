@@ -80,10 +80,10 @@ class Aiconfigurator(Workload):
         return [str(python), str(catalog.RUNNER), "trial", str(job.job_dir.absolute()), json.dumps(request(values))]
 
     def constraint(self, args: Mapping[str, Any], resources: Resources = ONE_NODE) -> str | None:
-        """A configuration whose GPUs do not divide ``total_gpus`` cannot fill them with replicas."""
+        """A configuration (one replica: its prefill and decode workers together) must fit in ``total_gpus``."""
         values = AiconfiguratorArgs.model_validate(args)
-        if values.total_gpus is not None and values.total_gpus % values.gpus:
-            return f"uses {values.gpus} GPUs, which do not divide total_gpus = {values.total_gpus}"
+        if values.total_gpus is not None and values.gpus > values.total_gpus:
+            return f"uses {values.gpus} GPUs, more than total_gpus = {values.total_gpus}"
         return None
 
     def failure_reason(self, job_dir: Path) -> str | None:
