@@ -250,9 +250,11 @@ def dry_run(
 def verify_configs(paths: tuple[Path, ...], tests_dir: Path | None, verbose: bool, log_file: Path | None) -> None:
     """Validate system, test and scenario files (or directories of them); report every error."""
     setup_logging(verbose, log_file)
-    from cloudai.plan.verify import verify_paths
+    from cloudai.plan.verify import install_notes, verify_paths
 
     checked, problems = verify_paths(list(paths), tests_dir)
+    for note in install_notes(list(paths)):
+        click.echo(note)
     for problem in problems:
         click.echo(f"error: {problem}", err=True)
     click.echo(f"{checked} file(s) checked, {len(problems)} problem(s)")

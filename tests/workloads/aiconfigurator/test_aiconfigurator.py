@@ -43,6 +43,7 @@ def test_cloudais_files_verify_unchanged() -> None:
     code, output = invoke("verify-configs", "--tests-dir", CONF / "test", CONF / "test", CONF / "test_scenario")
     assert code == 0, output
     assert "4 file(s) checked, 0 problem(s)" in output
+    assert "note: Aiconfigurator: what the installed tool ships (e.g. models, versions) is checked by" in output
 
 
 def test_cloudais_dse_file_becomes_the_packages_request() -> None:
