@@ -166,12 +166,13 @@ def section_cli(install: Path) -> None:
 
 
 def section_landscape(install: Path, grid: Path, seeds: int) -> None:
-    from benchmarks.aiconfigurator_landscape import report
+    from aiconfigurator_landscape import report  # beside this script (sys.path[0])
 
     if not grid.exists():
         start = time.perf_counter()
-        subprocess.run([python(install), str(REPO / "benchmarks" / "aiconfigurator_grid.py"), str(grid)], check=True,
-                       capture_output=True)  # fmt: skip
+        size = ["large"] if "large" in grid.name else []
+        subprocess.run([python(install), str(REPO / "benchmarks" / "aiconfigurator_grid.py"), str(grid), *size],
+                       check=True, capture_output=True)  # fmt: skip
         print(f"exhaustive grid evaluated in {time.perf_counter() - start:.0f} s")
     report(grid, seeds)
 
