@@ -133,8 +133,8 @@ def cloudai_run(
         )
         start = time.perf_counter()
         subprocess.run(["uv", "run", "cloudai", "run", "--system-config", str(root / "system.toml"), "--tests-dir",
-                        str(root / "tests"), "--test-scenario", str(root / "s.toml")], cwd=REPO, check=True,
-                       capture_output=True)  # fmt: skip
+                        str(root / "tests"), "--test-scenario", str(root / "s.toml")], cwd=REPO, check=False,
+                       capture_output=True)  # fmt: skip (exit 1 when a trial failed: out of memory is an answer)
         wall = time.perf_counter() - start
         (path,) = (root / "out").glob("*/t/0/trajectory.csv")
         with path.open() as f:

@@ -136,3 +136,16 @@ def test_running_before_cloudai_install_is_exit_2(tmp_path: Path) -> None:
     assert code == 2, output
     assert "not installed at" in output and "run `cloudai install` with the same options first" in output
     assert not out.exists()
+
+
+def test_slurm_dry_run_runs_one_task_of_the_environments_python(tmp_path: Path) -> None:
+    system = HERE.parent / "cloudai_conf" / "system" / "example_slurm_cluster.toml"
+    out = tmp_path / "results"
+    code, output = invoke("dry-run", "--system-config", system, "--tests-dir", CONF / "test", "--test-scenario",
+                          CONF / "test_scenario" / "dse_aiconfigurator_disagg.toml", "--output-dir", out)  # fmt: skip
+    assert code == 0, output
+    scripts = sorted(out.glob("*/*/0/*/sbatch.sh"))
+    assert len(scripts) == 4
+    srun = next(line for line in scripts[0].read_text().splitlines() if line.startswith("srun "))
+    assert "--ntasks=1 " in srun and "/aiconfigurator-0.12.0/bin/python " in srun and "runner.py trial " in srun
+    assert '"model_path": "meta-llama/Meta-Llama-3.1-70B"' in srun

@@ -79,6 +79,9 @@ class Aiconfigurator(Workload):
         python = catalog.ENV.python(job.install_path) if job.install_path else Path("python3")
         return [str(python), str(catalog.RUNNER), "trial", str(job.job_dir.absolute()), json.dumps(request(values))]
 
+    def ntasks(self, args: Mapping[str, Any]) -> int | None:
+        return 1  # one estimate, not an MPI program
+
     def constraint(self, args: Mapping[str, Any], resources: Resources = ONE_NODE) -> str | None:
         """A configuration (one replica: its prefill and decode workers together) must fit in ``total_gpus``."""
         values = AiconfiguratorArgs.model_validate(args)
