@@ -109,12 +109,12 @@ isl = 4000
 osl = 500
 total_gpus = 8
   [cmd_args.disagg]
-  p_tp = [1, 2, 4, 8]
+  p_tp = [1, 2, 4]
   p_bs = { low = 1, high = 8, dtype = "int" }
   p_workers = { low = 1, high = 4, dtype = "int" }
   d_tp = [1, 2, 4, 8]
   d_bs = { low = 1, high = 256, log = true, dtype = "int" }
-  d_workers = { low = 1, high = 4, dtype = "int" }
+  d_workers = [1, 2]
 """
 
 
@@ -160,6 +160,8 @@ def section_cli(install: Path) -> None:
     reached = next((i for i, r in enumerate(rows, 1) if r["status"] == "ok"
                     and json.loads(r["observation"])[0] >= 0.98 * best), None)  # fmt: skip
     top = max((json.loads(r["observation"])[0] for r in rows if r["status"] == "ok"), default=float("nan"))
+    statuses = {s: sum(r["status"] == s for r in rows) for s in sorted({r["status"] for r in rows})}
+    print(f"  steps by status: {statuses}")
     when = f"step {reached} (~{ours_wall * reached / len(rows):.1f} s)" if reached else "not within 200 steps"
     print(f"cloudai optuna, disagg, same SLA: {ours_wall:.1f} s for {len(rows)} steps; best {top:.2f} tokens/s/gpu; "
           f"98 % of aiconfigurator's best at {when}")  # fmt: skip
