@@ -132,9 +132,9 @@ def cloudai_run(
             f'name = "local"\nscheduler = "standalone"\ninstall_path = "{install}"\noutput_path = "{root / "out"}"\n'
         )
         start = time.perf_counter()
-        subprocess.run(["uv", "run", "cloudai", "run", "--system-config", str(root / "system.toml"), "--tests-dir",
-                        str(root / "tests"), "--test-scenario", str(root / "s.toml")], cwd=REPO, check=False,
-                       capture_output=True)  # fmt: skip (exit 1 when a trial failed: out of memory is an answer)
+        argv = ["uv", "run", "cloudai", "run", "--system-config", str(root / "system.toml"), "--tests-dir",
+                str(root / "tests"), "--test-scenario", str(root / "s.toml")]  # fmt: skip
+        subprocess.run(argv, cwd=REPO, check=False, capture_output=True)  # exit 1 when a trial failed (an OOM)
         wall = time.perf_counter() - start
         (path,) = (root / "out").glob("*/t/0/trajectory.csv")
         with path.open() as f:
