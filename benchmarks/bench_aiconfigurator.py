@@ -141,7 +141,7 @@ def cloudai_run(
             return list(csv.DictReader(f)), wall
 
 
-def section_cli(install: Path) -> None:
+def section_cli(install: Path, steps: int) -> None:
     main = "import sys; from aiconfigurator.main import main; sys.argv[0] = 'aiconfigurator'; main()"
     argv = [python(install), "-c", main,
             "cli", "default", "--model-path", "meta-llama/Meta-Llama-3.1-70B", "--system", "h200_sxm", "--total-gpus",
@@ -156,13 +156,13 @@ def section_cli(install: Path) -> None:
         'agent_constraints = { ttft_ms = "<= 2000", tpot_ms = "<= 30" }\nagent_metrics = ["tokens_per_s_per_gpu"]\n'
     )
     extra = constraints + 'agent_reward_function = "identity"\nagent_config = { seed = 1 }\n'
-    rows, ours_wall = cloudai_run(install, DISAGG_SLA, "optuna", 200, extra)
+    rows, ours_wall = cloudai_run(install, DISAGG_SLA, "optuna", steps, extra)
     reached = next((i for i, r in enumerate(rows, 1) if r["status"] == "ok"
                     and json.loads(r["observation"])[0] >= 0.98 * best), None)  # fmt: skip
     top = max((json.loads(r["observation"])[0] for r in rows if r["status"] == "ok"), default=float("nan"))
     statuses = {s: sum(r["status"] == s for r in rows) for s in sorted({r["status"] for r in rows})}
     print(f"  steps by status: {statuses}")
-    when = f"step {reached} (~{ours_wall * reached / len(rows):.1f} s)" if reached else "not within 200 steps"
+    when = f"step {reached} (~{ours_wall * reached / len(rows):.1f} s)" if reached else f"not within {steps} steps"
     print(f"cloudai optuna, disagg, same SLA: {ours_wall:.1f} s for {len(rows)} steps; best {top:.2f} tokens/s/gpu; "
           f"98 % of aiconfigurator's best at {when}")  # fmt: skip
 
@@ -185,12 +185,13 @@ def main() -> None:
     parser.add_argument("--section", choices=["cost", "cli", "landscape", "all"], default="all")
     parser.add_argument("--grid", type=Path, default=REPO / ".cache" / "aiconfigurator_grid.csv")
     parser.add_argument("--seeds", type=int, default=5)
+    parser.add_argument("--steps", type=int, default=200, help="cloudai's steps in the cli comparison")
     args: Any = parser.parse_args()
     install = args.install_path.absolute()
     if args.section in ("cost", "all"):
         section_cost(install)
     if args.section in ("cli", "all"):
-        section_cli(install)
+        section_cli(install, args.steps)
     if args.section in ("landscape", "all"):
         section_landscape(install, args.grid, args.seeds)
 
