@@ -121,6 +121,10 @@ SAMPLES: dict[str, tuple[dict[str, Any], dict[str, str]]] = {
     "NcclTest": ({"minbytes": "128", "stepfactor": 2}, {"stdout.txt": (DATA / "nccl_all_reduce.txt").read_text()}),
     "UCCTest": ({"docker_image_url": "img"}, {"stdout.txt": (DATA / "ucc_alltoall.txt").read_text()}),
     "Fio": ({"args": {"rw": "randread", "bs": "4k"}}, {"stdout.txt": (FIO_JSON / "three_jobs_read.json").read_text()}),
+    "Aiconfigurator": (
+        {"model_name": "LLAMA3.1_70B", "system": "h200_sxm", "isl": 4000, "osl": 500, "agg": {"batch_size": 8}},
+        {name: (DATA / "aiconfigurator" / "agg" / name).read_text() for name in ("stdout.txt", "metrics.json")},
+    ),
     "OSUBench": (
         {"docker_image_url": "img", "benchmarks_dir": "/osu", "benchmark": "osu_bw"},
         {"stdout.txt": (DATA / "osu_bw.txt").read_text()},

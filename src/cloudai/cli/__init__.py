@@ -6,11 +6,12 @@ Heavy modules are imported inside the commands, so ``cloudai --help`` stays fast
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import shlex
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -170,6 +171,7 @@ def run(
     from cloudai.run.warm import check_warm_dirs, parse_warm_dirs
 
     plan, system = _prepare(system_config, tests_dir, hook_dir, test_scenario, single_sbatch, verbose, log_file)
+    _check_installed(plan, required=True)
     system.check()
     system.preflight(node_needs(plan))
     system.notify = say
@@ -193,7 +195,8 @@ def run(
         where = f"on {system.name} (system: {system_source(system_config)})"
         say(f"Running scenario '{plan.scenario.name}' {where}; results in {run_dir}")
         log_plan(plan, sys.argv)
-        code = run_in(plan, system, run_dir, how)
+        with workload_sessions(plan, system):
+            code = run_in(plan, system, run_dir, how)
         say(f"Results: {run_dir}")
     sys.exit(code)
 
@@ -217,6 +220,7 @@ def dry_run(
     from cloudai.run.rundir import create_run_dir, output_root, write_run_manifest
 
     plan, system = _prepare(system_config, tests_dir, hook_dir, test_scenario, single_sbatch, verbose, log_file)
+    _check_installed(plan, required=False)
     system.preflight(node_needs(plan), live=False)
     run_dir = create_run_dir(output_root(plan, output_dir), plan.scenario.name)
     write_run_manifest(plan, run_dir, command_line())
@@ -249,9 +253,11 @@ def verify_configs(
 ) -> None:
     """Validate system, test and scenario files (or directories of them); report every error."""
     setup_logging(verbose, log_file)
-    from cloudai.plan.verify import verify_paths
+    from cloudai.plan.verify import install_notes, verify_paths
 
     checked, problems = verify_paths(list(paths), tests_dir, hook_dir)
+    for note in install_notes(list(paths)):
+        click.echo(note)
     for problem in problems:
         click.echo(f"error: {problem}", err=True)
     click.echo(f"{checked} file(s) checked, {len(problems)} problem(s)")
@@ -454,6 +460,25 @@ def _prepare(
     plan = load_plan(system_config, tests_dir, test_scenario, hook_dir)
     _check_flags(plan, single_sbatch)
     return plan, build_system(plan.system_config)
+
+
+@contextlib.contextmanager
+def workload_sessions(plan: Plan, system: System) -> Iterator[None]:
+    """Each workload's ``session`` held open around the run when its jobs run on this machine (a warm worker)."""
+    with contextlib.ExitStack() as stack:
+        if system.local_jobs:
+            for workload in plan.workloads().values():
+                stack.enter_context(workload.session(system.install_path))
+        yield
+
+
+def _check_installed(plan: Plan, *, required: bool) -> None:
+    """What ``cloudai install`` put in place, and the args it cannot run (``install_problems``): exit 2."""
+    from cloudai.plan.install import install_problems
+
+    problems = install_problems(plan, required=required)
+    if problems:
+        raise ConfigError(problems=problems)
 
 
 def _check_flags(plan: Any, single_sbatch: bool) -> None:

@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any
 from cloudai.config.objectives import Constraint, broken_constraints
 from cloudai.envs.base import BaseGym, Feedback, Observation
 from cloudai.envs.pruning import ProgressWatch, PruneJudge
-from cloudai.envs.rewards import REWARDS
+from cloudai.envs.rewards import REWARDS, reward_of
 from cloudai.errors import AgentError, ConfigError
 from cloudai.jobs.spec import build_spec, finish_job
 from cloudai.recordfiles import SCORED, Row
@@ -288,7 +288,7 @@ class CloudAIGymEnv(BaseGym):
         finish_job(trial.job, self.workload)  # job.json: cancelled, reason "pruned"
         at, value = self._watch.forget(trial.step) or (0, math.nan)
         observation = [value, *self._nothing()[1:]]
-        reward = self.reward_fn(value) if math.isfinite(value) else self.setup.penalty_reward
+        reward = reward_of(self.reward_fn, observation) if math.isfinite(value) else self.setup.penalty_reward
         reason = f"pruned at progress step {at}: {self.metrics[0]} = {value:.6g}"
         info = {"metrics": {}, "reason": reason, "job_dir": str(trial.job.spec.job_dir), "pruned_at": at}
         self._complete(trial, observation, reward, "pruned", info)
@@ -416,7 +416,7 @@ def trial_outcome(
         status = "failed"  # finish_job has already said why in job.json
     if status == "ok" and (broken := broken_constraints(constraints, metrics)):
         status, reason = "constraint", broken  # measured, but outside agent_constraints
-    reward = reward_fn(observation[0]) if status == "ok" else penalty
+    reward = reward_of(reward_fn, observation) if status == "ok" else penalty
     return status, observation, reward, "" if status == "ok" else reason
 
 

@@ -17,6 +17,7 @@ from pydantic import BaseModel
 
 from cloudai.config.scenario import excluded_names
 from cloudai.config.test import GitRepoSpec, load_tests
+from cloudai.errors import Problem
 from cloudai.installables import GitRepo, Installable
 from cloudai.space import Categorical, Space, entry_knobs, parse_space, split_knobs
 from cloudai.workloads import WORKLOADS
@@ -52,6 +53,35 @@ def needs_of_tests(system_config: BaseModel, tests_dir: Path) -> Needs:
         _add(needs, test.test_template_name, space, name)
         _add_repos(needs, test.git_repos, name)
     return needs
+
+
+def install_problems(plan: Any, *, required: bool) -> list[Problem]:
+    """What the plan's tests cannot run with, as installed: an installable missing (when ``required``: ``run``
+    needs it, ``dry-run`` does not), or ``args`` the installed tool refuses (``Workload.installed_problem``)."""
+    install_path = _install_path(plan.system_config)
+    problems: dict[str, Problem] = {}
+    for checked in plan.checked.values():
+        if checked.live_rl:
+            continue
+        entry, workload = checked.entry, WORKLOADS.get(checked.entry.workload)()
+        for args in _candidate_args(checked.space):
+            missing = [item for item in workload.installables(args) if not item.installed(install_path)]
+            if missing and required:
+                field = f"{entry.field_prefix}.test_template_name"
+                problems.setdefault(field, _not_installed(entry, field, missing[0], install_path))
+            found = None if missing else workload.installed_problem(args, install_path)
+            if found:
+                field = f"{entry.field_prefix}.cmd_args.{found[0]}"
+                problems.setdefault(field, Problem(str(entry.scenario_file), field, found[1], _FIX))
+    return list(problems.values())
+
+
+_FIX = "use one of those, or `cloudai install` a release that has it"
+
+
+def _not_installed(entry: Any, field: str, item: Installable, install_path: Path) -> Problem:
+    message = f"{entry.workload} needs {item.describe()}, not installed at {item.path(install_path)}"
+    return Problem(str(entry.scenario_file), field, message, "run `cloudai install` with the same options first")
 
 
 def install_all(needs: Needs, *, dry: bool, echo: Echo) -> None:

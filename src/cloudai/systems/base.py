@@ -153,6 +153,8 @@ class System(ABC):
     name: str
     #: The system's ``install_path``, absolute (what ``cloudai install`` fills; workloads find their tools there).
     install_path: Path | None = None
+    #: Whether jobs run on this machine (standalone): a workload's ``session`` (a warm worker) can serve them.
+    local_jobs: bool = False
     #: GPUs on each node (Slurm's ``gpus_per_node``), for workload constraints; None: the system does not say.
     gpus_per_node: int | None = None
     #: Where progress notes go (a job's pending reason on Slurm); the CLI sets it to its echo.

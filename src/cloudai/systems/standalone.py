@@ -62,6 +62,8 @@ def _kill_group(pid: int, sig: signal.Signals) -> None:
 class StandaloneSystem(System):
     """This machine. Jobs start at once; ``max_concurrent_jobs`` is the runner's to honour."""
 
+    local_jobs = True
+
     def __init__(self, config: StandaloneSystemConfig) -> None:
         self.config = config
         self.name = config.name

@@ -47,6 +47,7 @@ WORKLOADS: Registry[type[Workload]] = Registry(
         "DynamoMocker": "cloudai.workloads.dynamo_mocker:DynamoMocker",
         "vllm": "cloudai.workloads.vllm:Vllm",
         "sglang": "cloudai.workloads.sglang:Sglang",
+        "Aiconfigurator": "cloudai.workloads.aiconfigurator:Aiconfigurator",
     },
 )
 

@@ -11,6 +11,12 @@ A workload is system-agnostic: it never starts processes itself. Contract:
   command, for records). Default: none, the job is ``argv``.
 * ``installables(args)`` (optional): what ``cloudai install`` puts under the system's ``install_path`` for
   this workload (a pinned Python environment); ``JobContext.install_path`` says where it went.
+* ``installed_problem(args, install_path)`` (optional): once ``installables`` are installed, why ``args`` cannot
+  run with them (an option the installed tool does not have), as ``(cmd_args field, message)``; checked by
+  ``run``/``dry-run`` before anything is written (exit 2). Default: None.
+* ``session(install_path)`` (optional): a context a run holds open around the trials it runs on this machine
+  (standalone), e.g. a warm worker process the trials reuse instead of each paying a cold start. It must not
+  change what a trial measures, only what it costs. Default: nothing.
 * ``constraint(args, resources)`` returns why a point is infeasible (recorded as a ``constraint``
   step without running anything), or None. ``resources`` says where the trial would run (its nodes, the
   system's GPUs per node), for rules such as "tp*pp*cp divides the GPUs".
@@ -44,6 +50,7 @@ import math
 import shlex
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal
@@ -137,6 +144,14 @@ class Workload(ABC):
     def installables(self, args: Mapping[str, Any]) -> Sequence[Installable]:
         """What ``cloudai install`` must put under the system's ``install_path`` first (``cloudai.installables``)."""
         return ()
+
+    def installed_problem(self, args: Mapping[str, Any], install_path: Path) -> tuple[str, str] | None:
+        """Why ``args`` cannot run with the installed ``installables`` (``(cmd_args field, message)``), or None."""
+        return None
+
+    def session(self, install_path: Path | None) -> AbstractContextManager[None]:
+        """Held open by a run around its trials on this machine (see the module docstring)."""
+        return nullcontext()
 
     def constraint(self, args: Mapping[str, Any], resources: Resources = ONE_NODE) -> str | None:
         return None

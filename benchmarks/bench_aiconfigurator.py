@@ -1,0 +1,200 @@
+"""Aiconfigurator through cloudai: what a trial costs, against aiconfigurator's own search, and search quality.
+
+Needs the environment: ``cloudai install`` (see USER_GUIDE "Aiconfigurator"); ``--install-path`` (default
+``.cache/install``, where ``.ci/run`` and the tests put it). Sections (``--section``, default all):
+
+* ``cost``: one estimate's cost, bare in the package's own process (pinned database, warm) against a trial's
+  runner process cold (``CLOUDAI_AICONFIGURATOR_WORKER=0``: import + database load) and warm (asking the worker),
+  and a whole ``cloudai run`` step (job dir, process, records) with the worker.
+* ``cli``: ``aiconfigurator cli default`` for Llama-3.1-70B on 8 x h200_sxm, isl 4000 / osl 500, TTFT <= 2000 ms,
+  TPOT <= 30 ms (its wall time and picks) against a cloudai Optuna search of the same disagg question: the step
+  and wall time at which it reaches 98 % of aiconfigurator's best tokens/s/GPU.
+* ``landscape``: the disagg grid of ``aiconfigurator_grid.py`` evaluated exhaustively once (cached as CSV), then
+  searches replayed on it: % of the exhaustive optimum after 50 and 200 trials, with and without the SLA
+  (TTFT <= 1000 ms, TPOT <= 30 ms), 5 seeds: random, plain TPE (categorical knobs, infeasible = 0) and TPE the
+  way cloudai's examples describe the space (ordinal integer knobs, log batch sizes; out-of-memory and SLA breaks
+  told as Optuna constraints).
+
+Prints every number; the machine's load changes the times (say which machine).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import re
+import statistics
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+AGG_REQUEST = {
+    "model_path": "meta-llama/Meta-Llama-3.1-70B", "system_name": "h200_sxm", "backend_name": "trtllm",
+    "backend_version": "1.3.0rc20", "isl": 4000, "osl": 500, "mode": "agg", "batch_size": 8, "tp_size": 4,
+}  # fmt: skip
+BARE = """
+import json, sys, time
+from aiconfigurator.cli.api import cli_estimate
+kwargs = json.loads(sys.argv[1])
+cli_estimate(**kwargs)
+times = []
+for bs in range(1, 31):
+    start = time.perf_counter()
+    cli_estimate(**{**kwargs, "batch_size": bs})
+    times.append((time.perf_counter() - start) * 1000)
+print(json.dumps(times))
+"""
+
+
+def python(install: Path) -> str:
+    from cloudai.workloads.aiconfigurator.catalog import ENV
+
+    return str(ENV.python(install))
+
+
+def trial_wall(install: Path, job_dir: Path, env: dict[str, str]) -> float:
+    from cloudai.workloads.aiconfigurator.catalog import RUNNER
+
+    start = time.perf_counter()
+    argv = [python(install), str(RUNNER), "trial", str(job_dir), json.dumps(AGG_REQUEST)]
+    subprocess.run(argv, check=True, capture_output=True, env=env)
+    return (time.perf_counter() - start) * 1000
+
+
+def section_cost(install: Path) -> None:
+    from cloudai.workloads.aiconfigurator import worker
+
+    bare = json.loads(subprocess.run([python(install), "-c", BARE, json.dumps(AGG_REQUEST)], check=True,
+                                     capture_output=True, text=True).stdout)  # fmt: skip
+    print(f"bare cli_estimate, warm, pinned database: median {statistics.median(bare):.1f} ms (n={len(bare)})")
+    with tempfile.TemporaryDirectory() as tmp:
+        cold_env = {**os.environ, "CLOUDAI_AICONFIGURATOR_WORKER": "0"}
+        cold = [trial_wall(install, Path(tmp), cold_env) for _ in range(2)]
+        print(f"trial process, cold (import + database): {', '.join(f'{c:.0f}' for c in cold)} ms")
+        proc = worker.start(install)
+        try:
+            trial_wall(install, Path(tmp), dict(os.environ))  # the worker's first estimate loads the database
+            warm = [trial_wall(install, Path(tmp), dict(os.environ)) for _ in range(20)]
+        finally:
+            if proc is not None:
+                worker.stop(proc)
+    print(f"trial process asking the warm worker: median {statistics.median(warm):.1f} ms (n=20)")
+    print(f"  = {statistics.median(warm) / statistics.median(bare):.1f}x the bare estimate")
+    steps, wall = cloudai_run(install, AGG_GRID, "grid_search", 40)
+    elapsed = [float(r["elapsed_s"]) * 1000 for r in steps]
+    print(f"cloudai run, 40 grid steps with the worker: {wall:.1f} s wall, {wall / len(steps) * 1000:.0f} ms/step, "
+          f"trial median {statistics.median(elapsed[1:]):.0f} ms (first {elapsed[0]:.0f} ms)")  # fmt: skip
+
+
+AGG_GRID = """
+[cmd_args]
+model_name = "meta-llama/Meta-Llama-3.1-70B"
+system = "h200_sxm"
+isl = 4000
+osl = 500
+  [cmd_args.agg]
+  tp = [1, 2, 4, 8]
+  batch_size = [1, 2, 4, 8, 16, 24, 32, 48, 64, 128]
+"""
+DISAGG_SLA = """
+[cmd_args]
+model_name = "meta-llama/Meta-Llama-3.1-70B"
+system = "h200_sxm"
+isl = 4000
+osl = 500
+total_gpus = 8
+  [cmd_args.disagg]
+  p_tp = [1, 2, 4]
+  p_bs = { low = 1, high = 8, dtype = "int" }
+  p_workers = { low = 1, high = 4, dtype = "int" }
+  d_tp = [1, 2, 4, 8]
+  d_bs = { low = 1, high = 256, log = true, dtype = "int" }
+  d_workers = [1, 2]
+"""
+
+
+def cloudai_run(
+    install: Path, body: str, agent: str, steps: int, extra: str = ""
+) -> tuple[list[dict[str, str]], float]:
+    """``cloudai run`` of one test (``body`` its cmd_args) on a standalone system at ``install``: rows, wall s."""
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        (root / "tests").mkdir()
+        head = f'name = "t"\ntest_template_name = "Aiconfigurator"\nagent = "{agent}"\nagent_steps = {steps}\n{extra}'
+        (root / "tests" / "t.toml").write_text(head + body)
+        (root / "s.toml").write_text('name = "s"\n[[Tests]]\nid = "t"\ntest_name = "t"\n')
+        (root / "system.toml").write_text(
+            f'name = "local"\nscheduler = "standalone"\ninstall_path = "{install}"\noutput_path = "{root / "out"}"\n'
+        )
+        start = time.perf_counter()
+        argv = ["uv", "run", "cloudai", "run", "--system-config", str(root / "system.toml"), "--tests-dir",
+                str(root / "tests"), "--test-scenario", str(root / "s.toml")]  # fmt: skip
+        subprocess.run(argv, cwd=REPO, check=False, capture_output=True)  # exit 1 when a trial failed (an OOM)
+        wall = time.perf_counter() - start
+        (path,) = (root / "out").glob("*/t/0/trajectory.csv")
+        with path.open() as f:
+            return list(csv.DictReader(f)), wall
+
+
+def section_cli(install: Path, steps: int) -> None:
+    main = "import sys; from aiconfigurator.main import main; sys.argv[0] = 'aiconfigurator'; main()"
+    argv = [python(install), "-c", main,
+            "cli", "default", "--model-path", "meta-llama/Meta-Llama-3.1-70B", "--system", "h200_sxm", "--total-gpus",
+            "8", "--isl", "4000", "--osl", "500", "--ttft", "2000", "--tpot", "30", "--backend", "trtllm"]  # fmt: skip
+    start = time.perf_counter()
+    out = subprocess.run(argv, capture_output=True, text=True, check=True).stdout
+    wall = time.perf_counter() - start
+    best = float(re.search(r"Per-GPU Throughput: ([\d.,]+)", out).group(1).replace(",", ""))  # type: ignore[union-attr]
+    chosen = re.search(r"Best Experiment Chosen: (.*)", out)
+    print(f"aiconfigurator cli default: {wall:.1f} s wall; best {best:.2f} tokens/s/gpu ({chosen and chosen.group(1)})")
+    constraints = (
+        'agent_constraints = { ttft_ms = "<= 2000", tpot_ms = "<= 30" }\nagent_metrics = ["tokens_per_s_per_gpu"]\n'
+    )
+    extra = constraints + 'agent_reward_function = "identity"\nagent_config = { seed = 1 }\n'
+    rows, ours_wall = cloudai_run(install, DISAGG_SLA, "optuna", steps, extra)
+    reached = next((i for i, r in enumerate(rows, 1) if r["status"] == "ok"
+                    and json.loads(r["observation"])[0] >= 0.98 * best), None)  # fmt: skip
+    top = max((json.loads(r["observation"])[0] for r in rows if r["status"] == "ok"), default=float("nan"))
+    statuses = {s: sum(r["status"] == s for r in rows) for s in sorted({r["status"] for r in rows})}
+    print(f"  steps by status: {statuses}")
+    when = f"step {reached} (~{ours_wall * reached / len(rows):.1f} s)" if reached else f"not within {steps} steps"
+    print(f"cloudai optuna, disagg, same SLA: {ours_wall:.1f} s for {len(rows)} steps; best {top:.2f} tokens/s/gpu; "
+          f"98 % of aiconfigurator's best at {when}")  # fmt: skip
+
+
+def section_landscape(install: Path, grid: Path, seeds: int) -> None:
+    from aiconfigurator_landscape import report  # beside this script (sys.path[0])
+
+    if not grid.exists():
+        start = time.perf_counter()
+        size = ["large"] if "large" in grid.name else []
+        subprocess.run([python(install), str(REPO / "benchmarks" / "aiconfigurator_grid.py"), str(grid), *size],
+                       check=True, capture_output=True)  # fmt: skip
+        print(f"exhaustive grid evaluated in {time.perf_counter() - start:.0f} s")
+    report(grid, seeds)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--install-path", type=Path, default=REPO / ".cache" / "install")
+    parser.add_argument("--section", choices=["cost", "cli", "landscape", "all"], default="all")
+    parser.add_argument("--grid", type=Path, default=REPO / ".cache" / "aiconfigurator_grid.csv")
+    parser.add_argument("--seeds", type=int, default=5)
+    parser.add_argument("--steps", type=int, default=200, help="cloudai's steps in the cli comparison")
+    args: Any = parser.parse_args()
+    install = args.install_path.absolute()
+    if args.section in ("cost", "all"):
+        section_cost(install)
+    if args.section in ("cli", "all"):
+        section_cli(install, args.steps)
+    if args.section in ("landscape", "all"):
+        section_landscape(install, args.grid, args.seeds)
+
+
+if __name__ == "__main__":
+    main()

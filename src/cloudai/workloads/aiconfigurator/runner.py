@@ -1,0 +1,258 @@
+"""One Aiconfigurator trial, run by the *aiconfigurator environment's* Python (never cloudai's).
+
+This file imports only the standard library and, when it estimates, ``aiconfigurator``: cloudai runs it by path
+with the interpreter ``cloudai install`` made (``<install_path>/aiconfigurator-0.12.0/bin/python runner.py ...``),
+so it must not import cloudai.
+
+Commands:
+
+* ``trial JOB_DIR REQUEST_JSON``: one estimate; writes ``metrics.json`` and ``report.json`` into ``JOB_DIR`` and
+  prints a readable summary. Exit 0: estimated; 1: the configuration is infeasible (out of memory, ...): the
+  model's own reason is printed as ``error: ...``; 2: a request the package refuses.
+* ``worker``: the warm worker (below); prints ``ready`` once it listens (``running`` when one already does).
+* ``catalog``: what this release ships (systems, backends, database versions, models) as JSON, for cloudai's
+  load-time checks.
+
+The warm worker. ``import aiconfigurator`` takes ~0.8 s and the first estimate of a (system, backend, version)
+~2 s (it loads that database); a warm estimate with the database version pinned takes ~10 ms. So a trial first
+asks a long-lived worker process and estimates itself only when there is none. The worker listens on a Linux
+abstract Unix socket named from this file's content, the environment and the user (no file to clean up, no path
+length limit; a changed runner or environment gets a worker of its own), answers one JSON request per
+connection, one at a time, only to the same user (``SO_PEERCRED``), and exits after
+``CLOUDAI_AICONFIGURATOR_IDLE_S`` seconds (default 300) without a request. It only computes: the trial process
+writes the job dir's files, so the worker never writes where a request says.
+
+Who starts it: not a trial (the system ends everything a job started when the job ends), but the run, through
+``Workload.session`` (cloudai starts ``runner.py worker`` before the first trial on this machine and stops it
+after the last). A trial with no worker to ask (a Slurm node, ``CLOUDAI_AICONFIGURATOR_WORKER=0``) estimates in
+its own process: the same numbers, ~3 s slower.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+import importlib.util
+import json
+import os
+import socket
+import struct
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+PACKAGE = "aiconfigurator"
+SHOWN = ("ttft_ms", "tpot_ms", "tokens_per_s_per_gpu", "tokens_per_s_per_user", "request_latency_ms")
+FROM_RAW = {
+    "ttft_ms": "ttft",
+    "tpot_ms": "tpot",
+    "tokens_per_s_per_gpu": "tokens/s/gpu",
+    "tokens_per_s_per_user": "tokens/s/user",
+    "request_latency_ms": "request_latency",
+    "tokens_per_s": "tokens/s",
+    "total_gpus": "num_total_gpus",
+}
+_versions: dict[tuple[str, str], str] = {}  # (system, backend) -> the release's default database version
+
+
+def estimate(request: dict[str, Any]) -> dict[str, Any]:
+    """``cli_estimate`` for one request (its keyword arguments, ``backend_version`` None: the release's default,
+    resolved once and pinned). ``{"ok": True, "metrics", "versions", "raw"}`` or ``{"ok": False, "reason"}``."""
+    from aiconfigurator.cli.api import cli_estimate  # pyright: ignore[reportMissingImports]
+
+    kwargs = dict(request)
+    kwargs["backend_version"] = kwargs.get("backend_version") or _default_version(
+        kwargs["system_name"], kwargs.get("backend_name", "trtllm")
+    )
+    start = time.perf_counter()
+    try:
+        result = cli_estimate(**kwargs)
+    except (RuntimeError, ValueError, KeyError, AssertionError) as exc:  # OOM, no database, bad parallelism
+        return {"ok": False, "reason": _one_line(exc), "versions": _versions_of(kwargs)}
+    raw = {key: _plain(value) for key, value in result.raw.items()}
+    return {
+        "ok": True,
+        "metrics": metrics_of(raw),
+        "versions": _versions_of(kwargs, result.backend_version),
+        "estimate_ms": round((time.perf_counter() - start) * 1000, 3),
+        "raw": raw,
+    }
+
+
+def metrics_of(raw: dict[str, Any]) -> dict[str, float]:
+    """CloudAI's metric names from the package's result row; ``default`` by CloudAI's rule (tokens/s/gpu, else
+    tokens/s/user, else 1/tpot, else 1/ttft); ``memory_gb`` the most any one GPU holds (prefill or decode)."""
+    metrics = {name: float(raw[key]) for name, key in FROM_RAW.items() if _number(raw.get(key))}
+    memories = [float(raw[k]) for k in ("memory", "(p)memory", "(d)memory") if _number(raw.get(k))]
+    if memories:
+        metrics["memory_gb"] = max(memories)
+    for name, invert in (("tokens_per_s_per_gpu", False), ("tokens_per_s_per_user", False), ("tpot_ms", True)):
+        if name in metrics:
+            metrics["default"] = 1.0 / max(metrics[name], 1e-9) if invert else metrics[name]
+            break
+    return {"default": metrics.pop("default"), **metrics} if "default" in metrics else metrics
+
+
+def _default_version(system: str, backend: str) -> str:
+    if (system, backend) not in _versions:
+        from aiconfigurator.sdk.perf_database import get_latest_database_version  # pyright: ignore[reportMissingImports]
+
+        found = get_latest_database_version(system=system, backend=backend)
+        if found is None:
+            raise ValueError(f"aiconfigurator has no database for system {system!r}, backend {backend!r}")
+        _versions[(system, backend)] = found
+    return _versions[(system, backend)]
+
+
+def _versions_of(kwargs: dict[str, Any], used: str | None = None) -> dict[str, str]:
+    return {
+        "aiconfigurator": importlib.metadata.version(PACKAGE),
+        "database": f"{kwargs.get('system_name')}/{kwargs.get('backend_name')}/{used or kwargs['backend_version']}",
+    }
+
+
+def _plain(value: Any) -> Any:
+    """numpy scalars as Python numbers (JSON)."""
+    return value.item() if hasattr(value, "item") else value
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and value == value
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split()) or type(exc).__name__
+
+
+# --- the warm worker ---------------------------------------------------------------------------------------------
+
+
+def worker_name() -> bytes:
+    home = os.path.realpath(sys.prefix).encode()  # the environment, however it was reached
+    digest = hashlib.sha256(Path(__file__).read_bytes() + home + str(os.getuid()).encode())
+    return b"\0cloudai-aiconfigurator-" + digest.hexdigest()[:20].encode()
+
+
+def ask(request: dict[str, Any]) -> tuple[dict[str, Any], str]:
+    """The answer to ``request`` and who gave it: the warm worker when one is listening, else this process."""
+    if os.environ.get("CLOUDAI_AICONFIGURATOR_WORKER", "1") == "0":
+        return estimate(request), "this process (CLOUDAI_AICONFIGURATOR_WORKER=0)"
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
+            conn.connect(worker_name())
+            conn.sendall(json.dumps(request).encode())
+            conn.shutdown(socket.SHUT_WR)
+            reply = _read_all(conn)
+    except OSError:  # no worker (a Slurm node, a run without one): estimate here
+        return estimate(request), "this process (no warm worker)"
+    try:
+        return json.loads(reply), "the warm worker"
+    except ValueError:  # it died mid-request
+        return estimate(request), "this process (the worker ended mid-request)"
+
+
+def worker() -> int:
+    """Bind the worker's name, say ``ready`` (or ``running`` when another worker holds it), then serve."""
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        listener.bind(worker_name())
+    except OSError:
+        print("running", flush=True)
+        return 0
+    listener.listen(64)
+    print("ready", flush=True)
+    return serve(listener)
+
+
+def serve(listener: socket.socket) -> int:
+    """Answer requests on ``listener`` until idle for the idle time."""
+    listener.settimeout(float(os.environ.get("CLOUDAI_AICONFIGURATOR_IDLE_S", "300")))
+    import aiconfigurator.cli.api  # noqa: F401  # pyright: ignore[reportMissingImports] (the cost paid once, before the first connection is read)
+
+    while True:
+        try:
+            conn, _ = listener.accept()
+        except TimeoutError:
+            return 0
+        with conn:
+            conn.settimeout(None)
+            if not _same_user(conn):
+                continue
+            try:
+                answer = estimate(json.loads(_read_all(conn)))
+            except Exception as exc:  # a request the package chokes on: that trial's answer, not the worker's end
+                answer = {"ok": False, "reason": f"{type(exc).__name__}: {_one_line(exc)}", "refused": True}
+            conn.sendall(json.dumps(answer).encode())
+
+
+def _read_all(conn: socket.socket) -> bytes:
+    chunks = []
+    while chunk := conn.recv(1 << 16):
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _same_user(conn: socket.socket) -> bool:
+    creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+    return struct.unpack("3i", creds)[1] == os.getuid()
+
+
+# --- the trial --------------------------------------------------------------------------------------------------
+
+
+def trial(job_dir: Path, request: dict[str, Any]) -> int:
+    start = time.perf_counter()
+    answer, source = ask(request)
+    versions = answer.get("versions", {})
+    print(f"aiconfigurator {versions.get('aiconfigurator', '?')}, database {versions.get('database', '?')}")
+    print(f"request: {json.dumps(request, sort_keys=True)}")
+    report = {"request": request, **answer, "answered_by": source}
+    (job_dir / "report.json").write_text(json.dumps(report, indent=1) + "\n")
+    if not answer.get("ok"):
+        print(f"error: {answer.get('reason')}")
+        return 2 if answer.get("refused") else 1
+    metrics = answer["metrics"]
+    (job_dir / "metrics.json").write_text(json.dumps(metrics, indent=1) + "\n")
+    for name in (*SHOWN, "tokens_per_s", "memory_gb", "total_gpus"):
+        if name in metrics:
+            print(f"{name:>24} {metrics[name]:12.3f}")
+    elapsed = (time.perf_counter() - start) * 1000
+    print(f"estimated in {answer.get('estimate_ms', 0):.1f} ms by {source}; trial {elapsed:.1f} ms")
+    return 0
+
+
+def catalog() -> dict[str, Any]:
+    from aiconfigurator.sdk import perf_database  # pyright: ignore[reportMissingImports]
+
+    supported = perf_database.get_supported_databases()
+    spec = importlib.util.find_spec("aiconfigurator_core")
+    configs = Path(spec.origin if spec and spec.origin else ".").parent / "model_configs"
+    models = sorted(p.name[: -len("_config.json")].replace("--", "/", 1) for p in configs.glob("*_config.json"))
+    defaults = {
+        system: {backend: perf_database.get_latest_database_version(system=system, backend=backend) for backend in by}
+        for system, by in supported.items()
+    }
+    return {
+        "aiconfigurator": importlib.metadata.version(PACKAGE),
+        "databases": {system: {b: sorted(v) for b, v in by.items()} for system, by in supported.items()},
+        "defaults": defaults,
+        "models": [m for m in models if not m.endswith("_hf_quant")],
+    }
+
+
+def main(argv: list[str]) -> int:
+    command = argv[0] if argv else ""
+    if command == "trial" and len(argv) == 3:
+        return trial(Path(argv[1]), json.loads(argv[2]))
+    if command == "worker":
+        return worker()
+    if command == "catalog":
+        print(json.dumps(catalog()))
+        return 0
+    print("usage: runner.py trial JOB_DIR REQUEST_JSON | worker | catalog", file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,105 @@
+"""``Aiconfigurator``: NVIDIA's CPU-only LLM-serving performance model as a workload, CloudAI's files unchanged.
+
+A trial is one estimate of TTFT, TPOT and throughput for one serving configuration (aggregated or disaggregated)
+of a model on a GPU system and backend, from the kernel databases the ``aiconfigurator`` package ships. The
+package (~850 MB with pandas, scipy, pyarrow...) is never cloudai's dependency: ``cloudai install`` puts the
+pinned release into its own uv environment under the system's ``install_path`` (``installables``), and the
+trial's argv runs ``runner.py`` (this package's stdlib-only script) with that environment's Python. The runner
+asks a warm worker process (see ``runner``'s docstring), so a trial after the first costs milliseconds, not the
+~3 s of importing the package and loading a database.
+
+Metrics are CloudAI's names (``default`` = tokens/s/gpu, CloudAI's rule) plus ``request_latency_ms``,
+``tokens_per_s``, ``memory_gb`` and ``total_gpus``. A configuration the model says cannot run (out of memory, a
+parallelism it refuses) is a failed trial whose reason is the model's own line. The release and database version
+each trial used are in its ``stdout.txt`` and ``report.json``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from contextlib import AbstractContextManager, nullcontext
+from pathlib import Path
+from typing import Any
+
+from cloudai.errors import WorkloadError
+from cloudai.installables import Installable
+from cloudai.readfile import read_ends
+from cloudai.workloads.aiconfigurator import catalog
+from cloudai.workloads.aiconfigurator.args import AiconfiguratorArgs, request
+from cloudai.workloads.aiconfigurator.worker import warm_worker
+from cloudai.workloads.base import ONE_NODE, STDOUT_FILE, JobContext, Resources, Workload
+
+METRICS = (
+    "default",
+    "ttft_ms",
+    "tpot_ms",
+    "tokens_per_s_per_gpu",
+    "tokens_per_s_per_user",
+    "request_latency_ms",
+    "tokens_per_s",
+    "memory_gb",
+    "total_gpus",
+)
+UNITS = {
+    "ttft_ms": "ms",
+    "tpot_ms": "ms",
+    "request_latency_ms": "ms",
+    "tokens_per_s_per_gpu": "tokens/s/GPU",
+    "tokens_per_s_per_user": "tokens/s/user",
+    "tokens_per_s": "tokens/s",
+    "memory_gb": "GB",
+    "total_gpus": "GPUs",
+}
+
+
+class Aiconfigurator(Workload):
+    name = "Aiconfigurator"
+    args_model = AiconfiguratorArgs
+    produces_metrics = True
+    metrics = METRICS
+    units = UNITS
+
+    def default_means(self, cmd_args: Mapping[str, Any]) -> str | None:
+        return "tokens_per_s_per_gpu"
+
+    def installables(self, args: Mapping[str, Any]) -> Sequence[Installable]:
+        return (catalog.ENV,)
+
+    def installed_problem(self, args: Mapping[str, Any], install_path: Path) -> tuple[str, str] | None:
+        """The model, system, backend or database version the installed release does not ship."""
+        return catalog.problem(AiconfiguratorArgs.model_validate(args), catalog.catalog(install_path))
+
+    def session(self, install_path: Path | None) -> AbstractContextManager[None]:
+        """One warm worker for the run's trials (``worker``)."""
+        return warm_worker(install_path) if install_path is not None else nullcontext()
+
+    def argv(self, args: Mapping[str, Any], job: JobContext) -> list[str]:
+        values = AiconfiguratorArgs.model_validate(args)
+        python = catalog.ENV.python(job.install_path) if job.install_path else Path("python3")
+        return [str(python), str(catalog.RUNNER), "trial", str(job.job_dir.absolute()), json.dumps(request(values))]
+
+    def ntasks(self, args: Mapping[str, Any]) -> int | None:
+        return 1  # one estimate, not an MPI program
+
+    def constraint(self, args: Mapping[str, Any], resources: Resources = ONE_NODE) -> str | None:
+        """A configuration (one replica: its prefill and decode workers together) must fit in ``total_gpus``."""
+        values = AiconfiguratorArgs.model_validate(args)
+        if values.total_gpus is not None and values.gpus > values.total_gpus:
+            return f"uses {values.gpus} GPUs, more than total_gpus = {values.total_gpus}"
+        return None
+
+    def failure_reason(self, job_dir: Path) -> str | None:
+        """The runner's ``error: ...`` line (the model's own reason: out of memory, no database...)."""
+        try:
+            data, _ = read_ends(job_dir / STDOUT_FILE, 1 << 16, 1 << 16)
+        except OSError:
+            return None
+        lines = data.decode(errors="replace").splitlines()
+        return next((line[len("error: ") :] for line in reversed(lines) if line.startswith("error: ")), None)
+
+    def read_metrics(self, job_dir: Path) -> dict[str, float]:
+        metrics = super().read_metrics(job_dir)
+        if "tokens_per_s_per_gpu" not in metrics:
+            raise WorkloadError("metrics.json has no tokens_per_s_per_gpu: the estimate did not finish")
+        return metrics

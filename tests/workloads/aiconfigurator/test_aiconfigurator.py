@@ -1,0 +1,151 @@
+"""The Aiconfigurator workload without its environment: CloudAI's files load, args become the package's request,
+failures and rewards read right, and a run before ``cloudai install`` is a clear exit 2 (nothing written).
+
+The tests that run the real package are in ``test_aiconfigurator_env.py``.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+from pydantic import ValidationError
+
+from cloudai.cli import cli
+from cloudai.config.test import load_test
+from cloudai.envs.rewards import REWARDS, reward_of
+from cloudai.errors import WorkloadError
+from cloudai.workloads.aiconfigurator import Aiconfigurator, AiconfiguratorArgs
+from cloudai.workloads.aiconfigurator.args import request
+from cloudai.workloads.aiconfigurator.catalog import problem
+
+HERE = Path(__file__).resolve().parent
+CONF = HERE / "cloudai_conf"
+DATA = HERE.parent / "data" / "aiconfigurator"
+AGG = {"model_name": "LLAMA3.1_70B", "system": "h200_sxm", "isl": 4000, "osl": 500, "agg": {"batch_size": 8, "tp": 4}}
+CATALOG = {
+    "aiconfigurator": "0.12.0",
+    "databases": {"h100_sxm": {"trtllm": ["1.3.0rc20"]}, "h200_sxm": {"trtllm": ["1.3.0rc20", "1.3.0rc23"]}},
+    "defaults": {"h100_sxm": {"trtllm": "1.3.0rc20"}, "h200_sxm": {"trtllm": "1.3.0rc20"}},
+    "models": ["meta-llama/Meta-Llama-3.1-70B", "meta-llama/Meta-Llama-3.1-8B"],
+}
+
+
+def invoke(*args: str | Path) -> tuple[int, str]:
+    result = CliRunner().invoke(cli, [str(a) for a in args], catch_exceptions=False)
+    return result.exit_code, result.output
+
+
+def test_cloudais_files_verify_unchanged() -> None:
+    code, output = invoke("verify-configs", "--tests-dir", CONF / "test", CONF / "test", CONF / "test_scenario")
+    assert code == 0, output
+    assert "4 file(s) checked, 0 problem(s)" in output
+    assert "note: Aiconfigurator: what the installed tool ships (e.g. models, versions) is checked by" in output
+
+
+def test_cloudais_dse_file_becomes_the_packages_request() -> None:
+    cmd_args: dict[str, Any] = load_test(CONF / "test" / "dse_aiconfigurator_disagg.toml").cmd_args
+    point = {k: v[0] if isinstance(v, list) else v for k, v in cmd_args["disagg"].items()}
+    got = request(AiconfiguratorArgs.model_validate({**cmd_args, "disagg": point}))
+    assert got["model_path"] == "meta-llama/Meta-Llama-3.1-70B"  # CloudAI's legacy LLAMA3.1_70B
+    assert (got["mode"], got["backend_name"], got["backend_version"]) == ("disagg", "trtllm", None)
+    assert (got["gemm_quant_mode"], got["kvcache_quant_mode"], got["comm_quant_mode"]) == ("fp8_block", "fp8", "half")
+    assert (got["prefill_num_workers"], got["decode_batch_size"], got["decode_tp_size"]) == (1, 8, 1)
+
+
+@pytest.mark.parametrize(
+    ("change", "says"),
+    [
+        ({"disagg": {"p_bs": 1, "p_workers": 1, "d_bs": 8, "d_workers": 1}}, "exactly one of"),
+        ({"agg": None}, "exactly one of"),
+        ({"agg": {"batch_size": 8, "tp": 0}}, "greater than or equal to 1"),
+    ],
+)
+def test_bad_args_are_refused(change: dict[str, Any], says: str) -> None:
+    with pytest.raises(ValidationError, match=says):
+        AiconfiguratorArgs.model_validate({**AGG, **change})
+
+
+def test_a_correction_scale_is_named_not_supported() -> None:
+    disagg = {"p_bs": 1, "p_workers": 1, "d_bs": 8, "d_workers": 1, "prefill_correction_scale": 1.2}
+    args = {k: v for k, v in AGG.items() if k != "agg"} | {"disagg": disagg}
+    with pytest.raises(ValidationError, match="not supported by cloudai"):
+        AiconfiguratorArgs.model_validate(args)
+
+
+def test_the_models_own_reason_fails_an_infeasible_trial() -> None:
+    reason = Aiconfigurator().failure_reason(DATA / "oom")
+    assert reason is not None and reason.startswith("OOM: the model 'meta-llama/Meta-Llama-3.1-70B' does not fit")
+    with pytest.raises(WorkloadError, match=r"no metrics\.json"):
+        Aiconfigurator().read_metrics(DATA / "oom")
+    with pytest.raises(WorkloadError):
+        Aiconfigurator().read_metrics(DATA / "truncated")
+
+
+def test_metrics_carry_cloudais_names_and_default() -> None:
+    metrics = Aiconfigurator().read_metrics(DATA / "agg")
+    assert metrics["default"] == metrics["tokens_per_s_per_gpu"] == pytest.approx(118.649, abs=1e-3)
+    assert (metrics["ttft_ms"], metrics["tpot_ms"], metrics["total_gpus"]) == pytest.approx((584.784, 15.355, 4), 1e-4)
+    assert Aiconfigurator().default_means(AGG) == "tokens_per_s_per_gpu"
+
+
+def test_total_gpus_is_a_constraint() -> None:
+    workload = Aiconfigurator()
+    assert workload.constraint({**AGG, "total_gpus": 8}) is None
+    assert workload.constraint({**AGG, "agg": {"batch_size": 8, "tp": 4, "pp": 4}, "total_gpus": 8}) == (
+        "uses 16 GPUs, more than total_gpus = 8"
+    )
+
+
+def test_ai_dynamo_log_scale_is_cloudais() -> None:
+    reward = REWARDS.get("ai_dynamo_log_scale")
+    ttft, tpot, tps = 584.8, 15.36, 118.65
+    expected = math.log(tps + 1) - 0.7 * math.log(ttft + 1) - 0.1 * math.log(tpot + 1)
+    assert reward_of(reward, [ttft, tpot, tps, 65.1]) == pytest.approx(expected)
+    assert reward_of(reward, [0.0, tpot, tps]) == -1e-3
+    assert reward_of(reward, [ttft, tpot]) == 0.0
+
+
+@pytest.mark.parametrize(
+    ("change", "field", "says"),
+    [
+        ({"version": "1.0.0rc3"}, "version", "available: 1.3.0rc20, 1.3.0rc23 (left out: 1.3.0rc20"),
+        (
+            {"model_name": "LLAMA3.1_7B"},
+            "model_name",
+            "did you mean 'LLAMA3.1_70B'? available: LLAMA3.1_70B, LLAMA3.1_8B",
+        ),
+        ({"system": "h300_sxm"}, "system", "available: h100_sxm, h200_sxm"),
+        ({"backend": "tgi"}, "backend", "has no database for h200_sxm; available: trtllm"),
+    ],
+)
+def test_what_the_release_does_not_ship_is_named(change: dict[str, Any], field: str, says: str) -> None:
+    found = problem(AiconfiguratorArgs.model_validate({**AGG, **change}), CATALOG)
+    assert found is not None and found[0] == field and says in found[1]
+
+
+def test_running_before_cloudai_install_is_exit_2(tmp_path: Path) -> None:
+    system = tmp_path / "system.toml"
+    system.write_text(f'name = "s"\nscheduler = "standalone"\ninstall_path = "{tmp_path / "install"}"\n')
+    out = tmp_path / "results"
+    code, output = invoke("run", "--system-config", system, "--tests-dir", CONF / "test", "--test-scenario",
+                          CONF / "test_scenario" / "dse_aiconfigurator_disagg.toml", "--output-dir", out)  # fmt: skip
+    assert code == 2, output
+    assert "not installed at" in output and "run `cloudai install` with the same options first" in output
+    assert not out.exists()
+
+
+def test_slurm_dry_run_runs_one_task_of_the_environments_python(tmp_path: Path) -> None:
+    system = HERE.parent / "cloudai_conf" / "system" / "example_slurm_cluster.toml"
+    out = tmp_path / "results"
+    code, output = invoke("dry-run", "--system-config", system, "--tests-dir", CONF / "test", "--test-scenario",
+                          CONF / "test_scenario" / "dse_aiconfigurator_disagg.toml", "--output-dir", out)  # fmt: skip
+    assert code == 0, output
+    scripts = sorted(out.glob("*/*/0/*/sbatch.sh"))
+    assert len(scripts) == 4
+    srun = next(line for line in scripts[0].read_text().splitlines() if line.startswith("srun "))
+    assert "--ntasks=1 " in srun and "/aiconfigurator-0.12.0/bin/python " in srun and "runner.py trial " in srun
+    assert '"model_path": "meta-llama/Meta-Llama-3.1-70B"' in srun

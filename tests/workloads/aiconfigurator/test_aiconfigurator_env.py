@@ -1,0 +1,119 @@
+"""CloudAI's Aiconfigurator files run unchanged on the standalone system, on the real package.
+
+One install per machine: ``cloudai install`` with CloudAI's own standalone system file (``install_path =
+"./install"``) run where ``./install`` is ``<repo>/.cache/install`` (ignored by git, kept between runs; ``.ci/run``
+fills it first). One warm worker per test session (the runs find it listening and use it). Without the
+environment and without PyPI, every test here is skipped with one reason.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import json
+import os
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from cloudai.cli import cli
+from cloudai.workloads.aiconfigurator import worker
+from cloudai.workloads.aiconfigurator.catalog import ENV, RUNNER
+
+HERE = Path(__file__).resolve().parent
+CONF = HERE / "cloudai_conf"
+SYSTEM = CONF / "system" / "standalone_system.toml"
+CACHE = HERE.parents[2] / ".cache" / "install"
+
+
+@contextlib.contextmanager
+def inside(path: Path) -> Iterator[None]:
+    """CloudAI's system file says ``install_path = "./install"``: run from a dir whose ``install`` is the cache."""
+    path.mkdir(parents=True, exist_ok=True)
+    if not (path / "install").exists():
+        (path / "install").symlink_to(CACHE, target_is_directory=True)
+    before = Path.cwd()
+    os.chdir(path)
+    try:
+        yield
+    finally:
+        os.chdir(before)
+
+
+def invoke(*args: str | Path) -> tuple[int, str]:
+    result = CliRunner().invoke(cli, [str(a) for a in args], catch_exceptions=False)
+    return result.exit_code, result.output
+
+
+@pytest.fixture(scope="session")
+def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """The environment, installed by ``cloudai install`` (a no-op when the cache has it), and one warm worker."""
+    with inside(tmp_path_factory.mktemp("aiconf-install")):
+        code, output = invoke("install", "--system-config", SYSTEM, "--tests-dir", CONF / "test",
+                              "--test-scenario", CONF / "test_scenario" / "dse_aiconfigurator_disagg.toml")  # fmt: skip
+    if code != 0 or not ENV.installed(CACHE):
+        pytest.skip(f"aiconfigurator {ENV.packages[0]} could not be installed (PyPI unreachable?): {output[-300:]}")
+    proc = worker.start(CACHE)
+    yield CACHE
+    if proc is not None:
+        worker.stop(proc)
+
+
+def trajectory(results: Path) -> list[dict[str, str]]:
+    (path,) = results.glob("*/*/0/trajectory.csv")
+    with path.open() as f:
+        return list(csv.DictReader(f))
+
+
+def test_cloudais_dse_scenario_runs_unchanged_and_equals_the_package(installed: Path, tmp_path: Path) -> None:
+    with inside(tmp_path):
+        code, output = invoke("run", "--system-config", SYSTEM, "--tests-dir", CONF / "test",
+                              "--test-scenario", CONF / "test_scenario" / "dse_aiconfigurator_disagg.toml")  # fmt: skip
+    assert code == 0, output
+    rows = trajectory(tmp_path / "results")
+    assert [r["status"] for r in rows] == ["ok"] * 4
+    step = next(r for r in rows if json.loads(r["action"]) == {**json.loads(rows[0]["action"]), "disagg.d_workers": 2,
+                                                                "disagg.p_workers": 2})  # fmt: skip
+    job_dir = next((tmp_path / "results").glob(f"*/*/0/{step['step']}"))
+    stdout = (job_dir / "stdout.txt").read_text()
+    assert stdout.startswith("aiconfigurator 0.12.0, database h200_sxm/trtllm/1.3.0rc20\n")
+    assert "by the warm worker;" in stdout  # the session's worker answered, no trial paid the 3-s cold start
+    ours = json.loads((job_dir / "metrics.json").read_text())
+    package = what_the_package_predicts(installed, tmp_path / "package")
+    assert {k: ours[k] for k in ("ttft_ms", "tpot_ms", "tokens_per_s_per_gpu", "tokens_per_s_per_user")} == {
+        "ttft_ms": package["ttft"], "tpot_ms": package["tpot"],
+        "tokens_per_s_per_gpu": package["tokens/s/gpu"], "tokens_per_s_per_user": package["tokens/s/user"],
+    }  # fmt: skip
+    observed = ("ttft_ms", "tpot_ms", "tokens_per_s_per_gpu", "tokens_per_s_per_user")  # CloudAI's agent_metrics
+    assert json.loads(step["observation"]) == pytest.approx([ours[name] for name in observed])
+
+
+def what_the_package_predicts(install_path: Path, job_dir: Path) -> dict[str, float]:
+    """``cli_estimate``'s own result row for CloudAI's point (p_workers 2, d_workers 2), its arguments written by
+    hand from the TOML, not by the workload."""
+    job_dir.mkdir()
+    kwargs = {
+        "model_path": "meta-llama/Meta-Llama-3.1-70B", "system_name": "h200_sxm", "backend_name": "trtllm",
+        "backend_version": "1.3.0rc20", "isl": 4000, "osl": 500, "mode": "disagg",
+        "gemm_quant_mode": "fp8_block", "moe_quant_mode": "fp8", "kvcache_quant_mode": "fp8",
+        "fmha_quant_mode": "fp8", "comm_quant_mode": "half",
+        "prefill_tp_size": 1, "prefill_pp_size": 1, "prefill_attention_dp_size": 1, "prefill_batch_size": 1,
+        "prefill_num_workers": 2, "decode_tp_size": 1, "decode_pp_size": 1, "decode_attention_dp_size": 1,
+        "decode_batch_size": 8, "decode_num_workers": 2,
+    }  # fmt: skip
+    argv = [str(ENV.python(install_path)), str(RUNNER), "trial", str(job_dir), json.dumps(kwargs)]
+    subprocess.run(argv, check=True, capture_output=True)
+    return json.loads((job_dir / "report.json").read_text())["raw"]
+
+
+def test_cloudais_pinned_legacy_database_is_exit_2_naming_the_shipped_ones(installed: Path, tmp_path: Path) -> None:
+    with inside(tmp_path):
+        code, output = invoke("run", "--system-config", SYSTEM, "--tests-dir", CONF / "test",
+                              "--test-scenario", CONF / "test_scenario" / "aiconfigurator_disagg.toml")  # fmt: skip
+    assert code == 2, output
+    assert "cmd_args.version: '1.0.0rc3': aiconfigurator 0.12.0 ships no trtllm database of that version" in output
+    assert "available: 1.3.0rc20" in output
+    assert not (tmp_path / "results").exists()
