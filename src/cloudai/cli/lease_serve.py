@@ -54,7 +54,7 @@ def serve_leases(how: LeaseServe, token: str | None) -> None:
         )
     sock = bind(how.host, how.port)
     headers = {"Authorization": f"Bearer {token}"} if token else {}
-    board = Board(lambda name, options: _argv(how, tests, name, options), max_leases=how.max_leases,
+    board = Board(lambda name, options: sandbox_argv(how, tests, name, options), max_leases=how.max_leases,
                   idle_timeout_s=how.lease_idle_timeout, start_timeout_s=how.lease_start_timeout,
                   headers=headers)  # fmt: skip
     app = create_control_app(board, token=token)
@@ -67,7 +67,7 @@ def serve_leases(how: LeaseServe, token: str | None) -> None:
         click.echo("Stopped: every lease released")
 
 
-def _argv(how: LeaseServe, tests: list[str], name: str | None, options: Mapping[str, Any]) -> list[str]:
+def sandbox_argv(how: LeaseServe, tests: list[str], name: str | None, options: Mapping[str, Any]) -> list[str]:
     """``cloudai serve`` of the named test on a free loopback port; ``BadLease`` for a name or option it lacks."""
     from cloudai.serve.control import BadLease
 
