@@ -156,3 +156,17 @@ def test_one_client_serves_many_environments_from_threads(control: tuple[Plane, 
         list(pool.map(client.release, leases))
     assert client.held() == [] and records(tmp_path) == []
     client.close()
+
+
+def test_lease_fields_are_checked_before_anything_runs() -> None:
+    from cloudai.gymserver.factory import validate_live_rl_args
+
+    bad = {"live_rl_mode": True, "env_lease_url": "ftp://x", "env_lease_options": 3, "env_lease_timeout_s": 0,
+           "env_lease_replacements": -1, "env_lease_environment": ""}  # fmt: skip
+    fields = [p.field for p in validate_live_rl_args(bad, "t.toml")]
+    assert fields == [f"cmd_args.env_lease_{n}" for n in ("url", "environment", "options", "timeout_s", "replacements")]
+    both = validate_live_rl_args({"env_url": "http://a:1", "env_lease_url": "http://b:2"}, "t.toml")
+    expected = ("cmd_args.env_lease_url", "give env_url or env_lease_url, not both")
+    assert [(p.field, p.message) for p in both] == [expected]
+    good = {"live_rl_mode": True, "env_lease_url": "http://127.0.0.1:8100", "env_lease_options": {"image": "a"}}
+    assert validate_live_rl_args(good, "t.toml") == []
