@@ -170,3 +170,23 @@ def test_lease_fields_are_checked_before_anything_runs() -> None:
     assert [(p.field, p.message) for p in both] == [expected]
     good = {"live_rl_mode": True, "env_lease_url": "http://127.0.0.1:8100", "env_lease_options": {"image": "a"}}
     assert validate_live_rl_args(good, "t.toml") == []
+
+
+def test_a_gymnasium_trainer_sees_a_dead_sandbox_as_truncated(control: tuple[Plane, str], tmp_path: Path) -> None:
+    from cloudai.gym import make
+
+    board, url = control
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "x.toml").write_text(
+        'name = "x"\ntest_template_name = "LiveRL"\nagent_steps = 10\n[cmd_args]\nlive_rl_mode = true\n'
+        f'env_lease_url = "{url}"\nbatch = [2, 4]\nuse_cache = true\nratio = 1.0\nthreads = [1, 2]\n'
+    )
+    (tmp_path / "s.toml").write_text('name = "s"\n[[Tests]]\nid = "t"\ntest_name = "x"\n')
+    env = make(tmp_path / "tests", tmp_path / "s.toml", output_dir=tmp_path / "out")
+    env.reset(seed=1)
+    assert env.step(env.action_space.sample())[1] > 0
+    board.sandboxes["sb-1"].kill()
+    _, _, terminated, truncated, info = env.step(env.action_space.sample())
+    assert truncated and not terminated and "sandbox sb-1 died mid-episode" in info["cloudai"]["reason"]
+    assert board.live() == 0
+    env.close()
