@@ -351,7 +351,13 @@ def _needs(system_config: Path | None, tests_dir: Path | None, hook_dir: Path | 
     metavar="PORT",
     help="Be a lease control plane on PORT instead: each lease runs its own `cloudai serve` of a test.",
 )
-@click.option("--max-leases", type=click.IntRange(1, 1024), default=4, show_default=True, help="With --lease.")
+@click.option(
+    "--max-leases",
+    type=click.IntRange(1, 1024),
+    default=4,
+    show_default=True,
+    help="With --lease: at most this many live leases (429 beyond).",
+)
 @click.option(
     "--lease-idle-timeout",
     type=click.FloatRange(min=0, min_open=True),
