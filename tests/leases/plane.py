@@ -44,16 +44,21 @@ class ThreadServer:
 
 class Plane:
     def __init__(self, token: str | None = None) -> None:
-        self.mode = "ok"
         self.token = token
+        self.sandboxes: dict[str, Any] = {}  # id -> its server (None while held pending)
+        self._lock = threading.Lock()
+        self.reset()
+        self.app = self._app()
+
+    def reset(self) -> None:
+        """As new (one plane serves a module's tests): mode ``ok``, ids from ``sb-1``, no request seen."""
+        self.stop()
+        self.mode = "ok"
         self.release_failures = 0
         self.process_args: tuple[str, ...] | None = None
         self.go = threading.Event()
-        self.sandboxes: dict[str, Any] = {}  # id -> its server (None while held pending)
         self.requests: list[str] = []
         self._ids = itertools.count(1)
-        self._lock = threading.Lock()
-        self.app = self._app()
 
     def live(self) -> int:
         return len(self.sandboxes)
@@ -126,7 +131,9 @@ class Plane:
         return {"id": lease_id, "status": "ready", "url": server.url}
 
     def stop(self) -> None:
-        for server in list(self.sandboxes.values()):
+        with self._lock:
+            servers, self.sandboxes = list(self.sandboxes.values()), {}
+        for server in servers:
             if server is not None:
                 server.kill()
 

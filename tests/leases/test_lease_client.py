@@ -20,11 +20,18 @@ ACTION = {"batch": 2, "use_cache": True, "ratio": 1.0, "threads": 2}
 TOKEN = "lease-tok-81f3"
 
 
-@pytest.fixture
-def control() -> Iterator[tuple[Plane, str]]:
+@pytest.fixture(scope="module")
+def shared() -> Iterator[tuple[Plane, str]]:
     with plane(TOKEN) as (board, url):
         yield board, url
-        assert board.live() == 0, f"leases left: {list(board.sandboxes)}"  # the core assertion
+
+
+@pytest.fixture
+def control(shared: tuple[Plane, str]) -> Iterator[tuple[Plane, str]]:
+    board, url = shared
+    board.reset()
+    yield board, url
+    assert board.live() == 0, f"leases left: {list(board.sandboxes)}"  # the core assertion
 
 
 @pytest.fixture(autouse=True)

@@ -20,11 +20,19 @@ from tests.reliability.procs import wait_until
 KNOBS = "batch = [2, 4]\nuse_cache = true\nratio = { low = 0.5, high = 1.0 }\nthreads = [1, 2]\n"
 
 
-@pytest.fixture
-def control() -> Iterator[tuple[Plane, str]]:
+@pytest.fixture(scope="module")
+def shared() -> Iterator[tuple[Plane, str]]:
     with plane() as (board, url):
-        board.mode = "hold"
         yield board, url
+
+
+@pytest.fixture
+def control(shared: tuple[Plane, str]) -> Iterator[tuple[Plane, str]]:
+    board, url = shared
+    board.reset()
+    board.mode = "hold"
+    yield board, url
+    assert board.live() == 0, f"leases left: {list(board.sandboxes)}"  # the core assertion
 
 
 def leased_case(root: Path, url: str) -> LiveCase:
