@@ -31,6 +31,15 @@ ECHO = (
 )
 
 
+SERVES_UNTIL = (  # answers GETs with 200 until the file argv[1] exists, then exits (after the request)
+    "import http.server as h, os, sys\n"
+    "class H(h.BaseHTTPRequestHandler):\n"
+    "    def do_GET(self): self.send_response(200); self.end_headers()\n"
+    "s = h.HTTPServer(('127.0.0.1', 0), H); print(f'at http://127.0.0.1:{s.server_port}', flush=True)\n"
+    "while not os.path.exists(sys.argv[1]): s.handle_request()\n"
+)
+
+
 def served_tests(root: Path, die_at: int = 0) -> tuple[Path, Path]:
     """The tests a control plane leases out: ``echo`` (``DyingEcho``)."""
     (root / "plane").mkdir(parents=True)
@@ -51,9 +60,20 @@ def lease_test(url: str, steps: int, extra: str = "") -> str:
 def test_the_board_fails_a_sandbox_that_exits_expires_idle_ones_and_caps_live_ones(tmp_path: Path) -> None:
     quits = [sys.executable, "-c", "import sys; sys.exit('no GPU on this node')"]
     hangs = [sys.executable, "-c", "print('at http://127.0.0.1:1', flush=True); import time; time.sleep(300)"]
-    programs = {"quits": quits, "hangs": hangs}
+    marker = tmp_path / "exit-now"
+    programs = {"quits": quits, "hangs": hangs, "serves": [sys.executable, "-c", SERVES_UNTIL, str(marker)]}
     board = Board(lambda name, options: programs[str(name)], max_leases=1, idle_timeout_s=600.0)
     with served(create_control_app(board)) as url:
+        once = LeaseClient(url, environment="serves")
+        lease = once.acquire()  # ready: its /health answered
+        (sandbox,) = board.leases()
+        marker.touch()
+        httpx.get(f"{lease.url}/health")  # its last request: then it exits
+        wait_until(lambda: sandbox.proc is not None and sandbox.proc.poll() is not None, None, "the server's exit")
+        status = httpx.get(f"{url}/sandboxes/{lease.id}").json()
+        assert status["status"] == "failed" and status["error"] == "the environment server exited (0) after it started"
+        once.close()
+        assert board.leases() == []
         client = LeaseClient(url, environment="quits", lease_timeout_s=60)
         with pytest.raises(GymServerError, match=r"failed to start: the environment server exited \(1\) before "
                            r"serving: no GPU on this node"):  # fmt: skip

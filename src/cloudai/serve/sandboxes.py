@@ -95,11 +95,16 @@ class Board:
         return sandbox
 
     def get(self, lease_id: str) -> Sandbox | None:
-        """The lease, renewed (its idle clock restarts); None if there is no such lease."""
+        """The lease, renewed (its idle clock restarts); None if there is no such lease. A ready sandbox whose
+        process has exited since is ``failed`` from now on (the lease stays until it is released)."""
         with self._lock:
             sandbox = self._sandboxes.get(lease_id)
-            if sandbox is not None:
-                sandbox.touched = time.monotonic()
+            if sandbox is None:
+                return None
+            sandbox.touched = time.monotonic()
+            code = sandbox.proc.poll() if sandbox.proc is not None else None
+            if sandbox.status == "ready" and code is not None:
+                sandbox.status, sandbox.error = "failed", f"the environment server exited ({code}) after it started"
             return sandbox
 
     def leases(self) -> list[Sandbox]:
