@@ -3,7 +3,8 @@
 A sandbox is a child process started by ``argv`` (``cloudai serve --lease``: ``cloudai serve`` of the named test
 on a free loopback port). It is ``pending`` until the child printed the URL it serves (a line containing
 ``http://host:port``) and that URL's ``GET /health`` answers 200, then ``ready``; ``failed`` (with the child's
-last words) when it exits first or is not ready within ``start_timeout_s``. Starting runs in a thread of its
+last words) when it exits first or is not ready within ``start_timeout_s``, or when a ready one's process
+has exited by the next ``get``. Starting runs in a thread of its
 own, so the control plane answers while a sandbox starts.
 
 Limits: at most ``max_leases`` pending or ready sandboxes (``Full`` beyond: HTTP 429); a lease with no request
