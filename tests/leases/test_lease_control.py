@@ -159,3 +159,12 @@ def _pids_with(text: str) -> list[int]:
             except OSError:
                 continue
     return found
+
+
+def test_a_sandbox_on_a_wildcard_address_is_reported_as_the_client_reached_the_plane() -> None:
+    from cloudai.serve.control import reachable
+
+    assert reachable({"url": "http://0.0.0.0:4321"}, "gpu-box.lan") == {"url": "http://gpu-box.lan:4321"}
+    assert reachable({"url": "http://[::]:4321/x"}, "::1") == {"url": "http://[::1]:4321/x"}
+    assert reachable({"url": "http://10.0.0.7:4321"}, "gpu-box.lan") == {"url": "http://10.0.0.7:4321"}
+    assert reachable({"id": "a", "status": "pending"}, "gpu-box.lan") == {"id": "a", "status": "pending"}

@@ -417,7 +417,8 @@ def serve(
         from cloudai.cli.lease_serve import LeaseServe, serve_leases
 
         how = LeaseServe(system_config, tests_dir, test_scenario, test_id, output_dir, host, lease, token_var,
-                         session_idle_timeout, max_leases, lease_idle_timeout, lease_start_timeout)  # fmt: skip
+                         session_idle_timeout, max_leases, lease_idle_timeout, lease_start_timeout,
+                         insecure)  # fmt: skip
         return serve_leases(how, token)
     sock = bind(host, port)
     loaded = load_env(tests_dir, test_scenario, test_id, system_config=system_config, output_dir=output_dir)

@@ -1,10 +1,10 @@
 """``cloudai serve --lease PORT``: the scenario's agent-driven tests leased out, each lease its own ``cloudai serve``.
 
 A lease's ``environment`` names the test (its id in the scenario; omitted: ``--test-id``, else the only
-agent-driven one). Each lease runs ``cloudai serve`` of that test on a free loopback port in a process of its own
-(its results in its own dir under the output root), with the same token variable, so the client's one bearer
-token opens both the control plane and its sandboxes. The control plane itself: ``cloudai.serve.control``.
-"""
+agent-driven one). Each lease runs ``cloudai serve`` of that test on a free port of the same ``--host``, in a
+process of its own (its results in its own dir under the output root), with the same token variable, so the
+client's one bearer token opens both the control plane and its sandboxes. The control plane itself:
+``cloudai.serve.control``."""
 
 from __future__ import annotations
 
@@ -35,6 +35,7 @@ class LeaseServe:
     max_leases: int
     lease_idle_timeout: float
     lease_start_timeout: float
+    insecure: bool = False
 
 
 def serve_leases(how: LeaseServe, token: str | None) -> None:
@@ -68,20 +69,22 @@ def serve_leases(how: LeaseServe, token: str | None) -> None:
 
 
 def sandbox_argv(how: LeaseServe, tests: list[str], name: str | None, options: Mapping[str, Any]) -> list[str]:
-    """``cloudai serve`` of the named test on a free loopback port; ``BadLease`` for a name or option it lacks."""
+    """``cloudai serve`` of the named test on a free port of the control plane's ``--host`` (so a client that reaches
+    the one reaches the other); ``BadLease`` for a name or option it lacks."""
     from cloudai.serve.control import BadLease
 
     if options:
         raise BadLease(f"cloudai serve --lease takes no options (got {', '.join(sorted(options))})")
     test = name or how.test_id or (tests[0] if len(tests) == 1 else None)
-    if test not in tests:
-        raise BadLease(f"no environment {name!r}: name one of {', '.join(tests)}")
+    if test is None or test not in tests:
+        raise BadLease(f"no environment {name!r}: name one of {', '.join(tests)}" if name else
+                       f"name the environment: one of {', '.join(tests)}")  # fmt: skip
     argv = [sys.executable, "-m", "cloudai", "serve", "--tests-dir", str(how.tests_dir.resolve()),
-            "--test-scenario", str(how.test_scenario.resolve()), "--test-id", test, "--host", "127.0.0.1",
+            "--test-scenario", str(how.test_scenario.resolve()), "--test-id", test, "--host", how.host,
             "--port", "0", "--token-var", how.token_var,
             "--session-idle-timeout", str(how.session_idle_timeout)]  # fmt: skip
     if how.system_config is not None:
         argv += ["--system-config", str(how.system_config.resolve())]
     if how.output_dir is not None:
         argv += ["--output-dir", str(how.output_dir.resolve())]
-    return argv
+    return [*argv, "--insecure"] if how.insecure else argv

@@ -18,16 +18,21 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import re
 import signal
 import socket
 import threading
 from collections.abc import AsyncIterator
 from typing import Any
 
+from starlette.requests import Request  # at module level: FastAPI resolves the routes' annotations here
+
 from cloudai.errors import CloudAIError, Interrupted
 from cloudai.serve.calls import MAX_BODY
 from cloudai.serve.sandboxes import Board, Full
 from cloudai.serve.wire import Guard
+
+_WILDCARD = re.compile(r"^(?P<scheme>https?://)(0\.0\.0\.0|\[::\])(?P<rest>:\d+.*)$")
 
 
 class BadLease(ValueError):
@@ -56,27 +61,27 @@ def create_control_app(board: Board, *, token: str | None = None) -> Guard:
         return {"status": "ok", "leases": len(board.leases())}
 
     @api.post("/sandboxes", status_code=201)
-    def lease(body: dict[str, Any] = Body(default_factory=dict)) -> Any:  # noqa: B008 (FastAPI's idiom)
+    def lease(request: Request, body: dict[str, Any] = Body(default_factory=dict)) -> Any:  # noqa: B008 (FastAPI's)
         environment, options = body.get("environment"), body.get("options") or {}
         if (environment is not None and not isinstance(environment, str)) or not isinstance(options, dict):
             raise HTTPException(400, "environment must be a string and options an object")
         try:
-            return board.lease(environment, options).to_json(ttl)
+            return reachable(board.lease(environment, options).to_json(ttl), request.url.hostname)
         except Full as exc:
             return JSONResponse({"error": str(exc)}, status_code=429)
         except BadLease as exc:
             return JSONResponse({"error": str(exc)}, status_code=400)
 
     @api.get("/sandboxes")
-    def leases() -> dict[str, Any]:
-        return {"sandboxes": [s.to_json(ttl) for s in board.leases()]}
+    def leases(request: Request) -> dict[str, Any]:
+        return {"sandboxes": [reachable(s.to_json(ttl), request.url.hostname) for s in board.leases()]}
 
     @api.get("/sandboxes/{lease_id}")
-    def status(lease_id: str) -> dict[str, Any]:
+    def status(request: Request, lease_id: str) -> dict[str, Any]:
         sandbox = board.get(lease_id)
         if sandbox is None:
             raise HTTPException(404, f"no lease {lease_id}")
-        return sandbox.to_json(ttl)
+        return reachable(sandbox.to_json(ttl), request.url.hostname)
 
     @api.delete("/sandboxes/{lease_id}")
     def release(lease_id: str) -> dict[str, Any]:
@@ -85,6 +90,18 @@ def create_control_app(board: Board, *, token: str | None = None) -> Guard:
         return {"id": lease_id, "status": "released"}
 
     return Guard(api, token=token, max_body=MAX_BODY)
+
+
+def reachable(body: dict[str, Any], hostname: str | None) -> dict[str, Any]:
+    """A sandbox bound to a wildcard address (``--host 0.0.0.0``) is reached the way the client reached us."""
+    url = body.get("url")
+    if not url or not hostname:
+        return body
+    wildcard = _WILDCARD.match(url)
+    if wildcard is None:
+        return body
+    host = f"[{hostname}]" if ":" in hostname else hostname
+    return {**body, "url": f"{wildcard['scheme']}{host}{wildcard['rest']}"}
 
 
 async def _expire_periodically(board: Board) -> None:
