@@ -154,15 +154,29 @@ def test_a_sandbox_that_dies_mid_episode_truncates_it_and_is_replaced(
 def test_one_client_serves_many_environments_from_threads(control: tuple[Plane, str], tmp_path: Path) -> None:
     from concurrent.futures import ThreadPoolExecutor
 
+    from cloudai.gymserver.leased import lease_client
+
     board, url = control
-    client = LeaseClient(url, record_dir=tmp_path)
+    args = {"live_rl_mode": True, "env_lease_url": url, "env_timeout_s": 10}
+    client = lease_client(args, tmp_path)
+
+    def episode(_: int) -> tuple[LeasedGymServer, float]:
+        server = create_gym_server(args, record_dir=tmp_path, lease_client=client)
+        assert isinstance(server, LeasedGymServer)
+        server.reset()
+        return server, server.step(ACTION)[1]
+
     with ThreadPoolExecutor(4) as pool:
-        leases = list(pool.map(lambda _: client.acquire(), range(4)))
-        assert board.live() == 4 and len({lease.url for lease in leases}) == 4
-        assert sorted(lease.id for lease in client.held()) == records(tmp_path)
-        list(pool.map(client.release, leases))
+        ran = list(pool.map(episode, range(4)))
+    assert [reward for _, reward in ran] == [4.0] * 4
+    assert board.live() == 4 and len({server.lease.url for server, _ in ran}) == 4
+    assert sorted(lease.id for lease in client.held()) == records(tmp_path) == [f"sb-{n}" for n in range(1, 5)]
+    ran[0][0].close()  # one environment's close releases its own lease only
+    assert board.live() == 3 and ran[0][0].lease not in client.held()
+    client.close()  # the owner's close releases the rest
     assert client.held() == [] and records(tmp_path) == []
-    client.close()
+    for server, _ in ran[1:]:
+        server.close()  # already released: nothing left to do
 
 
 def test_lease_fields_are_checked_before_anything_runs() -> None:

@@ -26,6 +26,7 @@ from cloudai.space import is_range
 from cloudai.systems.hidden_env import hide_env_var
 
 if TYPE_CHECKING:
+    from cloudai.gymserver.lease import LeaseClient
     from cloudai.gymserver.remote import RemoteGymServer
 
 # cmd_args keys that configure the connection/factory, never knobs or constructor kwargs.
@@ -63,12 +64,14 @@ def create_gym_server(
     metrics: Sequence[str] | None = None,
     prefix: str = "cmd_args",
     record_dir: Path | None = None,
+    lease_client: LeaseClient | None = None,
 ) -> GymServer:
     """The server a live-RL test's ``cmd_args`` describe. Bad config: ``ConfigError`` naming the field.
 
     ``metrics`` (the test's ``agent_metrics``) orders a remote server's observation; an
     in-process class decides its own. ``prefix`` is the TOML path of ``cmd_args`` for messages.
-    ``record_dir``: where a leased sandbox is recorded while held (``<dir>/leases/``; None: nowhere).
+    ``record_dir``: where a leased sandbox is recorded while held (``<dir>/leases/``; None: nowhere);
+    ``lease_client``: one ``LeaseClient`` several environments share (``leased.lease_client``); None: its own.
     """
     problems = _check_target(cmd_args, prefix, None)
     if problems:
@@ -78,7 +81,7 @@ def create_gym_server(
     if cmd_args.get("env_lease_url"):
         from cloudai.gymserver.leased import create_leased
 
-        return create_leased(cmd_args, lambda url: _remote(cmd_args, metrics, url), record_dir)
+        return create_leased(cmd_args, lambda url: _remote(cmd_args, metrics, url), record_dir, lease_client)
     cls = _import_class(str(cmd_args["env_class"]), f"{prefix}.env_class")
     kwargs = constructor_kwargs(cls, cmd_args, prefix)
     value = cmd_args["env_class"]

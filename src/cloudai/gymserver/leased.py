@@ -126,10 +126,22 @@ class LeasedGymServer:
 
 
 def create_leased(
-    cmd_args: Mapping[str, Any], connect: Callable[[str], RemoteGymServer], record_dir: Path | None
+    cmd_args: Mapping[str, Any],
+    connect: Callable[[str], RemoteGymServer],
+    record_dir: Path | None,
+    client: LeaseClient | None = None,
 ) -> LeasedGymServer:
-    """The ``LeasedGymServer`` a live test's (checked) ``cmd_args`` describe; leases are recorded in ``record_dir``."""
-    client = LeaseClient(
+    """The ``LeasedGymServer`` a live test's (checked) ``cmd_args`` describe; leases are recorded in ``record_dir``.
+    ``client``: a ``LeaseClient`` shared by several environments (its owner closes it); None: one of its own."""
+    spare = int(cmd_args.get("env_lease_replacements", 0))
+    if client is not None:
+        return LeasedGymServer(client, connect, replacements=spare)
+    return LeasedGymServer(lease_client(cmd_args, record_dir), connect, replacements=spare, owns_client=True)
+
+
+def lease_client(cmd_args: Mapping[str, Any], record_dir: Path | None) -> LeaseClient:
+    """The ``LeaseClient`` a live test's (checked) ``cmd_args`` describe (thread-safe: one may serve many envs)."""
+    return LeaseClient(
         str(cmd_args["env_lease_url"]),
         token_var=str(cmd_args.get("env_token_var", "CLOUDAI_GYM_TOKEN")),
         environment=cmd_args.get("env_lease_environment"),
@@ -138,8 +150,6 @@ def create_leased(
         lease_timeout_s=float(cmd_args.get("env_lease_timeout_s", 120.0)),
         record_dir=record_dir,
     )
-    spare = int(cmd_args.get("env_lease_replacements", 0))
-    return LeasedGymServer(client, connect, replacements=spare, owns_client=True)
 
 
 def lease_options(cmd_args: Mapping[str, Any]) -> dict[str, Any]:
