@@ -33,6 +33,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
 
 from cloudai.atomicfile import atomic_write
 from cloudai.errors import GymServerError
@@ -90,16 +91,16 @@ class LeaseClient:
         """A ready sandbox: POST, then GET with backoff until ready. Failure or interrupt: released, then raised."""
         first = self._sandbox(self._call("POST", "/sandboxes", "lease", body=self._body), "lease")
         lease = Lease(first["id"], self.control_url)
-        self._hold(lease)
         try:
+            self._hold(lease)
             ready = self._wait_ready(first)
-        except BaseException as exc:
+            lease = Lease(lease.id, self.control_url, ready["url"], _number(ready.get("idle_timeout_s")))
+            self._hold(lease)
+        except BaseException as exc:  # an interrupt, a failed or slow start, a record that cannot be written
             note = self._release_after_failure(lease)
             if note and isinstance(exc, GymServerError):
                 raise GymServerError(f"{exc}; {note}") from exc
             raise
-        lease = Lease(lease.id, self.control_url, ready["url"], _number(ready.get("idle_timeout_s")))
-        self._hold(lease)
         return lease
 
     def release(self, lease: Lease) -> None:
@@ -109,7 +110,7 @@ class LeaseClient:
             if attempt:
                 time.sleep(0.1 * 2 ** (attempt - 1))
             try:
-                response = self._client().delete(f"/sandboxes/{lease.id}")
+                response = self._client().delete(_path(lease.id))
             except Exception as exc:  # transport errors: retried
                 cause = _describe(exc)
                 continue
@@ -147,7 +148,7 @@ class LeaseClient:
                 return
             self._touched[lease.id] = time.monotonic()
         try:
-            self._call("GET", f"/sandboxes/{lease.id}", "renew")
+            self._call("GET", _path(lease.id), "renew")
         except GymServerError as exc:
             log.warning("renewing sandbox %s failed: %s", lease.id, exc)
 
@@ -185,7 +186,7 @@ class LeaseClient:
                 )
             time.sleep(min(delay, remaining))
             delay = min(delay * 2, 1.0)
-            sandbox = self._sandbox(self._call("GET", f"/sandboxes/{sandbox['id']}", "lease"), "lease")
+            sandbox = self._sandbox(self._call("GET", _path(sandbox["id"]), "lease"), "lease")
 
     def _call(self, method: str, path: str, call: str, body: dict[str, Any] | None = None) -> Any:
         """One JSON call; a GET is retried on transport errors and 5xx, a POST never."""
@@ -295,6 +296,11 @@ def release_recorded(run_dir: Path) -> list[str]:
         finally:
             client.close()
     return lines
+
+
+def _path(lease_id: str) -> str:
+    """``/sandboxes/<id>``, the id quoted: a control plane's id is data, never a path of its own."""
+    return f"/sandboxes/{quote(lease_id, safe='')}"
 
 
 def _number(value: Any) -> float | None:
