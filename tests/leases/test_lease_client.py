@@ -133,7 +133,7 @@ def test_a_sandbox_that_dies_mid_episode_truncates_it_and_is_replaced(
     control: tuple[Plane, str], tmp_path: Path
 ) -> None:
     board, url = control
-    server = leased(url, tmp_path, env_lease_replacements=1)
+    server = leased(url, tmp_path, env_lease_replacements=2)
     server.reset()
     server.step(ACTION)
     board.sandboxes["sb-1"].kill()  # the sandbox dies between two steps of an episode
@@ -144,7 +144,10 @@ def test_a_sandbox_that_dies_mid_episode_truncates_it_and_is_replaced(
     assert board.live() == 0 and records(tmp_path) == []  # the dead lease is released at once
     server.reset()  # a replacement
     assert server.lease.id == "sb-2" and server.step(ACTION)[1] == 4.0
-    board.sandboxes["sb-2"].kill()
+    board.sandboxes["sb-2"].kill()  # dies before the next episode starts: that reset is on a replacement
+    server.reset()
+    assert server.lease.id == "sb-3" and board.live() == 1 and records(tmp_path) == ["sb-3"]
+    board.sandboxes["sb-3"].kill()
     assert server.step(ACTION)[2] is True
     with pytest.raises(GymServerError, match="no replacement left"):
         server.reset()

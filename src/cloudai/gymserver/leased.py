@@ -5,7 +5,8 @@ OpenEnv client (``RemoteGymServer``) and releases the lease in ``close()``, whic
 out (the end, an error, Ctrl-C, SIGTERM). A sandbox that dies mid-episode (a step fails and its ``/health`` no
 longer answers) ends the episode: the step comes back ``done`` with ``info["truncated"] = True``, status
 ``failed`` and the reason, and the dead lease is released. The next ``reset`` leases a replacement while
-``env_lease_replacements`` allows; otherwise it is a ``GymServerError`` saying the sandbox died.
+``env_lease_replacements`` allows (so does a ``reset`` that finds the sandbox died since); otherwise it is a
+``GymServerError`` saying the sandbox died.
 
 The test's ``cmd_args`` that configure it (checked by ``lease_problems``):
 ``env_lease_url`` (the control plane), ``env_lease_environment`` (which environment to start; ``cloudai serve
@@ -70,9 +71,17 @@ class LeasedGymServer:
         return self._remote.observation_space()
 
     def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[list[float], dict]:
+        """Start an episode; on a replacement when the sandbox died (in the last episode, or since)."""
         if self._dead:
             self._replace()
         self._client.keep_alive(self._lease)
+        try:
+            return self._remote.reset(seed=seed, options=options)
+        except GymServerError as exc:
+            if self._client.alive(self._lease):
+                raise
+            self._bury(f"sandbox {self._lease.id} died between episodes: {exc}")
+        self._replace()
         return self._remote.reset(seed=seed, options=options)
 
     def step(self, action: dict[str, Any]) -> tuple[list[float], float, bool, dict]:
@@ -102,15 +111,20 @@ class LeasedGymServer:
 
     def _died(self, reason: str) -> tuple[list[float], float, bool, dict]:
         """End the episode ``truncated``, releasing the dead lease (a failed release is in the reason)."""
+        reason = self._bury(reason)
+        width = len(self._remote.observation_space())
+        info = {"status": "failed", "reason": reason, "truncated": True}
+        return [math.nan] * width, math.nan, True, info
+
+    def _bury(self, reason: str) -> str:
+        """Mark the sandbox dead and release its lease; the reason, with a failed release's error added."""
         self._dead = reason
         self._remote.close()
         try:
             self._client.release(self._lease)
         except GymServerError as exc:
-            reason = f"{reason}; {exc}"
-        width = len(self._remote.observation_space())
-        info = {"status": "failed", "reason": reason, "truncated": True}
-        return [math.nan] * width, math.nan, True, info
+            self._dead = reason = f"{reason}; {exc}"
+        return reason
 
     def _replace(self) -> None:
         if self._spare <= 0:
