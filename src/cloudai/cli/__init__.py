@@ -354,6 +354,33 @@ def _needs(system_config: Path | None, tests_dir: Path | None, hook_dir: Path | 
     show_default=True,
     help="Close a WebSocket session that sends nothing for this many seconds.",
 )
+@click.option(
+    "--lease",
+    type=click.IntRange(0, 65535),
+    metavar="PORT",
+    help="Be a lease control plane on PORT instead: each lease runs its own `cloudai serve` of a test.",
+)
+@click.option(
+    "--max-leases",
+    type=click.IntRange(1, 1024),
+    default=4,
+    show_default=True,
+    help="With --lease: at most this many live leases (429 beyond).",
+)
+@click.option(
+    "--lease-idle-timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    default=600.0,
+    show_default=True,
+    help="With --lease: release a lease no request named for this many seconds.",
+)
+@click.option(
+    "--lease-start-timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    default=60.0,
+    show_default=True,
+    help="With --lease: a sandbox not healthy this many seconds after its start is failed.",
+)
 @_common
 def serve(
     system_config: Path | None,
@@ -367,10 +394,17 @@ def serve(
     max_sessions: int,
     insecure: bool,
     session_idle_timeout: float,
+    lease: int | None,
+    max_leases: int,
+    lease_idle_timeout: float,
+    lease_start_timeout: float,
     verbose: bool,
     log_file: Path | None,
 ) -> None:
-    """Serve one agent-driven test as an OpenEnv-compatible environment (WebSocket /ws, HTTP)."""
+    """Serve one agent-driven test as an OpenEnv-compatible environment (WebSocket /ws, HTTP).
+
+    With --lease PORT: a control plane that leases out sandboxes, each its own `cloudai serve` (USER_GUIDE).
+    """
 
     setup_logging(verbose, log_file)
     from cloudai.gym.from_toml import load_env
@@ -388,6 +422,13 @@ def serve(
                 hint=f"set {token_var} (clients send it as a bearer token), or pass --insecure to allow it anyway",
             )
         click.echo(f"warning: serving on {host} without a token (--insecure): anyone may run trials", err=True)
+    if lease is not None:
+        from cloudai.cli.lease_serve import LeaseServe, serve_leases
+
+        how = LeaseServe(system_config, tests_dir, test_scenario, test_id, output_dir, host, lease, token_var,
+                         session_idle_timeout, max_leases, lease_idle_timeout, lease_start_timeout,
+                         insecure)  # fmt: skip
+        return serve_leases(how, token)
     sock = bind(host, port)
     loaded = load_env(tests_dir, test_scenario, test_id, system_config=system_config, output_dir=output_dir)
     app = create_app(

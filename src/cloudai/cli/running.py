@@ -2,7 +2,8 @@
 
 A ``How`` carries what the command line asked for; ``run_in`` runs the plan (single sbatch, DSE with its
 hooks, or plain jobs), removes a results dir that bad input left empty, cancels everything on the way out
-and writes the report and summary of what finished, whatever stopped the run.
+and writes the report and summary of what finished, whatever stopped the run. A resume first releases the
+leased sandboxes the earlier run left recorded.
 """
 
 from __future__ import annotations
@@ -38,6 +39,8 @@ class How:
 def run_in(plan: Plan, system: System, run_dir: Path, how: How) -> int:
     """The run itself, once its results dir exists; a report of what finished whatever stopped it."""
     resume = how.resume
+    if resume is not None:
+        _release_left_leases(run_dir)
     try:
         if how.single_sbatch:
             from cloudai.run.single_sbatch import run_single_sbatch
@@ -67,6 +70,14 @@ def run_in(plan: Plan, system: System, run_dir: Path, how: How) -> int:
         if run_dir.is_dir():
             _report(run_dir)
     return code
+
+
+def _release_left_leases(run_dir: Path) -> None:
+    """Leased sandboxes a killed run left recorded in ``run_dir`` (``<trial>/leases/``): released before resuming."""
+    from cloudai.gymserver.lease import release_recorded
+
+    for line in release_recorded(run_dir):
+        say(line, err=line.startswith("warning"))
 
 
 def _has_results(run_dir: Path) -> bool:

@@ -50,7 +50,7 @@ from cloudai.envs.env_params import EnvParamSampler
 from cloudai.envs.knobs import observation_leaves
 from cloudai.envs.offline import TrialSetup, check_action, replayed
 from cloudai.errors import ConfigError, GymServerError, Problem, did_you_mean
-from cloudai.gymserver.factory import RESERVED_ARGS, create_gym_server
+from cloudai.gymserver.factory import create_gym_server, is_reserved
 from cloudai.gymserver.protocol import GymServer, close_server
 from cloudai.gymserver.spaces import as_leaf, narrow_space, to_dimension
 from cloudai.space import Space, flatten, is_range
@@ -148,7 +148,7 @@ class LiveGymEnv(BaseGym):
         cmd_args = {k: v for k, v in entry.cmd_args.items() if k not in self.env_names}
         declared = flatten(cmd_args)
         wanted = None if tuple(entry.agent.metrics) == DEFAULT_METRICS else list(entry.agent.metrics)
-        self.server = create_gym_server(cmd_args, metrics=wanted, prefix=prefix)
+        self.server = create_gym_server(cmd_args, metrics=wanted, prefix=prefix, record_dir=setup.out_dir)
         kind = type(self.server)
         self._where = getattr(self.server, "url", None) or f"{kind.__module__}.{kind.__qualname__}"
         self._lanes = [_Lane(0, self.server)]
@@ -159,7 +159,8 @@ class LiveGymEnv(BaseGym):
             self._slots = _slots(list(names), self.metrics, f"{entry.field_prefix}.agent_metrics")
             self._width = _width(names)  # values per observation
             for env_id in range(1, max(1, setup.max_in_flight)):  # the other environments: the same server kind
-                self._lanes.append(_Lane(env_id, create_gym_server(cmd_args, metrics=wanted, prefix=prefix)))
+                server = create_gym_server(cmd_args, metrics=wanted, prefix=prefix, record_dir=setup.out_dir)
+                self._lanes.append(_Lane(env_id, server))
         except BaseException:
             for lane in self._lanes:
                 close_server(lane.server)
@@ -365,7 +366,7 @@ class LiveGymEnv(BaseGym):
     def _spaces(self, declared: Mapping[str, Any], prefix: str) -> tuple[Space, dict[str, Any]]:
         """The server's offer narrowed by ``cmd_args``; a declared list/range the server lacks is an error."""
         offered = self._call("action_space", self.server.action_space)
-        knobs = {k: v for k, v in declared.items() if k not in RESERVED_ARGS and not k.startswith("env_kwargs.")}
+        knobs = {k: v for k, v in declared.items() if not is_reserved(k)}
         strays = [name for name, v in knobs.items() if name not in offered and (isinstance(v, list) or is_range(v))]
         if strays:
             raise ConfigError(problems=[

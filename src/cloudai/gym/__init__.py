@@ -3,8 +3,9 @@
 ``make``/``load_env`` build a test's env from TOML (through ``plan`` and ``run``, like ``cloudai run``),
 ``GymnasiumAdapter`` and the action wrappers (``GridActions``, ``UnitBoxActions``) give it Gymnasium's
 spaces, and ``examples.ServingSim`` is the shipped in-process ``GymServer``. The names of the
-``GymServer`` protocol (``gymserver``), the env helpers (``envs``) and the OpenEnv client
-(``gymserver.remote``) are re-exported here for convenience.
+``GymServer`` protocol (``gymserver``), the env helpers (``envs``), the OpenEnv client
+(``gymserver.remote``) and the lease client (``gymserver.lease``, ``gymserver.leased``) are re-exported here
+for convenience.
 
 May import every stage below it (``run``, ``plan``, ``envs``, ``gymserver``, ...); nothing
 but ``cli`` imports it.
@@ -28,6 +29,8 @@ if TYPE_CHECKING:
     from cloudai.gym.from_toml import load_env, make
     from cloudai.gym.rollouts import AsyncEnv, Transition, make_vec, rollout
     from cloudai.gymserver.factory import create_gym_server, validate_live_rl_args
+    from cloudai.gymserver.lease import Lease, LeaseClient
+    from cloudai.gymserver.leased import LeasedGymServer
     from cloudai.gymserver.protocol import GymServer
     from cloudai.gymserver.remote import RemoteGymServer
     from cloudai.gymserver.spaces import ContinuousSpace, ObsLeafDescriptor
@@ -39,6 +42,9 @@ _EXPORTS = {
     "create_gym_server": "cloudai.gymserver.factory",
     "validate_live_rl_args": "cloudai.gymserver.factory",
     "RemoteGymServer": "cloudai.gymserver.remote",
+    "Lease": "cloudai.gymserver.lease",
+    "LeaseClient": "cloudai.gymserver.lease",
+    "LeasedGymServer": "cloudai.gymserver.leased",
     "ServingSim": "cloudai.gym.examples",
     "GymnasiumAdapter": "cloudai.gym.adapter",
     "GridActions": "cloudai.gym.flatten",
@@ -57,6 +63,9 @@ __all__ = [
     "GridActions",
     "GymServer",
     "GymnasiumAdapter",
+    "Lease",
+    "LeaseClient",
+    "LeasedGymServer",
     "ObsLeafDescriptor",
     "RemoteGymServer",
     "ServingSim",

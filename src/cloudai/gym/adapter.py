@@ -26,10 +26,11 @@ values the step just measured under.
 
 Episodes: ``terminated`` is the env's ``done`` in live-RL mode (offline DSE never
 terminates); ``truncated`` after ``max_steps`` steps since ``reset`` (default: the env's
-``agent_steps``). The adapter counts its own steps and never touches the env's monotonic
-step counter. ``info`` holds one key of cloudai's, ``info["cloudai"]``: the env's info (``step``,
-``status``, ``episode``, ``metrics``, ``env_params``...) plus ``knobs``, every knob's value in that
-trial (fixed ones included). The rest of ``info`` is the trainer's: Gymnasium's
+``agent_steps``), or when the env's info says ``truncated`` (a leased sandbox died mid-episode).
+The adapter counts its own steps and never touches the env's monotonic step counter.
+``info`` holds one key of cloudai's, ``info["cloudai"]``: the env's info (``step``, ``status``,
+``episode``, ``metrics``, ``env_params``...) plus ``knobs``, every knob's value in that trial
+(fixed ones included). The rest of ``info`` is the trainer's: Gymnasium's
 ``RecordEpisodeStatistics`` writes ``info["episode"]`` (a dict of return, length, time), and a vector
 env adds its ``_``-prefixed masks; a cloudai key there would break them.
 A trial is a real job, so the registered spec is ``nondeterministic`` (see ``make``).
@@ -147,8 +148,9 @@ class GymnasiumAdapter(gymnasium.Env[Any, dict[str, Any]]):
         point = self.decode_action(action)
         observation, reward, done, info = self._env.step(point)
         self._episode_steps += 1
-        terminated = bool(done) and self._env.live
-        truncated = self.max_steps is not None and self._episode_steps >= self.max_steps and not terminated
+        cut = bool(info.get("truncated"))  # the env cut the episode short (a leased sandbox died): not its end
+        terminated = bool(done) and self._env.live and not cut
+        truncated = cut or (self.max_steps is not None and self._episode_steps >= self.max_steps and not terminated)
         info = {INFO_KEY: {**info, "knobs": self._space.full(point)}}
         return self._observe(observation), float(reward), terminated, truncated, info
 

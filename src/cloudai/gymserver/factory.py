@@ -1,7 +1,8 @@
 """Which ``GymServer`` a live-RL test talks to (``create_gym_server``), and the load-time check of its args.
 
 ``create_gym_server(cmd_args)`` builds one from a test's ``cmd_args``: ``env_url`` gives a
-``RemoteGymServer`` (OpenEnv wire protocol), otherwise ``env_class`` names a class by dotted
+``RemoteGymServer`` (OpenEnv wire protocol), ``env_lease_url`` a ``LeasedGymServer`` (a sandbox leased from a
+control plane, then driven as ``env_url`` would be), otherwise ``env_class`` names a class by dotted
 path. A class gets as constructor kwargs the scalar ``cmd_args`` whose names its signature
 takes (all of them when it takes ``**kwargs``), then ``cmd_args.env_kwargs`` on top (an explicit
 kwarg the constructor does not take is an error). Lists and ranges in ``cmd_args`` are never
@@ -15,12 +16,18 @@ import importlib
 import inspect
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from cloudai.errors import ConfigError, Problem, did_you_mean
+from cloudai.gymserver.leased import LEASE_ARGS, lease_problems
 from cloudai.gymserver.protocol import GymServer
 from cloudai.space import is_range
 from cloudai.systems.hidden_env import hide_env_var
+
+if TYPE_CHECKING:
+    from cloudai.gymserver.lease import LeaseClient
+    from cloudai.gymserver.remote import RemoteGymServer
 
 # cmd_args keys that configure the connection/factory, never knobs or constructor kwargs.
 RESERVED_ARGS = frozenset(
@@ -33,8 +40,17 @@ RESERVED_ARGS = frozenset(
         "env_timeout_s",
         "env_health_timeout_s",
         "env_kwargs",
+        *LEASE_ARGS,
     }
 )
+RESERVED_TABLES = ("env_kwargs.", "env_lease_options.")  # flattened cmd_args: their keys are never knobs
+
+
+def is_reserved(name: str) -> bool:
+    """Whether a (flattened) cmd_args key configures the connection rather than being a knob."""
+    return name in RESERVED_ARGS or name.startswith(RESERVED_TABLES)
+
+
 REQUIRED_METHODS = ("action_space", "observation_space", "reset", "step")
 EXAMPLE_CLASS = "cloudai.gym.examples.ServingSim"
 TRANSPORTS = ("ws", "http")
@@ -43,18 +59,29 @@ _ENV_VAR = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")  # fullmatch: `$` alone accepts
 
 
 def create_gym_server(
-    cmd_args: Mapping[str, Any], *, metrics: Sequence[str] | None = None, prefix: str = "cmd_args"
+    cmd_args: Mapping[str, Any],
+    *,
+    metrics: Sequence[str] | None = None,
+    prefix: str = "cmd_args",
+    record_dir: Path | None = None,
+    lease_client: LeaseClient | None = None,
 ) -> GymServer:
     """The server a live-RL test's ``cmd_args`` describe. Bad config: ``ConfigError`` naming the field.
 
     ``metrics`` (the test's ``agent_metrics``) orders a remote server's observation; an
     in-process class decides its own. ``prefix`` is the TOML path of ``cmd_args`` for messages.
+    ``record_dir``: where a leased sandbox is recorded while held (``<dir>/leases/``; None: nowhere);
+    ``lease_client``: one ``LeaseClient`` several environments share (``leased.lease_client``); None: its own.
     """
     problems = _check_target(cmd_args, prefix, None)
     if problems:
         raise ConfigError(problems=problems)
     if cmd_args.get("env_url"):
-        return _remote(cmd_args, metrics)
+        return _remote(cmd_args, metrics, str(cmd_args["env_url"]))
+    if cmd_args.get("env_lease_url"):
+        from cloudai.gymserver.leased import create_leased
+
+        return create_leased(cmd_args, lambda url: _remote(cmd_args, metrics, url), record_dir, lease_client)
     cls = _import_class(str(cmd_args["env_class"]), f"{prefix}.env_class")
     kwargs = constructor_kwargs(cls, cmd_args, prefix)
     value = cmd_args["env_class"]
@@ -78,7 +105,7 @@ def create_gym_server(
 def validate_live_rl_args(cmd_args: Mapping[str, Any], file: object, *, prefix: str = "cmd_args") -> list[Problem]:
     """Every problem ``create_gym_server`` would raise that is knowable without constructing or connecting."""
     problems = _check_target(cmd_args, prefix, file)
-    if problems or cmd_args.get("env_url"):
+    if problems or cmd_args.get("env_url") or cmd_args.get("env_lease_url"):
         return problems
     try:
         cls = _import_class(str(cmd_args["env_class"]), f"{prefix}.env_class")
@@ -99,8 +126,7 @@ def constructor_kwargs(cls: type, cmd_args: Mapping[str, Any], prefix: str = "cm
         name: value
         for name, value in cmd_args.items()
         if (name in named or open_ended)
-        and name not in RESERVED_ARGS
-        and not name.startswith("env_kwargs.")
+        and not is_reserved(name)
         and not isinstance(value, list)
         and not is_range(value)
     }
@@ -135,27 +161,31 @@ def _env_kwargs(cmd_args: Mapping[str, Any], prefix: str) -> dict[str, Any]:
 
 
 def _check_target(cmd_args: Mapping[str, Any], prefix: str, file: object) -> list[Problem]:
-    """Exactly one of env_class/env_url, each well formed; the connection options well typed."""
+    """Exactly one of env_class/env_url/env_lease_url, each well formed; the connection options well typed."""
     where = None if file is None else str(file)
     env_class, env_url = cmd_args.get("env_class"), cmd_args.get("env_url")
-    if env_class and env_url:
+    given = [name for name in ("env_class", "env_url", "env_lease_url") if cmd_args.get(name)]
+    if len(given) > 1:
         return [
             Problem(
                 where,
-                f"{prefix}.env_url",
-                "give env_class or env_url, not both",
-                "env_class runs the environment in this process; env_url connects to a running server",
+                f"{prefix}.{given[-1]}",
+                f"give {' or '.join(given)}, not both",
+                "env_class runs the environment in this process; env_url connects to a running server; "
+                "env_lease_url leases one from a control plane",
             )
         ]
-    if not env_class and not env_url:
+    if not given:
         return [
             Problem(
                 where,
                 f"{prefix}.env_class",
-                "a live-RL test needs env_class or env_url",
+                "a live-RL test needs env_class or env_url (or env_lease_url)",
                 f'e.g. env_class = "{EXAMPLE_CLASS}" or env_url = "http://127.0.0.1:8000"',
             )
         ]
+    if given == ["env_lease_url"]:
+        return lease_problems(cmd_args, prefix, where) + _connection_problems(cmd_args, prefix, where)
     problems: list[Problem] = []
     if env_url and (not isinstance(env_url, str) or not re.match(r"^(https?|wss?)://[^/\s]+", env_url)):
         problems.append(
@@ -175,6 +205,12 @@ def _check_target(cmd_args: Mapping[str, Any], prefix: str, file: object) -> lis
                 f'give module and class, e.g. env_class = "{EXAMPLE_CLASS}"',
             )
         )
+    return problems + _connection_problems(cmd_args, prefix, where)
+
+
+def _connection_problems(cmd_args: Mapping[str, Any], prefix: str, where: str | None) -> list[Problem]:
+    """The OpenEnv client's options: token variable, transport, timeouts."""
+    problems: list[Problem] = []
     token_var = cmd_args.get("env_token_var", "CLOUDAI_GYM_TOKEN")
     if not isinstance(token_var, str) or not _ENV_VAR.fullmatch(token_var):
         problems.append(
@@ -258,13 +294,13 @@ def _missing_methods(obj: object) -> list[str]:
     return [name for name in REQUIRED_METHODS if not callable(getattr(obj, name, None))]
 
 
-def _remote(cmd_args: Mapping[str, Any], metrics: Sequence[str] | None) -> GymServer:
+def _remote(cmd_args: Mapping[str, Any], metrics: Sequence[str] | None, url: str) -> RemoteGymServer:
     from cloudai.gymserver.remote import RemoteGymServer
 
-    fields = {k: v for k, v in cmd_args.items() if k not in RESERVED_ARGS and not k.startswith("env_kwargs.")}
+    fields = {k: v for k, v in cmd_args.items() if not is_reserved(k)}
     hide_env_var(str(cmd_args.get("env_token_var", "CLOUDAI_GYM_TOKEN")))  # jobs never inherit the token
     return RemoteGymServer(
-        str(cmd_args["env_url"]),
+        url,
         transport=str(cmd_args.get("env_transport", "ws")),
         token_var=str(cmd_args.get("env_token_var", "CLOUDAI_GYM_TOKEN")),
         timeout_s=float(cmd_args.get("env_timeout_s", 30.0)),

@@ -2,6 +2,8 @@
 
 ``app`` is the ASGI app (sessions, HTTP and WebSocket routes), ``wire`` the message shapes and
 schemas, ``calls`` runs env calls one at a time, ``run`` the process (threads, signals, shutdown).
+``cloudai serve --lease``: ``control`` (the lease control plane's routes and process) over ``sandboxes``
+(the leases it holds, each sandbox a child process).
 
 May import ``envs`` (the env it serves) and the shared leaves. Never ``run``, ``plan`` or ``cli``:
 the caller builds the env and hands it over.

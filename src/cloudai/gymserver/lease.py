@@ -1,0 +1,323 @@
+"""``LeaseClient``: sandboxes leased from a control plane, each recorded in the results dir while it is held.
+
+The lease protocol (JSON over HTTP; ``cloudai serve --lease`` is one such control plane):
+
+* ``POST {control}/sandboxes`` with ``{"environment"?: str, "options"?: {..}}`` ->
+  ``{"id": str, "status": "pending" | "ready" | "failed", "url"?: str, "error"?: str, "idle_timeout_s"?: number}``.
+* ``GET {control}/sandboxes/{id}`` -> the same object; polled with backoff until ``ready`` (then ``url`` speaks
+  the OpenEnv protocol) or ``failed`` (``error`` says why), for at most ``lease_timeout_s``.
+* ``DELETE {control}/sandboxes/{id}`` releases it (2xx; 404 means it is already gone, which is as good).
+* A control plane that expires idle leases says so in ``idle_timeout_s``; ``keep_alive`` renews with a GET once a
+  third of it has passed.
+
+Guarantees: a lease is recorded as ``<record_dir>/leases/<id>.json`` the moment its id is known and the record is
+removed once it is released, so ``release_recorded`` (``cloudai run --resume``) frees what a SIGKILLed run left.
+``acquire`` releases what it took when it fails or is interrupted. A release is retried; one that still fails is a
+``GymServerError`` naming the sandbox, the record and how to free it by hand; never a silent leak. The POST that
+creates a sandbox is never retried (a lost reply may have created one); GETs and DELETEs are. ``Authorization:
+Bearer <token>`` (from ``$token_var``) goes on every call; the token never appears in a message or a record.
+
+Thread safety: one ``LeaseClient`` may serve many environments at once; ``acquire``/``release``/``close`` may be
+called from any thread (the bookkeeping is under a lock, and httpx's client is thread-safe).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
+
+from cloudai.atomicfile import atomic_write
+from cloudai.errors import GymServerError
+
+if TYPE_CHECKING:
+    import httpx
+
+log = logging.getLogger("cloudai.gymserver.lease")
+RECORDS = "leases"  # <record_dir>/leases/<id>.json: the leases a run holds
+_STATUSES = ("pending", "ready", "failed")
+
+
+@dataclass(frozen=True)
+class Lease:
+    """A sandbox held from ``control_url``: ``url`` speaks OpenEnv once it is ready."""
+
+    id: str
+    control_url: str
+    url: str = ""
+    idle_timeout_s: float | None = None
+
+
+class LeaseClient:
+    """Leases sandboxes from the control plane at ``control_url`` (see the module docstring)."""
+
+    def __init__(
+        self,
+        control_url: str,
+        *,
+        token_var: str = "CLOUDAI_GYM_TOKEN",
+        environment: str | None = None,
+        options: Mapping[str, Any] | None = None,
+        timeout_s: float = 30.0,
+        lease_timeout_s: float = 120.0,
+        record_dir: Path | None = None,
+        release_tries: int = 3,
+    ) -> None:
+        self.control_url = control_url.rstrip("/")
+        self._token_var = token_var
+        self._token = os.environ.get(token_var) or None
+        self._body: dict[str, Any] = {"environment": environment} if environment else {}
+        if options:
+            self._body["options"] = dict(options)
+        self._timeout_s, self._lease_timeout_s = timeout_s, lease_timeout_s
+        self._records = None if record_dir is None else record_dir / RECORDS
+        self._release_tries = max(1, release_tries)
+        self._lock = threading.Lock()
+        self._held: dict[str, Lease] = {}
+        self._touched: dict[str, float] = {}
+        self._http: httpx.Client | None = None
+
+    # -- the public contract ---------------------------------------------------------------------
+
+    def acquire(self) -> Lease:
+        """A ready sandbox: POST, then GET with backoff until ready. Failure or interrupt: released, then raised."""
+        first = self._sandbox(self._call("POST", "/sandboxes", "lease", body=self._body), "lease")
+        lease = Lease(first["id"], self.control_url)
+        try:
+            self._hold(lease)
+            ready = self._wait_ready(first)
+            lease = Lease(lease.id, self.control_url, ready["url"], _number(ready.get("idle_timeout_s")))
+            self._hold(lease)
+        except BaseException as exc:  # an interrupt, a failed or slow start, a record that cannot be written
+            note = self._release_after_failure(lease)
+            if note and isinstance(exc, GymServerError):
+                raise GymServerError(f"{exc}; {note}") from exc
+            raise
+        return lease
+
+    def release(self, lease: Lease) -> None:
+        """DELETE the sandbox (retried with backoff; 404 counts as released) and remove its record."""
+        cause = ""
+        for attempt in range(self._release_tries):
+            if attempt:
+                time.sleep(0.1 * 2 ** (attempt - 1))
+            try:
+                response = self._client().delete(_path(lease.id))
+            except Exception as exc:  # transport errors: retried
+                cause = _describe(exc)
+                continue
+            if response.status_code < 300 or response.status_code == 404:
+                self._drop(lease)
+                return
+            cause = f"HTTP {response.status_code}: {response.text[:200]}"
+        where = f"; its record stays in {self._record(lease)}" if self._records is not None else ""
+        raise self._error(
+            f"sandbox {lease.id} NOT released after {self._release_tries} tries (last: {cause}){where}; "
+            f"`cloudai run --resume` retries it, or release it by hand: DELETE {self.control_url}/sandboxes/{lease.id}",
+            "release",
+        )
+
+    def held(self) -> list[Lease]:
+        """The leases taken and not yet released, oldest first."""
+        with self._lock:
+            return list(self._held.values())
+
+    def alive(self, lease: Lease) -> bool:
+        """Whether the sandbox still answers ``GET /health`` (one try, short timeout)."""
+        try:
+            response = self._client().get(f"{lease.url}/health", timeout=min(2.0, self._timeout_s))
+        except Exception:
+            return False
+        return response.status_code == 200
+
+    def keep_alive(self, lease: Lease) -> None:
+        """Renew the lease (a GET) once a third of the control plane's idle timeout has passed since the last."""
+        if lease.idle_timeout_s is None:
+            return
+        with self._lock:
+            last = self._touched.get(lease.id, 0.0)
+            if time.monotonic() - last < lease.idle_timeout_s / 3:
+                return
+            self._touched[lease.id] = time.monotonic()
+        try:
+            self._call("GET", _path(lease.id), "renew")
+        except GymServerError as exc:
+            log.warning("renewing sandbox %s failed: %s", lease.id, exc)
+
+    def close(self) -> None:
+        """Release every lease still held; raise one ``GymServerError`` listing those that could not be."""
+        failures = []
+        for lease in self.held():
+            try:
+                self.release(lease)
+            except GymServerError as exc:
+                failures.append(str(exc))
+        with self._lock:
+            http, self._http = self._http, None
+        if http is not None:
+            http.close()
+        if failures:
+            raise GymServerError("; ".join(failures))
+
+    # -- the protocol ----------------------------------------------------------------------------
+
+    def _wait_ready(self, sandbox: dict[str, Any]) -> dict[str, Any]:
+        deadline, delay = time.monotonic() + self._lease_timeout_s, 0.02
+        while True:
+            if sandbox["status"] == "ready":
+                return sandbox
+            if sandbox["status"] == "failed":
+                error = sandbox.get("error") or "no error given"
+                raise self._error(f"sandbox {sandbox['id']} failed to start: {error}", "lease")
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise self._error(
+                    f"sandbox {sandbox['id']} not ready after {self._lease_timeout_s:g}s (still "
+                    f"{sandbox['status']}); raise cmd_args.env_lease_timeout_s if it needs longer",
+                    "lease",
+                )
+            time.sleep(min(delay, remaining))
+            delay = min(delay * 2, 1.0)
+            sandbox = self._sandbox(self._call("GET", _path(sandbox["id"]), "lease"), "lease")
+
+    def _call(self, method: str, path: str, call: str, body: dict[str, Any] | None = None) -> Any:
+        """One JSON call; a GET is retried on transport errors and 5xx, a POST never."""
+        tries = 3 if method == "GET" else 1
+        cause = ""
+        for attempt in range(tries):
+            if attempt:
+                time.sleep(0.1 * 2 ** (attempt - 1))
+            try:
+                response = self._client().request(method, path, json=body)
+            except Exception as exc:
+                cause = _describe(exc)
+                continue
+            if response.status_code >= 500 and attempt + 1 < tries:
+                cause = f"HTTP {response.status_code}"
+                continue
+            return self._reply(response, f"{method} {path}", call)
+        raise self._error(f"{method} {path} failed {tries} time(s) (last: {cause})", call)
+
+    def _reply(self, response: httpx.Response, request: str, call: str) -> Any:
+        status = response.status_code
+        if status in (401, 403):
+            var = self._token_var
+            why = f"refused the token in ${var}" if self._token else f"wants a bearer token; set ${var}"
+            raise self._error(f"{request}: HTTP {status}: the control plane {why}", call)
+        if status == 429:
+            raise self._error(f"{request}: HTTP 429: the control plane is at its lease limit ({_text(response)})", call)
+        if status >= 300:
+            raise self._error(f"{request}: HTTP {status}: {_text(response)}", call)
+        try:
+            return response.json()
+        except ValueError:
+            raise self._error(f"{request}: malformed JSON: {response.text[:200]!r}", call) from None
+
+    def _sandbox(self, body: Any, call: str) -> dict[str, Any]:
+        """A control plane's sandbox object, checked: an id, a known status, a URL when ready."""
+        if not isinstance(body, dict) or not isinstance(body.get("id"), str) or not body["id"]:
+            raise self._error(f"malformed sandbox (no string 'id'): {str(body)[:200]!r}", call)
+        if body.get("status") not in _STATUSES:
+            raise self._error(f"sandbox {body['id']}: status {body.get('status')!r} is none of {_STATUSES}", call)
+        url = body.get("url")
+        if body["status"] == "ready" and (not isinstance(url, str) or not re.match(r"^https?://[^/\s]+", url)):
+            raise self._error(f"sandbox {body['id']} is ready without an http(s) 'url': {url!r}", call)
+        return {**body, "url": url.rstrip("/") if isinstance(url, str) else ""}
+
+    # -- bookkeeping -----------------------------------------------------------------------------
+
+    def _hold(self, lease: Lease) -> None:
+        with self._lock:
+            self._held[lease.id] = lease
+            self._touched[lease.id] = time.monotonic()
+        if self._records is not None:
+            record = {"id": lease.id, "control_url": lease.control_url, "url": lease.url, "token_var": self._token_var}
+            atomic_write(self._record(lease), json.dumps(record) + "\n")
+
+    def _drop(self, lease: Lease) -> None:
+        with self._lock:
+            self._held.pop(lease.id, None)
+            self._touched.pop(lease.id, None)
+        if self._records is not None:
+            self._record(lease).unlink(missing_ok=True)
+
+    def _release_after_failure(self, lease: Lease) -> str:
+        """Release a lease whose start failed; a note for the error when that failed too."""
+        try:
+            self.release(lease)
+        except GymServerError as exc:
+            return f"and releasing it failed: {exc}"
+        return ""
+
+    def _record(self, lease: Lease) -> Path:
+        assert self._records is not None
+        return self._records / f"{re.sub(r'[^A-Za-z0-9._-]', '_', lease.id)}.json"
+
+    def _client(self) -> httpx.Client:
+        with self._lock:
+            if self._http is None:
+                import httpx
+
+                headers = {"Authorization": f"Bearer {self._token}"} if self._token else {}
+                self._http = httpx.Client(base_url=self.control_url, headers=headers, timeout=self._timeout_s)
+            return self._http
+
+    def _error(self, message: str, call: str) -> GymServerError:
+        if self._token:
+            message = message.replace(self._token, "***")
+        return GymServerError(message, where=self.control_url, call=call)
+
+
+def release_recorded(run_dir: Path) -> list[str]:
+    """Release every lease recorded under ``run_dir`` (a run that was SIGKILLed left them); one line per lease."""
+    lines = []
+    for path in sorted(run_dir.rglob(f"{RECORDS}/*.json")):
+        try:
+            record = json.loads(path.read_text())
+            lease = Lease(str(record["id"]), str(record["control_url"]), str(record.get("url", "")))
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            lines.append(f"warning: unreadable lease record {path}: {exc}")
+            continue
+        client = LeaseClient(lease.control_url, token_var=str(record.get("token_var", "CLOUDAI_GYM_TOKEN")),
+                             record_dir=path.parent.parent)  # fmt: skip
+        try:
+            client.release(lease)
+            lines.append(f"released sandbox {lease.id} ({lease.control_url}), left by the earlier run")
+        except GymServerError as exc:
+            lines.append(f"warning: {exc}")
+        finally:
+            client.close()
+    return lines
+
+
+def _path(lease_id: str) -> str:
+    """``/sandboxes/<id>``, the id quoted: a control plane's id is data, never a path of its own."""
+    return f"/sandboxes/{quote(lease_id, safe='')}"
+
+
+def _number(value: Any) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) and value > 0 else None
+
+
+def _text(response: httpx.Response) -> str:
+    """A control plane's error: its JSON ``error``/``detail`` if it gave one, else the start of the body."""
+    try:
+        body = response.json()
+    except ValueError:
+        return response.text[:200] or "(empty body)"
+    if isinstance(body, dict) and (body.get("error") or body.get("detail")):
+        return str(body.get("error") or body.get("detail"))[:300]
+    return str(body)[:200]
+
+
+def _describe(exc: BaseException) -> str:
+    text = str(exc)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
