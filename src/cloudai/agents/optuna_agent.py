@@ -17,6 +17,12 @@ that broke. Why not the penalty alone: its value competes with real rewards (wit
 ``negative`` reward every real reward may be below -1). As a violated constraint, TPE
 ranks the step below every feasible one and learns to avoid it whatever the penalty is.
 
+The workload's rule is checked inside the sampler: an asked point that breaks it is never submitted. The trial
+is told at once like an infeasible step above (COMPLETE, the penalty, ``cloudai_infeasible`` violated: TPE learns
+the region, and the study keeps it for the dashboard with user attrs ``status = "infeasible"`` and the ``reason``),
+the point is recorded once in trajectory.csv as ``infeasible`` (no job, no share of ``agent_steps``; a resumed
+run tells it again from there), and Optuna is asked again, up to ``MAX_REJECTS`` times in a row.
+
 Steps the agent never asked (``--resume`` replays) are added with ``study.add_trial``;
 ones that do not fit the current space are skipped. Optuna's INFO logging is silenced.
 """
@@ -30,7 +36,7 @@ from typing import Any, Literal
 import optuna
 from optuna.distributions import BaseDistribution, CategoricalDistribution, FloatDistribution, IntDistribution
 
-from cloudai.agents.base import AgentConfig, BaseAgent
+from cloudai.agents.base import MAX_REJECTS, AgentConfig, BaseAgent
 from cloudai.agents.objective_values import constraint_values, objective_values
 from cloudai.agents.optuna_config import OptunaConfig
 from cloudai.agents.optuna_pruners import build_pruner
@@ -110,10 +116,15 @@ class OptunaAgent(BaseAgent):
             self._running.clear()
 
     def select_action(self, observation: Observation) -> tuple[int, dict[str, Any]] | None:
-        trial = self.study.ask(self.distributions)
-        step = self.env.next_step
-        self._running[step] = trial
-        return step, {name: self._external(name, value) for name, value in trial.params.items()}
+        for _ in range(MAX_REJECTS):
+            trial = self.study.ask(self.distributions)
+            step = self.env.next_step
+            self._running[step] = trial
+            action = {name: self._external(name, value) for name, value in trial.params.items()}
+            if not self.refused(action):  # refused: told (update_policy pops the trial) and recorded once
+                return step, action
+        self.gave_up(MAX_REJECTS)
+        return None
 
     def update_policy(self, feedback: Feedback) -> None:
         constraints = constraint_values(feedback, self.metrics, self.env.constraints)
