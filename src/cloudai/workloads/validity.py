@@ -101,10 +101,10 @@ class ValidPoints:
         return {d.name: _array(list(d.grid_values)) for d in self.space.dims if len(d.grid_values) <= BLOCK}
 
     def is_valid(self, index: int) -> bool:
-        chunk = index - index % CHUNK
-        if self._chunk is None or self._chunk[0] != chunk:
-            self._chunk = (chunk, self.mask(chunk, chunk + CHUNK))
-        return bool(self._chunk[1][index - chunk])
+        """One grid index (from the walk's cached chunk when it holds it: random access costs one evaluation)."""
+        if self._chunk is not None and 0 <= index - self._chunk[0] < len(self._chunk[1]):
+            return bool(self._chunk[1][index - self._chunk[0]])
+        return bool(self.mask(index, index + 1)[0])
 
     def next_valid(self, index: int) -> int | None:
         """The first valid grid index at or after ``index``; None when there is none."""
