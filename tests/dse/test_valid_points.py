@@ -141,3 +141,15 @@ def test_the_bandit_never_pulls_an_arm_the_rule_refuses() -> None:
     pulled = {str(a) for _, a, s in env.rows if s in ("ok", "cached")}
     assert pulled == {str({"tp": 1, "pp": 1}), str({"tp": 2, "pp": 1})}  # pp = 3 divides no 16 GPUs
     assert Counter(s for _, _, s in env.rows)["infeasible"] == 2
+
+
+def test_optuna_is_handed_a_valid_point_when_its_proposals_keep_failing() -> None:
+    from cloudai.agents.optuna_agent import HELP_AFTER
+
+    env = ModelEnv(_space(tp=[1, 3, 5, 6, 7, 8], pp=[1, 3, 5, 7], cp=[1, 3], vp=[1, 3, 5], mbs=[1, 3, 5, 7],
+                          gbs=[8, 24]), num_nodes=2)  # fmt: skip
+    assert env.rule.count() == 3  # of 1152 points: a sliver the sampler would need hundreds of asks to hit
+    agent = OptunaAgent(env, OptunaConfig(seed=0), max_steps=3)
+    assert agent.run() == 3
+    assert len({str(a) for _, a, s in env.rows if s == "ok"}) == 3
+    assert len(agent.study.get_trials(deepcopy=False)) <= 3 * (HELP_AFTER + 1) + 20  # (cached repeats ask again)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import math
+import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -77,13 +78,16 @@ def throughput(point: Mapping[str, Any], gpus: int) -> float:
 
 
 class ModelEnv(BaseGym):
-    """Steps are ``throughput`` (no job); ``rows`` holds every recorded step as ``(step, action, status)``."""
+    """Steps are ``throughput`` (no job); ``rows`` holds every recorded step as ``(step, action, status)``, ``times``
+    when each was recorded (``time.perf_counter``) and ``rewards`` its reward."""
 
     def __init__(self, space: Space, num_nodes: int = 1, aware: bool = True) -> None:
         super().__init__()
         self.space, self.aware, self.num_nodes = space, aware, num_nodes
         self.rule = ValidPoints(space, ToyTraining(), GPUS_PER_NODE)
         self.rows: list[tuple[int, dict[str, Any], str]] = []
+        self.times: list[float] = []
+        self.rewards: list[float] = []
         self._refused: set[str] = set()
         self._seen: dict[str, float] = {}
         self._next = 1
@@ -108,7 +112,7 @@ class ModelEnv(BaseGym):
         key = json.dumps(action, sort_keys=True, default=str)
         if key not in self._refused:
             self._refused.add(key)
-            self.rows.append((self._next, dict(action), "infeasible"))
+            self._record(self._next, action, "infeasible", -1.0)
             self._next += 1
             return Feedback(self._next - 1, 1, dict(action), -1.0, [math.nan], "infeasible", info={"reason": reason})
         return super().reject(action, reason)
@@ -124,5 +128,10 @@ class ModelEnv(BaseGym):
         else:
             status, reward = "ok", throughput(self.space.full(action), self.num_nodes * GPUS_PER_NODE)
             self._seen[key] = reward
-        self.rows.append((step, dict(action), status))
+        self._record(step, action, status, reward)
         return [reward if status != "constraint" else math.nan], reward, False, {"status": status, "reason": why or ""}
+
+    def _record(self, step: int, action: dict[str, Any], status: str, reward: float) -> None:
+        self.rows.append((step, dict(action), status))
+        self.times.append(time.perf_counter())
+        self.rewards.append(reward)

@@ -40,6 +40,7 @@ from cloudai.space import NUM_NODES, Space
 from cloudai.workloads.base import ResourceColumns, Workload, constraint_of
 
 CHUNK = 1 << 16  # grid indices per vectorised evaluation of a walk
+SCALAR_CHUNK = 1 << 8  # ... per scalar one (tens of microseconds a point: a walk's step stays in milliseconds)
 BLOCK = 1 << 22  # grid points per broadcast evaluation of a count
 SCALAR_LIMIT = 20_000  # points the scalar rule is asked for by count() (~1 s) before it gives up
 
@@ -108,15 +109,15 @@ class ValidPoints:
 
     def next_valid(self, index: int) -> int | None:
         """The first valid grid index at or after ``index``; None when there is none."""
-        size = self.space.grid_size
+        size, step = self.space.grid_size, CHUNK if self.vectorised else SCALAR_CHUNK
         while index < size:
-            chunk = index - index % CHUNK
+            chunk = index - index % step
             if self._chunk is None or self._chunk[0] != chunk:
-                self._chunk = (chunk, self.mask(chunk, chunk + CHUNK))
+                self._chunk = (chunk, self.mask(chunk, chunk + step))
             found = np.flatnonzero(self._chunk[1][index - chunk :])
             if found.size:
                 return index + int(found[0])
-            index = chunk + CHUNK
+            index = chunk + step
         return None
 
     def count(self) -> int | None:
