@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from tests.contracts.test_workload_contract import WorkloadContract
 from tests.dse.training_rule import GPUS_PER_NODE, ModelEnv, ToyTraining
 
 from cloudai.agents.bandit import BanditAgent, BanditConfig
@@ -153,3 +154,19 @@ def test_optuna_is_handed_a_valid_point_when_its_proposals_keep_failing() -> Non
     assert agent.run() == 3
     assert len({str(a) for _, a, s in env.rows if s == "ok"}) == 3
     assert len(agent.study.get_trials(deepcopy=False)) <= 3 * (HELP_AFTER + 1) + 20  # (cached repeats ask again)
+
+
+class TestToyTrainingContract(WorkloadContract):
+    """The workload contract, its vectorised-rule check included, on the test-local training workload."""
+
+    @pytest.fixture
+    def workload(self) -> Workload:
+        return ToyTraining()
+
+    @pytest.fixture
+    def sample_args(self) -> dict[str, Any]:
+        return {"cmd": "true", "tp": 2, "pp": 2, "cp": 1, "vp": 2, "mbs": 1, "gbs": 64}
+
+    @pytest.fixture
+    def sample_output(self) -> dict[str, str]:
+        return {}
