@@ -144,6 +144,8 @@ class OptunaAgent(BaseAgent):
         constraints = constraint_values(feedback, self.metrics, self.env.constraints)
         values = self._values(feedback)
         attrs: dict[str, Any] = {"step": feedback.step, "status": feedback.status}
+        if feedback.info.get("recorded") is False:  # a refused draw already recorded once: it took no step
+            del attrs["step"]
         if feedback.info.get("reason"):
             attrs["reason"] = str(feedback.info["reason"])
         trial = self._running.pop(feedback.step, None)
