@@ -74,7 +74,7 @@ class ValidPoints:
             nodes = np.asarray(columns[NUM_NODES], dtype=np.int64)
             got = self.workload.constraint_mask(columns, ResourceColumns(nodes, self.gpus_per_node))
             if got is not None:
-                return np.asarray(got, dtype=bool).reshape(stop - start)
+                return np.broadcast_to(np.asarray(got, dtype=bool), (stop - start,))  # a rule of fixed knobs: 0-d
         return np.fromiter((self.violation(self.space.grid_point(i)) is None for i in range(start, stop)), bool)
 
     def columns(self, start: int, stop: int) -> dict[str, np.ndarray]:
