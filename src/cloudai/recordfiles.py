@@ -18,8 +18,11 @@ TRAJECTORY_FILE = "trajectory.csv"
 ENV_FILE = "env.csv"
 COLUMNS = ("step", "episode", "action", "reward", "observation", "status", "elapsed_s", "reason")
 LEGACY_COLUMNS = COLUMNS[:-1]  # written before the reason column: still read (empty reasons)
-STATUSES = frozenset({"ok", "cached", "failed", "constraint", "timeout", "pruned"})
+STATUSES = frozenset({"ok", "cached", "failed", "constraint", "timeout", "pruned", "infeasible"})
 SCORED = frozenset({"ok", "cached"})  # the statuses whose reward measures the action
+# Steps that do not use up agent_steps: answered from the cache, or refused by the workload's rule before any job
+# (``infeasible``: the sampler drew the point, the rule refused it; recorded once per point, no job dir).
+UNBUDGETED = frozenset({"cached", "infeasible"})
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,8 @@ its job dir, ``{name: text}``; ``{}`` when it reports no metrics). A plugin gets
 
 The contract: a registered name; ``argv`` is a non-empty list of strings, the same for the same
 input, without touching the args; ``constraint`` and ``container_image`` answer None or a text;
-``validate`` accepts the sample; reading metrics never raises anything but ``WorkloadError`` (no
+``validate`` accepts the sample; a vectorised rule (``constraint_mask``) agrees with ``constraint`` around it;
+reading metrics never raises anything but ``WorkloadError`` (no
 output, garbage output) and, on the sample output, gives finite numbers under declared names
 (``default`` among them); the workload's module imports nothing of ``cloudai.systems``.
 """
@@ -82,6 +83,22 @@ class WorkloadContract:
     def sample_env(self) -> dict[str, str]:
         """The ``extra_env_vars`` the sample needs (JaxToolbox requires CloudAI's ``COMBINE_THRESHOLD``)."""
         return {}
+
+    def test_a_vectorised_rule_agrees_with_the_scalar_one(
+        self, workload: Workload, sample_args: dict[str, Any]
+    ) -> None:
+        """``constraint_mask`` (optional) says what ``constraint`` says on a grid around the sample: each integer
+        knob at its value, 1, 2 and 4, on 1, 2 and 4 nodes of 8 GPUs."""
+        from cloudai.workloads.validity import ValidPoints
+
+        if type(workload).constraint_mask is Workload.constraint_mask:
+            pytest.skip(f"{workload.name} has no vectorised rule")
+        knobs: dict[str, Any] = entry_knobs(sample_args, {}, [1, 2, 4])
+        ints = [k for k, v in knobs.items() if isinstance(v, int) and not isinstance(v, bool) and v > 0][:6]
+        knobs.update({k: sorted({knobs[k], 1, 2, 4}) for k in ints})
+        rule = ValidPoints(parse_space(knobs), workload, 8)
+        points = [rule.space.grid_point(i) for i in range(rule.space.grid_size)]
+        assert list(rule.mask(0, rule.space.grid_size)) == [rule.violation(p) is None for p in points]
 
     def test_validate_accepts_the_sample(
         self, workload: Workload, sample_args: dict[str, Any], sample_env: dict[str, str]

@@ -58,13 +58,15 @@ def test_synthetic_reward_is_the_first_metric(case: Callable[..., Case], agent: 
         measured[row["action"]] = row["reward"]
 
 
-def test_synthetic_infeasible_points_are_constraint_steps(case: Callable[..., Case]) -> None:
+def test_synthetic_infeasible_points_are_skipped_by_the_grid(case: Callable[..., Case]) -> None:
     test = SYNTHETIC.replace("num_channels = [1, 2, 4, 8]", "num_channels = [8, 16]\nchunk_kb = 8192")
     c = case(test)
-    assert invoke(c.args()).exit_code == 0
+    result = invoke(c.args())
+    assert result.exit_code == 0
+    assert "4 points, 2 valid" in result.output  # 8192 KiB x 16 > 64 MiB: never asked, no step
     frame = c.trajectory()
-    assert list(frame.status) == ["ok", "constraint", "ok", "constraint"]  # 8192 KiB x 16 > 64 MiB
-    assert [p.name for p in c.job_dirs()] == ["1", "3"]
+    assert list(frame.status) == ["ok", "ok"] and json.loads(frame.action[1])["num_channels"] == 8
+    assert [p.name for p in c.job_dirs()] == ["1", "2"]
 
 
 def test_grid_search_sweeps_the_grid_in_step_order(case: Callable[..., Case]) -> None:
@@ -166,14 +168,13 @@ class _OddX(BashCmd):
         return "x must be even" if int(args["x"]) % 2 else None
 
 
-def test_constraint_steps_run_no_job(case: Callable[..., Case], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_points_breaking_the_rule_take_no_step(case: Callable[..., Case], monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(WORKLOADS._loaded, "OddX", _OddX)  # registered for this test only
     c = case(GRID.replace('"BashCmd"', '"OddX"').replace("y = [0, 1, 2]", "y = 0"))
     assert invoke(c.args()).exit_code == 0
     frame = c.trajectory()
-    assert list(frame.status) == ["ok", "constraint", "ok", "constraint"]
-    assert list(frame.reward[frame.status == "constraint"]) == [-1.0, -1.0]
-    assert [p.name for p in c.job_dirs()] == ["1", "3"]
+    assert list(frame.status) == ["ok", "ok"] and [json.loads(a)["x"] for a in frame.action] == [0, 2]
+    assert [p.name for p in c.job_dirs()] == ["1", "2"]
 
 
 class _Repeat(BaseAgent):
@@ -337,7 +338,7 @@ def test_more_steps_than_points_ends_when_every_point_is_measured(case: Callable
     c = case(SIX_POINTS.replace("{steps}", "10"))
     result = invoke(c.args())
     assert result.exit_code == 0, result.output
-    assert "stopped after 6 of 10 step(s) (agent_steps): every one of the space's 6 point(s) is measured" in (
+    assert "stopped after 6 of 10 step(s) (agent_steps): every one of the space's 6 valid point(s) is measured" in (
         result.output
     )
     assert c.trajectory().action.nunique() == 6 and len(c.job_dirs()) == 6

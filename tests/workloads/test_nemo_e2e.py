@@ -56,19 +56,26 @@ def rows(iteration: Path) -> list[dict[str, str]]:
         return list(csv.DictReader(f))
 
 
+def check_steps(iteration: Path, steps: list[dict[str, str]], gpus: str) -> str:
+    """Optuna's 4 trials plus the points the rule refused (recorded once, no step, no job); the first ok step."""
+    refused = [r for r in steps if r["status"] == "infeasible"]
+    assert len(steps) - len(refused) == 4 and refused  # agent_steps counts trials: a refused point takes none
+    assert all(f"{gpus}, tp=" in r["reason"] or "global_batch_size" in r["reason"] for r in refused), refused
+    assert not any((iteration / r["step"]).exists() for r in refused)  # an infeasible point never ran
+    return next(r["step"] for r in steps if r["status"] == "ok")
+
+
 @pytest.mark.usefixtures("nemo_standin")
 def test_parallelism_example_on_standalone(tmp_path: Path) -> None:
     code, output, iteration = run(tmp_path, 2, 11)
     assert code == 0, output
     steps = rows(iteration)
-    assert [r["status"] for r in steps] == ["failed", "ok", "constraint", "failed"]
-    assert "out of memory" in steps[0]["reason"] and "out of memory" in steps[3]["reason"]
-    assert steps[2]["reason"].startswith("num_gpus % (tp*pp*cp) != 0: 16 GPUs, tp=8 pp=4 cp=2")
-    assert not (iteration / "3").exists()  # the infeasible point never ran
-    metrics = json.loads((iteration / "2" / "job.json").read_text())["metrics"]
+    ok = check_steps(iteration, steps, "16 GPUs")
+    assert any("out of memory" in r["reason"] for r in steps if r["status"] == "failed")  # an OOM point is failed
+    metrics = json.loads((iteration / ok / "job.json").read_text())["metrics"]
     assert 0 < metrics["step_time_s"] < metrics["default"] * 1.1 and metrics["tflops_per_gpu"] > 100
     assert metrics["tokens_per_s"] == pytest.approx(128 * 8192 / metrics["step_time_s"])
-    argv = (iteration / "2" / "stdout.txt").read_text().splitlines()[0]
+    argv = (iteration / ok / "stdout.txt").read_text().splitlines()[0]
     assert " trainer.num_nodes=2 " in argv and argv.endswith("data.num_train_samples=2560")  # derived, not asked
     best = toml.loads((iteration / "best.toml").read_text())
     assert best["test_template_name"] == "NeMoRun" and best["cmd_args"]["data"]["global_batch_size"] == 128
@@ -81,11 +88,9 @@ def test_parallelism_example_on_local_slurm(tmp_path: Path) -> None:
     """The local Slurm has one node: 8 GPUs counted (its system gives no gpus_per_node: CloudAI's 8 per node)."""
     code, output, iteration = run(tmp_path, 1, 1, "--system-config", str(HERE / "slurm_system.toml"))
     assert code == 0, output
-    steps = rows(iteration)
-    assert [r["status"] for r in steps] == ["ok", "constraint", "failed", "constraint"]
-    assert steps[1]["reason"].startswith("num_gpus % (tp*pp*cp) != 0: 8 GPUs") and "out of memory" in steps[2]["reason"]
-    assert json.loads((iteration / "1" / "job.json").read_text())["metrics"]["step_time_s"] > 0
-    script = (iteration / "1" / "sbatch.sh").read_text()
+    ok = check_steps(iteration, rows(iteration), "8 GPUs")
+    assert json.loads((iteration / ok / "job.json").read_text())["metrics"]["step_time_s"] > 0
+    script = (iteration / ok / "sbatch.sh").read_text()
     assert "srun --export=ALL --mpi=none python /cloudai_install/cloudai_nemorun.py --factory" in script
     assert "export CLOUDAI_NEMO_RECIPE=cloudai_llama3_8b_recipe" in script
     assert (iteration / "best.toml").exists()

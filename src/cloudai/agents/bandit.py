@@ -21,6 +21,8 @@ nothing and draws exactly what the env will apply. An env without env_params (sa
 gives one empty context: a plain, non-contextual bandit. One trial at a time
 (``can_ask_ahead = False``): the context is that of ``env.next_step``.
 
+Arms that break the workload's rule are never pulled: a chosen arm the rule refuses (``refused``: recorded once as
+``infeasible``, no job, no share of ``agent_steps``) leaves the arms for good and another is chosen.
 Failed, timed-out and infeasible steps count as pulls with their (penalty) reward; steps
 replayed on ``--resume`` are learned from like any other. ``best_per_context()`` gives each
 regime's best arm and ``best_notes()`` the lines ``cloudai.run.dse`` adds to best.toml.
@@ -35,7 +37,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 from pydantic import Field
 
-from cloudai.agents.base import AgentConfig, BaseAgent
+from cloudai.agents.base import MAX_REJECTS, AgentConfig, BaseAgent
 from cloudai.envs.base import BaseGym, Feedback, Observation
 
 if TYPE_CHECKING:
@@ -83,17 +85,26 @@ class BanditAgent(BaseAgent):
         self.arms: dict[Regime, dict[int, _Arm]] = {}
         self._low, self._high = math.inf, -math.inf  # observed reward range
         self._squares, self._dof = 0.0, 0  # pooled within-arm squared deviations, and their degrees of freedom
+        self._invalid: set[int] = set()  # arms the workload's rule refuses
 
     def select_action(self, observation: Observation) -> tuple[int, dict[str, Any]] | None:
-        step = self.env.next_step
-        regime = self.sampler.regime(self.sampler.sample(step), self.cfg.bins) if self.sampler else ()
-        return step, self.space.grid_point(self._choose(self.arms.get(regime, {})))
+        for _ in range(MAX_REJECTS):
+            step = self.env.next_step
+            regime = self.sampler.regime(self.sampler.sample(step), self.cfg.bins) if self.sampler else ()
+            point = self.space.grid_point(self._choose(self.arms.get(regime, {})))
+            if not self.refused(point):
+                return step, point
+        self.gave_up(MAX_REJECTS)
+        return None
 
     def update_policy(self, feedback: Feedback) -> None:
         try:
             index = self.space.grid_index(feedback.action)
         except (KeyError, ValueError):
             return  # not a point of this grid (e.g. the space changed since the recorded run)
+        if feedback.status == "infeasible":
+            self._invalid.add(index)
+            return
         regime = self.context(feedback.env_params)
         if regime is None:
             return
@@ -141,8 +152,8 @@ class BanditAgent(BaseAgent):
             if not arms or self.rng.random() < self.cfg.epsilon:
                 return int(self.rng.integers(self.size))
             return max(arms, key=lambda i: (arms[i].mean, -i))
-        if len(arms) < self.size:
-            return self._untried(arms)
+        if len(arms) + len(self._invalid) < self.size and (untried := self._untried(arms)) is not None:
+            return untried
         total = sum(arm.pulls for arm in arms.values())
         bonus = self.cfg.ucb_c * self.noise()
 
@@ -151,11 +162,11 @@ class BanditAgent(BaseAgent):
 
         return max(arms, key=score)
 
-    def _untried(self, arms: dict[int, _Arm]) -> int:
-        """A uniformly random arm not pulled in this regime yet."""
+    def _untried(self, arms: dict[int, _Arm]) -> int | None:
+        """A uniformly random arm not pulled in this regime yet and not refused by the rule (None: none left)."""
         for _ in range(_RANDOM_TRIES):
             index = int(self.rng.integers(self.size))
-            if index not in arms:
+            if index not in arms and index not in self._invalid:
                 return index
-        untried = [i for i in range(self.size) if i not in arms]
-        return untried[int(self.rng.integers(len(untried)))]
+        untried = [i for i in range(self.size) if i not in arms and i not in self._invalid]
+        return untried[int(self.rng.integers(len(untried)))] if untried else None

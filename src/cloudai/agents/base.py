@@ -31,6 +31,11 @@ then the recorded steps (``--resume``), then evaluates ``agent_config.enqueue`` 
 points, in order, minus those already recorded) before asking the agent. When the agent runs
 out before ``max_steps`` it sets ``stop_reason`` (what the run prints).
 
+The workload's rule (``env.violation``): a sweep walks valid points only (``env.valid_points()``); a sampler
+checks each draw with ``refused(point)``, which records a refused one once as ``infeasible`` (no job, no share
+of ``max_steps``), tells the agent (``update_policy``, so Optuna learns the region) and lets it draw again, at
+most ``MAX_REJECTS`` times in a row before the agent stops saying why.
+
 ``max_steps`` counts measurements, not proposals: a step the env answers from its cache (``cached``: the
 point was measured before) is recorded and told like any other, but does not use up the budget, so
 ``agent_steps = 6`` over a 6-point space measures 6 distinct points (resume counts the same way). The loop is
@@ -50,9 +55,10 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from cloudai.config.fields import Seed, TimeLimitText
 from cloudai.envs.base import BaseGym, Feedback, Observation
-from cloudai.recordfiles import SCORED
+from cloudai.recordfiles import SCORED, UNBUDGETED
 
-REPEATS_IN_A_ROW = 20  # cached steps in a row after which the agent is taken to have converged
+REPEATS_IN_A_ROW = 20  # cached (or, from a rule-blind agent, infeasible) steps in a row: the agent is stuck
+MAX_REJECTS = 10_000  # draws in a row the workload's rule refuses before a sampler gives up
 
 
 class AgentConfig(BaseModel):
@@ -159,20 +165,40 @@ class BaseAgent(ABC):
             counted = self._uses_budget(feedback)
             done_steps, repeats = done_steps + counted, 0 if counted else repeats + 1
             self._tell(feedback)
-            self._check_exhausted(repeats)
+            self._check_exhausted(repeats, feedback.status)
             observation = feedback.observation
             if self.env.live and feedback.done and done_steps < self.max_steps and self.env.max_in_flight == 1:
                 observation, _ = self.env.reset()  # several environments reset their own episodes
 
-    def _uses_budget(self, feedback: Feedback) -> bool:
-        """Whether a recorded step uses up ``max_steps``: a measurement, not a cache hit or a confirmation re-run."""
-        return feedback.status != "cached" and feedback.step not in self.uncounted
+    def refused(self, point: dict[str, Any]) -> bool:
+        """Whether the workload's rule refuses ``point`` as the next step; if so it is recorded (once per point) as
+        ``infeasible`` and told to this agent, and the caller draws again (see the module docstring)."""
+        reason = self.env.violation(point)
+        if reason is None:
+            return False
+        self.update_policy(self.env.reject(point, reason))
+        return True
 
-    def _check_exhausted(self, repeats: int) -> None:
+    def gave_up(self, draws: int) -> None:
+        """Stop: ``draws`` draws in a row broke the workload's rule."""
+        self.stop_reason = (
+            f"{draws} draws in a row broke the workload's rule (see the infeasible steps in trajectory.csv): "
+            "the valid part of the space looks too small for this sampler; narrow the space to it"
+        )
+
+    def _uses_budget(self, feedback: Feedback) -> bool:
+        """Whether a recorded step uses up ``max_steps``: a measurement, not a cache hit, a point the workload's rule
+        refused (``infeasible``) or a confirmation re-run."""
+        return feedback.status not in UNBUDGETED and feedback.step not in self.uncounted
+
+    def _check_exhausted(self, repeats: int, status: str = "cached") -> None:
         if self.stop_reason is not None:
             return
         if (size := self.env.exhausted()) is not None:
-            self.stop_reason = f"every one of the space's {size} point(s) is measured"
+            valid = " valid" if self.env.valid_points() is not None else ""
+            self.stop_reason = f"every one of the space's {size}{valid} point(s) is measured"
+        elif repeats >= REPEATS_IN_A_ROW and status == "infeasible":
+            self.stop_reason = f"the agent proposed {repeats} points in a row that break the workload's rule"
         elif repeats >= REPEATS_IN_A_ROW:
             self.stop_reason = (
                 f"the agent proposed {repeats} already measured points in a row (converged; a wider space or "

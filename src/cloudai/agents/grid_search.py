@@ -9,6 +9,10 @@ Resume: steps replayed through ``update_policy`` before the first ask mark their
 points as done; the sweep then walks the grid from the start and skips them, so gaps left
 by parallel trials that never finished are filled and no completed point is asked again.
 Warm-start trials (earlier runs) are ignored: a sweep measures every point in this run.
+
+The workload's rule (``env.valid_points()``): points that break it are skipped before they are asked, so they
+take no step and ``agent_steps`` counts valid trials only (the rule is evaluated a chunk of grid indices at a
+time, vectorised when the workload allows it: ``cloudai.workloads.validity``).
 """
 
 from __future__ import annotations
@@ -30,13 +34,20 @@ class GridSearchAgent(BaseAgent):
         self.size = self.space.grid_size  # raises ConfigError for a range without grid_points
         self._next = 0
         self._done: set[int] = set()  # grid indices recorded before this process (resume)
+        self.rule = env.valid_points()
 
     def select_action(self, observation: Observation) -> tuple[int, dict[str, Any]] | None:
-        while self._next in self._done:
-            self._done.discard(self._next)  # passed: never needed again
-            self._next += 1
+        while True:
+            while self._next in self._done:
+                self._done.discard(self._next)  # passed: never needed again
+                self._next += 1
+            valid = self._next if self.rule is None or self._next >= self.size else self.rule.next_valid(self._next)
+            if valid == self._next:
+                break
+            self._next = self.size if valid is None else valid
         if self._next >= self.size:
-            self.stop_reason = f"the grid has {self.size} point(s), all tried (fewer than agent_steps)"
+            points = f"{self.size} point(s)" if self.rule is None else self.rule.summary()
+            self.stop_reason = f"the grid has {points}, all tried (fewer than agent_steps)"
             return None
         point = self.space.grid_point(self._next)
         self._next += 1

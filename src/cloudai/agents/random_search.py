@@ -15,6 +15,10 @@
 
 Warm-start trials (earlier runs) are ignored: a sweep measures its points in this run.
 
+The workload's rule (``env.violation``): on a finite grid the permutation walks past the points that break it
+(they take no step, as in ``grid_search``); a draw from ranges that breaks it is refused inside the sampler
+(``refused``: recorded once as ``infeasible``, no job, no share of ``agent_steps``) and drawn again.
+
 The same ``config.seed`` gives the same sequence. Steps replayed on resume (and any other
 feedback) count as seen, so a resumed run never asks a completed point again.
 """
@@ -28,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from cloudai.agents.base import AgentConfig, BaseAgent
+from cloudai.agents.base import MAX_REJECTS, AgentConfig, BaseAgent
 from cloudai.envs.base import BaseGym, Feedback, Observation
 from cloudai.space import Categorical, Range
 
@@ -110,22 +114,37 @@ class RandomSearchAgent(BaseAgent):
                 index = self._perm(self._pos)
                 self._pos += 1
                 if self._counts[index] <= self._pass:
+                    point = self.space.grid_point(index)
+                    if self.env.violation(point) is not None:
+                        continue  # the workload's rule refuses it: skipped, like grid_search
                     self._counts[index] += 1
-                    return self.space.grid_point(index)
+                    return point
             if not self._repeat:
-                self.stop_reason = f"every one of the {self.space.grid_size} grid point(s) was tried"
+                rule = self.env.valid_points()
+                if rule is not None:
+                    self.stop_reason = f"every valid point of the grid was tried ({rule.summary()})"
+                else:
+                    self.stop_reason = f"every one of the {self.space.grid_size} grid point(s) was tried"
                 return None
             self._pass, self._pos, self._perm = self._pass + 1, 0, self._permutation()
 
     def _draw_unseen(self) -> dict[str, Any] | None:
-        if self._repeat:  # the same point measures differently again: no reason to refuse it
-            return {d.name: self._draw(d) for d in self.space.dims}
-        for _ in range(_MAX_REDRAWS):
+        repeats = 0
+        for _ in range(MAX_REJECTS):
             point = {d.name: self._draw(d) for d in self.space.dims}
             key = json.dumps(point, sort_keys=True, default=str)
-            if key not in self._seen:
+            if not self._repeat:  # the same point measures differently again (env_params, live): no reason to refuse
+                if key in self._seen:
+                    repeats += 1
+                    if repeats >= _MAX_REDRAWS:
+                        break
+                    continue
                 self._seen.add(key)
+            if not self.refused(point):
                 return point
+        else:
+            self.gave_up(MAX_REJECTS)
+            return None
         self.stop_reason = (
             f"{_MAX_REDRAWS} draws in a row repeated a point already tried: the space looks exhausted "
             f"after {len(self._seen)} distinct point(s)"

@@ -15,6 +15,11 @@ episodes; ``next_step`` is the number the next ``step``/``step_async`` will get.
 * ``env_param_sampler()``: the env_params sampler (None without env_params). It is
   deterministic per step, so an agent may peek at ``sample(next_step)`` before choosing.
 * ``live``: True in live-RL mode, where ``done`` ends an episode and the agent resets.
+* The workload's validity rule (``cloudai.workloads.validity``), so an agent never spends a trial on a point
+  that breaks it: ``valid_points()`` (grid counts and walks over the action space; None: no rule),
+  ``violation(action)`` (why ``action`` breaks it at ``next_step``, its env_params included) and
+  ``reject(action, reason)`` (a sampler drew it and redraws: recorded once per point as ``infeasible``, a step
+  number but no job and no share of ``agent_steps``; the agent tells itself, ``step_wait`` never returns it).
 * ``objectives`` / ``constraints``: ``agent_objectives`` / ``agent_constraints`` (empty: maximize the
   reward); their metrics are slots of the observation. ``record_dir``: where the env records
   (an agent may keep its own files there, e.g. Optuna's journal); None when nothing is recorded.
@@ -34,6 +39,7 @@ from cloudai.space import Space
 if TYPE_CHECKING:
     from cloudai.envs.env_params import EnvParamSampler
     from cloudai.envs.pruning import PruneJudge
+    from cloudai.workloads.validity import ValidPoints
 
 Observation = list[float]
 
@@ -122,6 +128,26 @@ class BaseGym(ABC):
 
     def env_param_sampler(self) -> EnvParamSampler | None:
         return None
+
+    def valid_points(self) -> ValidPoints | None:
+        """The workload's rule over ``define_action_space()`` (None: the env knows none, every point is valid)."""
+        return None
+
+    def violation(self, action: dict[str, Any]) -> str | None:
+        """Why ``action`` would break the workload's rule as step ``next_step`` (its env_params drawn); None: valid."""
+        rule = self.valid_points()
+        if rule is None:
+            return None
+        sampler = self.env_param_sampler()
+        return rule.violation(action, sampler.sample(self.next_step) if sampler else None)
+
+    def reject(self, action: dict[str, Any], reason: str) -> Feedback:
+        """A point the agent's sampler drew and refused (``violation``): recorded once per point as ``infeasible``
+        (the first time it takes step ``next_step``; a repeat is not recorded and takes no step). Returns the
+        step's feedback, for the agent to tell itself."""
+        nothing = [float("nan")] * len(self.define_observation_space())
+        info = {"status": "infeasible", "reason": reason, "recorded": False}
+        return Feedback(self.next_step, 1, dict(action), -1.0, nothing, "infeasible", False, info)
 
     def exhausted(self) -> int | None:
         """The size of the action space once every point of it is decided (measured, or refused by a constraint),

@@ -5,8 +5,10 @@
 1. samples the env_params for that step (``EnvParamSampler``; none declared: ``{}``);
 2. looks ``(action, env_params)`` up among this run's successful steps: a hit is recorded
    as ``cached`` with the earlier measurement, and no job is launched;
-3. asks the workload's ``constraint``: an infeasible point is recorded as ``constraint``
-   with ``penalty_reward``, and no job is launched;
+3. asks the workload's rule (``valid_points``, ``cloudai.workloads.validity``): a point that breaks it is
+   recorded as ``infeasible`` with ``penalty_reward``, no job is launched and no ``agent_steps`` budget is used.
+   The built-in agents never get here with such a point: they skip it (sweeps) or redraw it (samplers, through
+   ``reject``, which records it once per point);
 4. otherwise submits the job into ``<iteration dir>/<step>/`` through the ``System``.
 
 ``step_wait()`` makes ONE ``system.wait`` call for every trial in flight, reads the metrics
@@ -46,7 +48,8 @@ from cloudai.recordfiles import SCORED, Row
 from cloudai.space import Categorical, Space, env_cell
 from cloudai.systems.base import Job, JobStatus, System, held_interrupts, redeliver
 from cloudai.trajectory.records import SYNC_INTERVAL_S, TrajectoryWriter
-from cloudai.workloads.base import Workload, constraint_of
+from cloudai.workloads.base import Workload
+from cloudai.workloads.validity import ValidPoints
 
 if TYPE_CHECKING:
     from cloudai.config.scenario import RunEntry
@@ -115,6 +118,13 @@ class CloudAIGymEnv(BaseGym):
         self.reward_fn = REWARDS.get(setup.entry.agent.reward)
         self.env_names = tuple(setup.sampler.names) if setup.sampler else ()
         self.action_space = setup.space.without(set(self.env_names))
+        self.rule = ValidPoints(
+            self.action_space,
+            self.workload,
+            setup.system.gpus_per_node,
+            frozenset(self.env_names),
+            nodes_set="num_nodes" in setup.entry.scenario_fields,
+        )
         self.max_in_flight = setup.max_in_flight
         self.writer = TrajectoryWriter(
             setup.out_dir, self.env_names, resume=setup.resume, sync_interval_s=SYNC_INTERVAL_S
@@ -123,6 +133,7 @@ class CloudAIGymEnv(BaseGym):
         scored = (f for f in self._history if f.status in SCORED)
         self._cache = {cache_key(f.action, f.env_params): self._measured(f) for f in scored}
         self._decided = {cache_key(f.action, f.env_params) for f in self._history if f.status in _DECIDED}
+        self._refused = {cache_key(f.action, f.env_params) for f in self._history if f.status == "infeasible"}
         _set_aside_unrecorded(setup.out_dir, self.writer.last_step)
         self._next = self.writer.last_step + 1  # the numbers of an uninterrupted run: env_params draw by step
         self._episode = self._history[-1].episode if self._history else 1
@@ -164,10 +175,31 @@ class CloudAIGymEnv(BaseGym):
     def history(self) -> list[Feedback]:
         return list(self._history)
 
+    def valid_points(self) -> ValidPoints | None:
+        return self.rule if self.rule.has_rule else None
+
+    def reject(self, action: dict[str, Any], reason: str) -> Feedback:
+        env = self.setup.sampler.sample(self._next) if self.setup.sampler else {}
+        key = cache_key(action, env)
+        if key in self._refused:  # recorded once: a repeat takes no step
+            return super().reject(action, reason)
+        self._refused.add(key)
+        step = self._next
+        self._next += 1
+        self._unwritten.append(step)
+        trial = _Trial(step, dict(action), env, key, time.monotonic())
+        return self._complete(trial, self._nothing(), self.setup.penalty_reward, "infeasible", {"reason": reason},
+                              ready=False)  # fmt: skip
+
     def exhausted(self) -> int | None:
+        """Every valid point decided (the rule's count; the grid's size without a rule)."""
         space = self.action_space
         finite = self.setup.sampler is None and all(isinstance(d, Categorical) for d in space.dims)
-        return space.grid_size if finite and len(self._decided) >= space.grid_size else None
+        if not finite:
+            return None
+        valid = self.rule.count()
+        size = space.grid_size if valid is None else valid
+        return size if len(self._decided) >= size else None
 
     def measure_again(self) -> None:
         """Confirmation re-runs: no cache hits, no sharing with a running twin; every step is a job."""
@@ -198,10 +230,9 @@ class CloudAIGymEnv(BaseGym):
             self._cached(trial, hit)
         elif self._reuse and trial.key in self._running:  # the same trial is running: share its result when it succeeds
             self._running[trial.key].followers.append(trial)
-        elif reason := constraint_of(
-            self.workload, self._values(trial), self.setup.system.gpus_per_node, nodes_set=self._nodes_set
-        ):
-            self._complete(trial, self._nothing(), self.setup.penalty_reward, "constraint", {"reason": reason})
+        elif reason := self.rule.violation(trial.action, trial.env):  # an agent blind to the rule (a plugin)
+            self._refused.add(trial.key)
+            self._complete(trial, self._nothing(), self.setup.penalty_reward, "infeasible", {"reason": reason})
         else:
             self._submit(trial)
         return step
@@ -326,12 +357,21 @@ class CloudAIGymEnv(BaseGym):
                 self._submit(follower)
 
     def _complete(
-        self, trial: _Trial, observation: Observation, reward: float, status: str, extra: dict[str, Any]
+        self,
+        trial: _Trial,
+        observation: Observation,
+        reward: float,
+        status: str,
+        extra: dict[str, Any],
+        *,
+        ready: bool = True,
     ) -> Feedback:
+        """Record a finished step; ``ready=False``: the agent knows it already (a refused draw): not handed out."""
         step, episode = trial.step, self._episode
         info = {"status": status, "step": step, "episode": episode, "env_params": trial.env, **extra}
         feedback = Feedback(step, episode, dict(trial.action), reward, observation, status, False, info)
-        self._ready.append(feedback)
+        if ready:
+            self._ready.append(feedback)
         self._finished[step] = (feedback, time.monotonic() - trial.started)
         if status == "ok":
             self._cache[trial.key] = self._measured(feedback)

@@ -42,12 +42,15 @@ def finite(space: Space, agent_cls: type[BaseAgent]) -> bool:
     return not any(isinstance(d, Range) for d in space.dims)
 
 
-def default_steps(entry: RunEntry, space: Space, agent_cls: type[BaseAgent]) -> int | None:
-    """``agent_steps``, or the grid size when the agent's space is finite; None when neither is known."""
+def default_steps(entry: RunEntry, space: Space, agent_cls: type[BaseAgent], valid: int | None = None) -> int | None:
+    """``agent_steps``, or the grid size when the agent's space is finite (``valid``: how many of its points the
+    workload's rule allows, when known: skipped points take no step); None when neither is known."""
     if entry.agent.steps is not None:
         return entry.agent.steps
     action = agent_space(entry, space)
-    return action.grid_size if finite(action, agent_cls) else None
+    if not finite(action, agent_cls):
+        return None
+    return action.grid_size if valid is None or entry.agent.env_params else valid
 
 
 def short_sweep_note(entry: RunEntry, space: Space, agent_cls: type[BaseAgent]) -> str | None:

@@ -18,6 +18,7 @@ from cloudai.config.system import load_system
 from cloudai.config.test import TestFiles, scan_tests
 from cloudai.errors import ConfigError, Problem
 from cloudai.plan.route import CheckedEntry, check_scenario, scan_checks
+from cloudai.plan.valid_space import check_valid_spaces
 from cloudai.systems import SYSTEMS, System
 from cloudai.systems.base import NodeNeed
 from cloudai.workloads import WORKLOADS
@@ -63,6 +64,8 @@ def load_plan(
         if hooks_of(scenario) and not problems:  # CloudAI's pre_test/post_test: entries around the scenario's own
             scenario = with_hooks(scenario, load_hooks(scenario, tests_dir, hook_dir))
             checked = check_scenario(scenario)
+        if not problems:  # a space without a valid point runs nothing: refused now (its count needs the system)
+            problems += check_valid_spaces(checked, getattr(system, "gpus_per_node", None))
     if problems or scenario is None:
         raise ConfigError(problems=list(dict.fromkeys(problems)))
     return Plan(system, scenario, checked)

@@ -59,8 +59,11 @@ def verify_paths(paths: list[Path], tests_dir: Path | None, hook_dir: Path | Non
                 broken.setdefault(name if isinstance(name, str) else file.stem, []).extend(exc.problems)
                 if file in files:
                     problems += exc.problems
+    systems = [c for f, c in data.items() if f in files and "scheduler" in c]
+    gpus = systems[0].get("gpus_per_node") if len(systems) == 1 else None  # a rule's GPU count, when one is given
+    gpus = gpus if isinstance(gpus, int) else None
     for file in files:
-        problems += _check_file(file, data.get(file), tests, broken, hook_dir)
+        problems += _check_file(file, data.get(file), tests, broken, hook_dir, gpus)
     return len(files), list(dict.fromkeys(problems))  # a test's problem may be found via a scenario too
 
 
@@ -70,15 +73,18 @@ def _check_file(
     tests: dict[str, tuple[WorkloadConfig, Path]],
     broken: dict[str, list[Problem]],
     hook_dir: Path | None = None,
+    gpus_per_node: int | None = None,
 ) -> list[Problem]:
     if content is None or ("test_template_name" in content and "Tests" not in content):
         return []  # unreadable (reported) or a test (checked above)
     try:
         if "Tests" in content:
             from cloudai.plan.route import check_scenario
+            from cloudai.plan.valid_space import check_valid_spaces
 
             scenario = load_scenario(file, tests, broken)
-            check_scenario(scenario)
+            if problems := check_valid_spaces(check_scenario(scenario), gpus_per_node):
+                return problems
             if hooks_of(scenario):  # a pre_test/post_test names a hook scenario that exists, loads and is plain
                 check_scenario(with_hooks(scenario, load_hooks(scenario, None, hook_dir)))
         elif "scheduler" in content:

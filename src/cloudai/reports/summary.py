@@ -153,4 +153,4 @@ def _best(agent_runs: list[AgentRun]) -> Step | None:
 
 
 def _style(status: str) -> str:
-    return "[green]" if status in SCORED else "[yellow]" if status == "constraint" else "[red]"
+    return "[green]" if status in SCORED else "[yellow]" if status in ("constraint", "infeasible") else "[red]"

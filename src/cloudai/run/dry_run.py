@@ -3,6 +3,11 @@
 Nothing runs and the grid is never materialised: its size is a product of the dimension
 sizes, and the trials shown are the agent's own first asks (``select_action`` against an
 env that runs nothing), so a 10^6-point grid costs what a 10-point one does.
+
+A workload with a validity rule: the header says how many points are valid ("192 points, 61 valid", counted
+vectorised where the workload allows: ``cloudai.workloads.validity``), the agent asks valid points only (a grid
+skips the rest, a sampler redraws), a sampling agent's plan also lists the grid's first valid points, and each
+step shows the knobs the workload derives (``Workload.derived``).
 """
 
 from __future__ import annotations
@@ -14,12 +19,13 @@ from typing import TYPE_CHECKING, Any
 
 from cloudai.envs.base import BaseGym, Observation
 from cloudai.run import Echo
-from cloudai.space import Categorical, Dimension, Space
+from cloudai.space import Categorical, Dimension, Space, split_knobs
 
 if TYPE_CHECKING:
     from cloudai.envs.env_params import EnvParamSampler
     from cloudai.plan.load import Plan
     from cloudai.systems.base import System
+    from cloudai.workloads.validity import ValidPoints
 
 
 def dry_run_entries(plan: Plan, run_dir: Path, system: System, echo: Echo, n: int = 5) -> None:
@@ -28,8 +34,10 @@ def dry_run_entries(plan: Plan, run_dir: Path, system: System, echo: Echo, n: in
     from cloudai.envs.env_params import sampler_for
     from cloudai.jobs.spec import build_spec
     from cloudai.plan.agent_checks import agent_config, agent_space, default_steps, finite, short_sweep_note
+    from cloudai.plan.valid_space import entry_rule, valid_note
     from cloudai.workloads import WORKLOADS
-    from cloudai.workloads.base import constraint_of
+    from cloudai.workloads.base import Resources, constraint_of
+    from cloudai.workloads.validity import ValidPoints
 
     for checked in (c for c in plan.checked.values() if c.agent_driven):
         entry = checked.entry
@@ -37,11 +45,14 @@ def dry_run_entries(plan: Plan, run_dir: Path, system: System, echo: Echo, n: in
         config = agent_config(entry, agent_cls)
         action = agent_space(entry, checked.space)
         size = f"{action.grid_size} grid points" if finite(action, agent_cls) else "continuous"
-        steps = default_steps(entry, checked.space, agent_cls)
+        rule_all = entry_rule(checked, system.gpus_per_node)
+        steps = default_steps(entry, checked.space, agent_cls, rule_all.count() if rule_all else None)
         echo(f"{entry.id}: agent {entry.agent.name}, {steps} step(s), {len(action.dims)} dimension(s), {size}")
         short = short_sweep_note(entry, checked.space, agent_cls)
         if short:
             echo(f"  note: {short}")
+        if rule_all is not None:
+            echo(f"  space: {valid_note(checked, rule_all)}")
         if checked.live_rl:  # the server defines the rest of the space, the observation and the reward
             echo("  live RL: each trial is a step of the live environment, which gives the reward; no scripts")
             echo("  knobs the test declares or narrows (the server adds its others when the run starts):")
@@ -58,7 +69,14 @@ def dry_run_entries(plan: Plan, run_dir: Path, system: System, echo: Echo, n: in
         if checked.live_rl:
             continue
         workload, sampler = WORKLOADS.get(entry.workload)(), sampler_for(entry, checked.space)
-        dry = _DryGym(action, list(entry.agent.metrics), sampler)
+        names = frozenset(sampler.names if sampler else ())
+        rule = ValidPoints(
+            action, workload, system.gpus_per_node, names, nodes_set="num_nodes" in entry.scenario_fields
+        )
+        dry = _DryGym(action, list(entry.agent.metrics), sampler, rule if rule.has_rule else None)
+        if rule.has_rule and action.has_grid and entry.agent.name != "grid_search":
+            first = [json.dumps(action.grid_point(i), default=str) for i in rule.first(3)]
+            echo(f"  first valid points: {', '.join(first) or 'none'}")
         agent = agent_cls(dry, config, min(n, steps or n))
         queue = [dict(p) for p in config.enqueue]  # evaluated first by the run (agent_config.enqueue)
         for _ in range(min(n, steps or n)):
@@ -77,15 +95,23 @@ def dry_run_entries(plan: Plan, run_dir: Path, system: System, echo: Echo, n: in
             directory.mkdir(parents=True, exist_ok=True)
             (directory / system.script_name).write_text(system.render(spec))
             note = f"  [infeasible: {why}]" if why else ""
+            derived = workload.derived(split_knobs(values)[0], Resources(split_knobs(values)[2], system.gpus_per_node))
+            note += f"  derived {json.dumps(derived, default=str)}" if derived else ""
             echo(f"  step {step}: {json.dumps(point)}{' env ' + json.dumps(env) if env else ''}{note}")
 
 
 class _DryGym(BaseGym):
     """An env that runs nothing: dry-run asks the agent for its first actions against it."""
 
-    def __init__(self, space: Space, metrics: list[str], sampler: EnvParamSampler | None) -> None:
+    def __init__(
+        self, space: Space, metrics: list[str], sampler: EnvParamSampler | None, rule: ValidPoints | None = None
+    ) -> None:
         super().__init__()
         self.space, self.metrics, self.sampler, self.step_count = space, metrics, sampler, 0
+        self.rule = rule
+
+    def valid_points(self) -> ValidPoints | None:
+        return self.rule
 
     def env_param_sampler(self) -> EnvParamSampler | None:
         return self.sampler

@@ -36,7 +36,7 @@ from cloudai.atomicfile import atomic_write
 from cloudai.envs.base import BaseGym, Feedback
 from cloudai.errors import ConfigError, Interrupted
 from cloudai.readfile import read_regular
-from cloudai.recordfiles import SCORED, TRAJECTORY_FILE
+from cloudai.recordfiles import SCORED, TRAJECTORY_FILE, UNBUDGETED
 from cloudai.run import Echo
 from cloudai.run.fingerprint import resume_changes
 
@@ -103,6 +103,7 @@ def run_agent_entries(
     """Run every agent-driven entry (every iteration); the exit code (see the module docstring)."""
     from cloudai.agents import AGENTS
     from cloudai.plan.agent_checks import short_sweep_note
+    from cloudai.plan.valid_space import entry_rule, valid_note
 
     code = 0
     for checked in plan.checked.values():
@@ -111,8 +112,14 @@ def run_agent_entries(
         note = short_sweep_note(checked.entry, checked.space, AGENTS.get(checked.entry.agent.name))
         if note:
             echo(f"note: {note}")
+        rule = entry_rule(checked, system.gpus_per_node)
+        if rule is not None:
+            echo(f"{checked.entry.id}: {valid_note(checked, rule)}")
+        valid = rule.count() if rule is not None else None
         for iteration in range(checked.entry.iterations):
-            result = _run_iteration(plan, checked, run_dir, system, echo, iteration, resume, resume_command, warm_dirs)
+            result = _run_iteration(
+                plan, checked, run_dir, system, echo, iteration, resume, resume_command, warm_dirs, valid
+            )
             if result is None:  # a hard failure: the rest would likely fail the same way
                 return 1
             code = max(code, result)
@@ -129,8 +136,10 @@ def _run_iteration(
     resume: bool,
     resume_command: str,
     warm_dirs: tuple[Path, ...] = (),
+    valid: int | None = None,
 ) -> int | None:
-    """One iteration; its exit code, or None after a hard failure (``dse_failure.txt`` written)."""
+    """One iteration; its exit code, or None after a hard failure (``dse_failure.txt`` written). ``valid``: how
+    many points of the grid the workload's rule allows (the default ``agent_steps`` of a sweep), when known."""
     from cloudai.agents import AGENTS
     from cloudai.plan.agent_checks import agent_config, default_steps
     from cloudai.reports.confirm import action_key, winner
@@ -141,7 +150,7 @@ def _run_iteration(
 
     entry = checked.entry
     agent_cls = AGENTS.get(entry.agent.name)
-    steps = default_steps(entry, checked.space, agent_cls) or 0
+    steps = default_steps(entry, checked.space, agent_cls, valid) or 0
     out_dir = run_dir / entry.id / str(iteration)
     (out_dir / FAILURE_FILE).unlink(missing_ok=True)
     config = agent_config(entry, agent_cls)
@@ -161,7 +170,7 @@ def _run_iteration(
         record_observation_names(run_dir, entry.id, env.define_observation_space())
     history = env.history()
     counts.update(f.status for f in history)
-    progress.done = sum(f.status != "cached" for f in history)
+    progress.done = sum(f.status not in UNBUDGETED for f in history)
     progress.best = max((f.reward for f in history if f.status in SCORED), default=None)
     if agent_cls.can_ask_ahead and not env.live and config.max_parallel > env.max_in_flight:
         echo(f"note: {entry.id}: max_parallel = {config.max_parallel} is capped at the system's "

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from types import TracebackType
 from typing import TYPE_CHECKING
 
-from cloudai.recordfiles import SCORED
+from cloudai.recordfiles import SCORED, UNBUDGETED
 
 if TYPE_CHECKING:
     from rich.progress import Progress, TaskID
@@ -60,7 +60,7 @@ class StepProgress:
         return self
 
     def update(self, feedback: Feedback) -> None:
-        self.done += feedback.status != "cached"  # the budget counts measurements (see BaseAgent.run)
+        self.done += feedback.status not in UNBUDGETED  # the budget counts measurements (see BaseAgent.run)
         if feedback.status in SCORED and math.isfinite(feedback.reward):
             self.best = feedback.reward if self.best is None else max(self.best, feedback.reward)
         reason = str(feedback.info.get("reason") or "") if feedback.status not in SCORED else ""

@@ -9,8 +9,8 @@ Layout (``build_steps``), before anything is written:
 * agent-driven entries (``plan.route.check_single_sbatch`` made sure each has a grid): the
   grid unrolled in grid order (``Space.grid_point``), one step per trial in
   ``<test id>/<iteration>/<step>/``, as an offline DSE run numbers them;
-  ``agent_steps`` caps the count, env_params are sampled per step as the env does, and a
-  point the workload's constraint rejects gets no step (recorded as ``constraint``).
+  ``agent_steps`` caps the count (valid points, by default), env_params are sampled per step as the env does,
+  and a point the workload's rule refuses is skipped: no step, as ``grid_search`` skips it.
 
 After the allocation ends (or is cancelled by Ctrl-C), every step is recorded as a
 separately submitted job would be (``finish_job``: job.json), and each agent-driven
@@ -37,12 +37,13 @@ from cloudai.systems.slurm.single_sbatch import (
     render_single_sbatch,
     submit_script,
 )
-from cloudai.workloads.base import constraint_of
+from cloudai.workloads.validity import ValidPoints
 
 if TYPE_CHECKING:
     from cloudai.config.scenario import RunEntry
     from cloudai.plan.load import Plan
     from cloudai.plan.route import CheckedEntry
+    from cloudai.space import Space
     from cloudai.systems.slurm.system import SlurmSystem
     from cloudai.workloads.base import Workload
 
@@ -206,24 +207,35 @@ def _unroll(
 
     entry = checked.entry
     space = agent_space(entry, checked.space)
-    count = min(default_steps(entry, checked.space, AGENTS.get(entry.agent.name)) or space.grid_size, space.grid_size)
     sampler = sampler_for(entry, checked.space)
+    nodes_set = "num_nodes" in entry.scenario_fields
+    rule = ValidPoints(space, workload, gpus_per_node, frozenset(sampler.names if sampler else ()), nodes_set=nodes_set)
+    valid = rule.count()
+    count = default_steps(entry, checked.space, AGENTS.get(entry.agent.name), valid) or space.grid_size
     result = _Iteration(checked, iteration, run_dir / entry.id / str(iteration))
-    for index in range(count):
-        step = index + 1
-        point = space.grid_point(index)
+    index = -1
+    for step in range(1, count + 1):  # the points the workload's rule refuses take no step (as in a DSE run)
         env = sampler.sample(step) if sampler else {}
-        values = space.full({**point, **env})
-        reason = constraint_of(workload, values, gpus_per_node, nodes_set="num_nodes" in entry.scenario_fields)
-        if reason:
-            result.trials.append(_Trial(step, point, env, None, reason))
-            continue
+        index = _next_valid(space, rule, index + 1, env)
+        if index is None:
+            break
+        point = space.grid_point(index)
         name = f"{entry.id}.{iteration}.{step}"
-        steps.append(
-            ScriptStep(build_spec(entry, workload, values, result.out_dir / str(step), name, install, gpus_per_node))
-        )
+        values = space.full({**point, **env})
+        spec = build_spec(entry, workload, values, result.out_dir / str(step), name, install, gpus_per_node)
+        steps.append(ScriptStep(spec))
         result.trials.append(_Trial(step, point, env, name))
     return result
+
+
+def _next_valid(space: Space, rule: ValidPoints, index: int, env: dict[str, Any]) -> int | None:
+    """The first grid index from ``index`` whose point (with this step's env_params) the rule allows."""
+    while index < space.grid_size:
+        found = rule.next_valid(index)
+        if found is None or rule.violation(space.grid_point(found), env) is None:
+            return found
+        index = found + 1
+    return None
 
 
 def _record(plan: Plan, layout: Layout, jobs: list[Job], workloads: dict[str, Workload], echo: Echo) -> int:
@@ -267,7 +279,7 @@ def _record_iteration(it: _Iteration, by_name: dict[str, tuple[Job, dict[str, fl
     try:
         for trial in it.trials:
             if trial.name is None:  # infeasible: the workload's constraint, not run
-                status, observation, metrics, elapsed = "constraint", [math.nan] * len(metrics_order), {}, 0.0
+                status, observation, metrics, elapsed = "infeasible", [math.nan] * len(metrics_order), {}, 0.0
                 reward, reason = penalty, trial.reason
             elif trial.name not in by_name or by_name[trial.name][0].status is JobStatus.CANCELLED:
                 continue  # never ended: not recorded, as in an interrupted DSE run

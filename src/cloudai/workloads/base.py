@@ -17,9 +17,16 @@ A workload is system-agnostic: it never starts processes itself. Contract:
 * ``session(install_path)`` (optional): a context a run holds open around the trials it runs on this machine
   (standalone), e.g. a warm worker process the trials reuse instead of each paying a cold start. It must not
   change what a trial measures, only what it costs. Default: nothing.
-* ``constraint(args, resources)`` returns why a point is infeasible (recorded as a ``constraint``
-  step without running anything), or None. ``resources`` says where the trial would run (its nodes, the
-  system's GPUs per node), for rules such as "tp*pp*cp divides the GPUs".
+* ``constraint(args, resources)`` returns why a point is infeasible, or None. ``resources`` says where the
+  trial would run (its nodes, the system's GPUs per node), for rules such as "tp*pp*cp divides the GPUs".
+  The search uses it before any trial (``cloudai.workloads.validity``): a grid skips such points, a sampler
+  redraws, a space without a valid point is refused at load time.
+* ``constraint_mask(columns, resources)`` (optional): the same rule over many points at once, so a 10^6-point
+  grid is counted in well under a second: ``columns`` maps every flat knob name to a numpy array (one entry per
+  point), ``resources`` is a ``ResourceColumns``; returns a bool array, True where the point is valid, or None
+  (the default: no vectorised form, the scalar rule is asked point by point). It must agree with ``constraint``.
+* ``derived(args, resources)`` (optional): knobs the workload computes from others (dp from tp*pp*cp and the
+  GPUs), never asked of the user; shown beside each point by ``dry-run``. Default: none.
 * ``container_image(args)`` is the image the command must run in (CloudAI's ``docker_image_url``),
   or None; the system decides how (Slurm: pyxis ``srun --container-image``; standalone: not at all).
 * ``container_mounts(args, job)``: ``SRC:DST`` mounts the command needs in that image besides the system's
@@ -53,7 +60,7 @@ from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 
 from pydantic import BaseModel, BeforeValidator, ValidationError
 
@@ -66,6 +73,9 @@ from cloudai.installables import Installable
 from cloudai.readfile import UnsafeFileError, read_ends, read_regular
 from cloudai.space import Categorical, Space
 from cloudai.steps import Step
+
+if TYPE_CHECKING:
+    import numpy as np
 
 
 def _int_as_text(value: Any) -> Any:
@@ -112,6 +122,18 @@ class Resources:
 ONE_NODE = Resources()
 
 
+@dataclass(frozen=True)
+class ResourceColumns:
+    """``Resources`` for a column of points (``constraint_mask``): ``num_nodes`` is an int array, one per point."""
+
+    num_nodes: np.ndarray
+    gpus_per_node: int | None = None
+
+    @property
+    def num_gpus(self) -> np.ndarray | None:
+        return None if self.gpus_per_node is None else self.num_nodes * self.gpus_per_node
+
+
 class Workload(ABC):
     name: ClassVar[str]
     args_model: ClassVar[type[BaseModel] | None] = None
@@ -155,6 +177,12 @@ class Workload(ABC):
 
     def constraint(self, args: Mapping[str, Any], resources: Resources = ONE_NODE) -> str | None:
         return None
+
+    def constraint_mask(self, columns: Mapping[str, np.ndarray], resources: ResourceColumns) -> np.ndarray | None:
+        return None
+
+    def derived(self, args: Mapping[str, Any], resources: Resources = ONE_NODE) -> dict[str, Any]:
+        return {}
 
     def container_image(self, args: Mapping[str, Any]) -> str | None:
         return None

@@ -88,18 +88,18 @@ def valid_mask(
     safe = np.where(denom > 0, denom, 1)
     ok = (denom > 0) & (gpus % safe == 0)
     dp = np.where(denom > 0, gpus // safe, 0)
-    ok &= dp != 0
+    ok = ok & (dp != 0)
     if vp is not None:
         vp_ = np.asarray(vp, dtype=np.int64)
         if num_layers is None:
-            ok &= vp_ == 0
+            ok = ok & (vp_ == 0)
         else:
             layers = np.asarray(num_layers, dtype=np.int64) // np.where(pp_ > 0, pp_, 1)
-            ok &= (vp_ == 0) | ((vp_ > 0) & (layers % np.where(vp_ > 0, vp_, 1) == 0))
+            ok = ok & ((vp_ == 0) | ((vp_ > 0) & (layers % np.where(vp_ > 0, vp_, 1) == 0)))
     if mbs is not None and gbs is not None:
         divisor = np.asarray(mbs, dtype=np.int64) * dp * np.asarray(extra, dtype=np.int64)
-        ok &= (divisor > 0) & (np.asarray(gbs, dtype=np.int64) % np.where(divisor > 0, divisor, 1) == 0)
-    return np.broadcast_to(ok, np.broadcast_shapes(*(np.shape(c) for c in (gpus, tp_, pp_, cp_, ok)))).copy()
+        ok = ok & (divisor > 0) & (np.asarray(gbs, dtype=np.int64) % np.where(divisor > 0, divisor, 1) == 0)
+    return np.asarray(ok)  # broadcast over every column it read (the caller broadcasts it to the grid)
 
 
 def column(columns: Mapping[str, npt.ArrayLike], name: str, default: int | None) -> Column | int | None:

@@ -32,7 +32,7 @@ from cloudai.installables import Installable, PythonEnv
 from cloudai.readfile import read_ends
 from cloudai.steps import Run, Step
 from cloudai.workloads import training_steps as training_log
-from cloudai.workloads.base import ONE_NODE, JobContext, Resources, Workload, write_metrics
+from cloudai.workloads.base import ONE_NODE, JobContext, ResourceColumns, Resources, Workload, write_metrics
 from cloudai.workloads.megatron_bridge import rules
 from cloudai.workloads.megatron_bridge.args import MegatronBridgeArgs
 from cloudai.workloads.megatron_bridge.flags import launcher_args
@@ -87,12 +87,15 @@ class MegatronBridge(Workload):
         return rules.violation(MegatronBridgeArgs.model_validate(args))
 
     def constraint_mask(
-        self, columns: Mapping[str, npt.ArrayLike], resources: Resources = ONE_NODE
+        self, columns: Mapping[str, npt.ArrayLike], resources: ResourceColumns
     ) -> npt.NDArray[np.bool_]:
         """``constraint(...) is None`` over points: ``columns`` holds every cmd_args knob under its flat name, a
         1-d array when swept, a scalar when fixed."""
-        swept = {k: v for k, v in columns.items() if np.ndim(v) > 0}
-        return rules.mask(swept, {k: v for k, v in columns.items() if np.ndim(v) == 0})
+        arrays = {k: np.asarray(v) for k, v in columns.items()}
+        shape = np.broadcast_shapes(*(a.shape for a in arrays.values()))  # a count's columns are axes, not rows
+        swept = {k: np.broadcast_to(a, shape).reshape(-1) for k, a in arrays.items() if a.ndim > 0}
+        fixed = {k: a for k, a in arrays.items() if a.ndim == 0}
+        return rules.mask(swept, fixed).reshape(shape) if swept else rules.mask(swept, fixed)
 
     def read_metrics(self, job_dir: Path) -> dict[str, float]:
         text = _log(job_dir)

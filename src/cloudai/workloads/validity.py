@@ -1,0 +1,195 @@
+"""The valid points of a test's space under its workload's rule: the one place that counts, walks and explains them.
+
+A workload's rule (``Workload.constraint``) shapes the search before any trial: a grid skips the points that break
+it, a sampler redraws them, a space without a valid point is refused at load time. ``ValidPoints`` answers every
+such question for one space on one system (its GPUs per node):
+
+* ``violation(point, env)``: why one point breaks the rule (the scalar ``constraint``), or None;
+* ``mask(start, stop)``: which grid indices in ``[start, stop)`` are valid, as a bool array;
+* ``count()``, ``next_valid(index)``, ``first(n)``, ``example()``: built on ``mask``.
+
+Speed. A per-point Python call costs tens of microseconds here (the point is assembled, split and nested first),
+so a 10^6-point grid asked point by point takes tens of seconds. A workload may give the same rule vectorised
+(``Workload.constraint_mask(columns, resources)``, elementwise numpy only: the columns are *broadcastable*
+arrays, not necessarily of equal length):
+
+* ``count`` evaluates it once per block of up to ``BLOCK`` points with each knob an array along its own axis
+  (``np.ix_``-style), so ``tp * pp * cp`` is computed over the product of those three knobs alone and the result
+  broadcast: 10^6 points in about 10 ms;
+* a walk (``mask``, ``next_valid``) evaluates ``CHUNK`` consecutive grid indices, each knob's column taken from
+  its values at ``(index // stride) % size`` (the grid's mixed radix).
+
+Without it the scalar rule is asked per point, and ``count`` gives up (None) beyond ``SCALAR_LIMIT`` points rather
+than stall a dry-run. A workload without a rule costs nothing: every point is valid.
+
+Env params: the walked space may lack the knobs the environment samples (``env_names``); a point is then judged
+with the values drawn for its step (``violation(point, env)``) and the grid helpers fall back to "valid" for
+points whose rule needs them (the step's own check still refuses them).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from functools import cached_property
+from typing import Any
+
+import numpy as np
+
+from cloudai.space import NUM_NODES, Space
+from cloudai.workloads.base import ResourceColumns, Workload, constraint_of
+
+CHUNK = 1 << 16  # grid indices per vectorised evaluation of a walk
+SCALAR_CHUNK = 1 << 8  # ... per scalar one (tens of microseconds a point: a walk's step stays in milliseconds)
+BLOCK = 1 << 22  # grid points per broadcast evaluation of a count
+SCALAR_LIMIT = 20_000  # points the scalar rule is asked for by count() (~1 s) before it gives up
+
+
+class ValidPoints:
+    """``workload``'s rule over ``space`` (grid indices are ``space``'s) on a system with ``gpus_per_node``."""
+
+    def __init__(
+        self,
+        space: Space,
+        workload: Workload,
+        gpus_per_node: int | None,
+        env_names: frozenset[str] = frozenset(),
+        *,
+        nodes_set: bool = True,
+    ) -> None:
+        """``nodes_set``: the entry sets ``num_nodes`` (else the job gets ``workload.num_nodes(args)``)."""
+        self.space, self.workload, self.gpus_per_node, self.nodes_set = space, workload, gpus_per_node, nodes_set
+        self.has_rule = type(workload).constraint is not Workload.constraint
+        self.env_names = env_names
+        self.vectorised = self.has_rule and type(workload).constraint_mask is not Workload.constraint_mask
+        self._chunk: tuple[int, np.ndarray] | None = None  # the last chunk's mask (a walk asks neighbours)
+        self._count: int | None = None
+
+    def violation(self, point: Mapping[str, Any], env: Mapping[str, Any] | None = None) -> str | None:
+        """Why ``point`` (with the step's sampled ``env``) breaks the rule; None when it is valid."""
+        if not self.has_rule:
+            return None
+        values = self.space.full({**point, **(env or {})})
+        return constraint_of(self.workload, values, self.gpus_per_node, nodes_set=self.nodes_set)
+
+    def mask(self, start: int, stop: int) -> np.ndarray:
+        """Valid (True) or not for each grid index in ``[start, stop)``."""
+        stop = min(stop, self.space.grid_size)
+        if not self.has_rule or self.env_names:
+            return np.ones(max(0, stop - start), dtype=bool)
+        if self.vectorised:
+            columns = self.columns(start, stop)
+            nodes = np.asarray(columns[NUM_NODES], dtype=np.int64)
+            got = self.workload.constraint_mask(columns, ResourceColumns(nodes, self.gpus_per_node))
+            if got is not None:
+                return np.broadcast_to(np.asarray(got, dtype=bool), (stop - start,))  # a rule of fixed knobs: 0-d
+        return np.fromiter((self.violation(self.space.grid_point(i)) is None for i in range(start, stop)), bool)
+
+    def columns(self, start: int, stop: int) -> dict[str, np.ndarray]:
+        """Every knob's values over the grid indices ``[start, stop)``: dimensions by mixed radix, fixed ones
+        repeated (numbers as numeric arrays, anything else as an object array)."""
+        index = np.arange(start, stop, dtype=np.int64)
+        columns: dict[str, np.ndarray] = {}
+        stride = 1
+        for dim in reversed(self.space.dims):
+            size = len(dim.grid_values)
+            positions = (index // stride) % size
+            if dim.name in self._values:
+                columns[dim.name] = self._values[dim.name][positions]
+            else:  # a huge lazy range grid: only the values this chunk needs
+                columns[dim.name] = _array([dim.grid_values[int(p)] for p in positions])
+            stride *= size
+        for name, value in self.space.fixed.items():
+            columns[name] = np.broadcast_to(_array([value]), (stop - start,))
+        columns.setdefault(NUM_NODES, np.ones(stop - start, dtype=np.int64))
+        return columns
+
+    @cached_property
+    def _values(self) -> dict[str, np.ndarray]:
+        """Each dimension's grid values as an array (ranges of more than ``BLOCK`` points are left out)."""
+        return {d.name: _array(list(d.grid_values)) for d in self.space.dims if len(d.grid_values) <= BLOCK}
+
+    def is_valid(self, index: int) -> bool:
+        """One grid index (from the walk's cached chunk when it holds it: random access costs one evaluation)."""
+        if self._chunk is not None and 0 <= index - self._chunk[0] < len(self._chunk[1]):
+            return bool(self._chunk[1][index - self._chunk[0]])
+        return bool(self.mask(index, index + 1)[0])
+
+    def next_valid(self, index: int) -> int | None:
+        """The first valid grid index at or after ``index``; None when there is none."""
+        size, step = self.space.grid_size, CHUNK if self.vectorised else SCALAR_CHUNK
+        while index < size:
+            chunk = index - index % step
+            if self._chunk is None or self._chunk[0] != chunk:
+                self._chunk = (chunk, self.mask(chunk, chunk + step))
+            found = np.flatnonzero(self._chunk[1][index - chunk :])
+            if found.size:
+                return index + int(found[0])
+            index = chunk + step
+        return None
+
+    def count(self) -> int | None:
+        """How many grid points are valid; None when only the scalar rule can tell and the grid is too big."""
+        size = self.space.grid_size
+        if not self.has_rule or self.env_names:
+            return size
+        if self._count is None and self.vectorised and len(self._values) == len(self.space.dims):
+            self._count = self._count_block(())  # None: the mask declined these columns
+        if self._count is None and (self.vectorised or size <= SCALAR_LIMIT):
+            self._count = sum(int(self.mask(s, s + CHUNK).sum()) for s in range(0, size, CHUNK))
+        return self._count
+
+    def _count_block(self, prefix: tuple[int, ...]) -> int | None:
+        """Valid points whose leading dimensions sit at ``prefix`` (positions): the rule evaluated once over the
+        rest of the grid as broadcast columns (each knob an array along its own axis), so a rule reading only
+        some knobs computes over their product alone; a block over ``BLOCK`` points is split on its next axis."""
+        dims, k = self.space.dims, len(prefix)
+        sizes = [len(self._values[d.name]) for d in dims]
+        if math.prod(sizes[k:]) > BLOCK and k < len(dims):
+            counts = [self._count_block((*prefix, j)) for j in range(sizes[k])]
+            return None if None in counts else sum(c for c in counts if c is not None)
+        shape = (1,) * k + tuple(sizes[k:])
+        columns: dict[str, np.ndarray] = {}
+        for axis, dim in enumerate(dims):
+            values = self._values[dim.name]
+            values = values[prefix[axis] : prefix[axis] + 1] if axis < k else values
+            columns[dim.name] = values.reshape([-1 if a == axis else 1 for a in range(len(dims))])
+        for name, value in self.space.fixed.items():
+            columns[name] = _array([value]).reshape(())
+        columns.setdefault(NUM_NODES, np.asarray(1, dtype=np.int64))
+        nodes = np.asarray(columns[NUM_NODES], dtype=np.int64)
+        got = self.workload.constraint_mask(columns, ResourceColumns(nodes, self.gpus_per_node))
+        return None if got is None else int(np.broadcast_to(np.asarray(got, dtype=bool), shape).sum())
+
+    def first(self, n: int) -> list[int]:
+        """The first ``n`` valid grid indices (fewer when the grid has fewer)."""
+        found: list[int] = []
+        index = self.next_valid(0)
+        while index is not None and len(found) < n:
+            found.append(index)
+            index = self.next_valid(index + 1)
+        return found
+
+    def example(self) -> tuple[dict[str, Any], str] | None:
+        """The first grid point and why it breaks the rule (for a message); None when it is valid."""
+        point = self.space.grid_point(0) if self.space.grid_size else {}
+        why = self.violation(point)
+        return None if why is None else (point, why)
+
+    def summary(self) -> str:
+        """``"192 points, 61 valid"`` (the valid count left out when it cannot be counted cheaply)."""
+        size, valid = self.space.grid_size, self.count()
+        if not self.has_rule:
+            return f"{size} points"
+        return f"{size} points, {valid} valid" if valid is not None else f"{size} points (validity checked per step)"
+
+
+def _array(values: list[Any]) -> np.ndarray:
+    """Numbers as a numeric array (ints stay ints); anything else (text, bool mixes) as an object array."""
+    if values and all(isinstance(v, int | float) and not isinstance(v, bool) for v in values):
+        if all(isinstance(v, int) for v in values) and max(abs(v) for v in values) < 2**62:
+            return np.asarray(values, dtype=np.int64)
+        return np.asarray(values, dtype=np.float64)
+    array = np.empty(len(values), dtype=object)
+    array[:] = values
+    return array
