@@ -155,7 +155,7 @@ class NeMoRun(Workload):
         """``constraint(...) is None`` over columns of points (flat knob names, ``num_nodes`` included; a knob
         without a column takes CloudAI's default), for counting a grid without building each point."""
         got = {field: parallelism.column(columns, name, default) for name, (field, default) in KNOBS.items()}
-        nodes = columns["num_nodes"] if "num_nodes" in columns else resources.num_nodes
+        nodes = columns.get("num_nodes", resources.num_nodes)
         per_node = resources.gpus_per_node or GPUS_PER_NODE_FALLBACK
         gpus = np.asarray(nodes, dtype=np.int64) * per_node
         return parallelism.valid_mask(gpus, got["tp"], got["pp"], got["cp"], **_optional(got))
