@@ -1,10 +1,11 @@
 """The real CLI in a fresh process that starts in milliseconds: a fork of a warm interpreter.
 
-For suites that run the CLI on many inputs that fail fast (the bad-input corpus): each call is still
+For suites that run the CLI on many inputs (the bad-input corpus, end-to-end runs): each call is still
 its own process, with its own cwd, exit code, stdout and stderr, but it skips the interpreter's and
-cloudai's import start-up (~0.3 s of CPU a call). multiprocessing's forkserver does the forking: a
-clean, single-threaded server process with ``cloudai.cli`` preloaded, so no lock held by a thread of
-the test process (xdist's, a thread pool's) can be inherited by a child.
+cloudai's import start-up (~0.3 s of CPU a call, ~0.8 s more for a run and its report).
+multiprocessing's forkserver does the forking: a clean, single-threaded server process with
+``cloudai.cli`` and what a run loads preloaded, so no lock held by a thread of the test process
+(xdist's, a thread pool's) can be inherited by a child.
 """
 
 from __future__ import annotations
@@ -17,7 +18,25 @@ import tempfile
 from pathlib import Path
 
 _CTX = multiprocessing.get_context("forkserver")
-_CTX.set_forkserver_preload(["cloudai.cli", "cloudai.config.scenario", "cloudai.plan.load", __name__])
+# What a ``cloudai run`` loads after the CLI (runner, agents, the end-of-run report: matplotlib, optuna, numpy),
+# loaded once per test worker instead of once per run (~0.8 s a run); every module reads its settings (the
+# environment included) at call time, so a child behaves as a fresh ``cloudai`` would.
+_RUN_MODULES = [
+    "cloudai.run.dse",
+    "cloudai.run.plain",
+    "cloudai.systems.standalone",
+    "cloudai.agents.random_search",
+    "cloudai.agents.optuna_agent",
+    "cloudai.reports.generate",
+    "cloudai.reports.analysis",
+    "cloudai.reports.summary",
+    "optuna",
+    "matplotlib.figure",
+    "matplotlib.backends.backend_agg",
+    "matplotlib.collections",
+    "matplotlib.ticker",
+]
+_CTX.set_forkserver_preload(["cloudai.cli", "cloudai.config.scenario", "cloudai.plan.load", *_RUN_MODULES, __name__])
 
 
 def _child(argv: list[str], cwd: str, env: dict[str, str], out: str, err: str, status: str) -> None:

@@ -18,6 +18,7 @@ import os
 import shlex
 import signal
 import subprocess
+import sys
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -34,6 +35,15 @@ REPO = Path(__file__).resolve().parents[1]
 # Runs in tests render their report inline (matplotlib loads once per test session, not once per run in a
 # background process); the background report of real runs is covered by tests/reports/test_report_real_runs.py.
 os.environ.setdefault("CLOUDAI_REPORT", "inline")
+# The suite starts hundreds of Python processes (cloudai runs, servers, jobs): with PYTHONDONTWRITEBYTECODE set and
+# a venv synced without --compile-bytecode, each would compile pandas/matplotlib/optuna (and cloudai) from source
+# again (~2.5 s of CPU a process). They share a bytecode cache outside the tree instead (PYTHONPYCACHEPREFIX: the
+# checkout and the venv stay as they are); pytest-xdist's workers inherit it too.
+if os.environ.pop("PYTHONDONTWRITEBYTECODE", None):
+    os.environ.setdefault("PYTHONPYCACHEPREFIX", str(Path(tempfile.gettempdir()) / "cloudai-tests-pycache"))
+# openenv-core imports its optional web UI (gradio, ~10 s of CPU) when it can, and skips it on ModuleNotFoundError;
+# no test uses that UI, and three modules import openenv in every xdist worker (one at collection).
+sys.modules.setdefault("gradio", None)  # type: ignore[arg-type]
 CONF = REPO / "conf"
 TOOLS = REPO / "tools"  # the repository's own local-Slurm scripts
 SLURM_SYSTEM_TOML = REPO / "tests" / "slurm" / "slurm_system.toml"

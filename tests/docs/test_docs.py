@@ -53,6 +53,9 @@ SERVED = (
     "--test-scenario",
     REPO / "conf/common/test_scenario/dse_synthetic.toml",
 )
+# openenv-core imports its optional web UI (gradio, ~10 s of CPU) unless that raises ModuleNotFoundError; a
+# client snippet never uses it (the snippet runs as written after this one line).
+NO_WEB_UI = 'import sys; sys.modules.setdefault("gradio", None)\n'
 LOCAL = ("localhost:8000", "127.0.0.1:8000")
 TOKEN = "docs-test-token"
 
@@ -130,6 +133,7 @@ def test_doc_snippet_runs(snippet: Snippet, scratch: Path) -> None:
     with server_for(snippet, scratch) as served:
         text, env = _text(snippet, served), _env(served)
         if snippet.lang == "python":
+            text = NO_WEB_UI + text if "openenv" in text else text
             done = subprocess.run([sys.executable, "-c", text], cwd=scratch, env=env, capture_output=True, text=True,
                                   timeout=180)  # fmt: skip
             assert done.returncode == 0, f"{snippet.id}\n{done.stdout}\n{done.stderr}"

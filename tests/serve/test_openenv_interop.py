@@ -8,7 +8,6 @@ from typing import Any
 
 import httpx
 import pytest
-from openenv.core.generic_client import GenericEnvClient
 from tests.gym_adapter.knob_gym import KnobGym, mixed_space
 from tests.serve.serving import served
 from websockets.exceptions import InvalidStatus
@@ -20,6 +19,8 @@ POINT = {"algo": "nvls", "use_cuda": True, "chunk_kb": 4096, "ratio": 0.5}
 
 
 def test_generic_env_client_runs_an_episode() -> None:
+    from openenv.core.generic_client import GenericEnvClient  # ~3 s to import: only where used
+
     gym = KnobGym(mixed_space(), live=True, horizon=3)
     with served(create_app(gym, name="Tests.knob")) as url, GenericEnvClient(base_url=url).sync() as client:
         first = client.reset(seed=5)
@@ -33,6 +34,8 @@ def test_generic_env_client_runs_an_episode() -> None:
 
 
 def test_generic_env_client_sees_validation_and_capacity_errors() -> None:
+    from openenv.core.generic_client import GenericEnvClient  # ~3 s to import: only where used
+
     with served(create_app(KnobGym(mixed_space()), name="t")) as url, GenericEnvClient(base_url=url).sync() as client:
         with pytest.raises(RuntimeError, match="VALIDATION_ERROR"):
             client.step({**POINT, "bogus": 1})
