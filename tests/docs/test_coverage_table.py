@@ -40,7 +40,7 @@ def table() -> str:
     ]
     for name in sorted(WORKLOADS.names(), key=str.lower):
         workload = WORKLOADS.get(name)
-        here = "yes" if workload.hardware == "cpu" else "no: needs GPUs (tests run a stand-in of its output)"
+        here = "yes" if workload.hardware == "cpu" else "no: needs a GPU cluster"
         metrics = ", ".join(f"`{m}`" for m in workload.metrics or ()) or "none (exit code only)"
         rows.append(f"| `{name}` | {files.get(name, 0) or 'none in CloudAI conf/'} | {here} | yes | {metrics} |")
     return "\n".join(rows)

@@ -55,6 +55,7 @@ UNITS = {
 
 class Aiconfigurator(Workload):
     name = "Aiconfigurator"
+    hardware = "cpu"  # a performance model: it runs here for real
     args_model = AiconfiguratorArgs
     produces_metrics = True
     metrics = METRICS
