@@ -60,7 +60,7 @@ def test_record_episode_statistics_and_an_sb3_consumer(name: str, tmp_path: Path
         infos.append(info)
         rewards.append(reward)
         done = terminated or truncated
-        assert info["cloudai"]["status"] in {"ok", "cached", "failed", "constraint", "timeout"}
+        assert info["cloudai"]["status"] in {"ok", "cached", "failed", "constraint", "infeasible", "timeout"}
         assert "knobs" in info["cloudai"] and "step" in info["cloudai"]
     (episode,) = sb3_episode_buffer(infos)
     assert episode["l"] == len(rewards) == 2 and episode["r"] == pytest.approx(sum(rewards), rel=1e-5)
@@ -78,7 +78,7 @@ def test_sync_vector_env_runs_two_copies(name: str, tmp_path: Path) -> None:
     for _ in range(2):
         _obs, rewards, terminated, truncated, infos = envs.step(envs.action_space.sample())
         assert rewards.shape == (2,) and np.isfinite(rewards).all()
-        assert set(infos["cloudai"]["status"]) <= {"ok", "cached", "failed", "constraint"}
+        assert set(infos["cloudai"]["status"]) <= {"ok", "cached", "failed", "constraint", "infeasible"}
         if "episode" in infos:  # the vector env's episode statistics, with their mask
             finished += int(infos["_episode"].sum())
             assert infos["episode"]["l"][infos["_episode"]].tolist() == [2] * int(infos["_episode"].sum())

@@ -62,7 +62,12 @@ SYNC_S = 0.2  # rows are flushed each step, fsync'ed at most this often: a step 
 T = TypeVar("T")
 
 
-_SERVER_STATUSES = ("failed", "constraint", "timeout")  # what a server may report for a step it did not score
+_SERVER_STATUSES = (
+    "failed",
+    "constraint",
+    "infeasible",
+    "timeout",
+)  # what a server may report for a step it did not score
 
 
 def step_status(reward: Any, info: Mapping[str, Any]) -> tuple[str, str]:

@@ -94,7 +94,7 @@ class MegatronBridge(Workload):
         arrays = {k: np.asarray(v) for k, v in columns.items()}
         shape = np.broadcast_shapes(*(a.shape for a in arrays.values()))  # a count's columns are axes, not rows
         swept = {k: np.broadcast_to(a, shape).reshape(-1) for k, a in arrays.items() if a.ndim > 0}
-        fixed = {k: a for k, a in arrays.items() if a.ndim == 0}
+        fixed = {k: v for k, v in columns.items() if np.ndim(v) == 0}
         return rules.mask(swept, fixed).reshape(shape) if swept else rules.mask(swept, fixed)
 
     def read_metrics(self, job_dir: Path) -> dict[str, float]:
