@@ -62,7 +62,8 @@ SYNC_S = 0.2  # rows are flushed each step, fsync'ed at most this often: a step 
 T = TypeVar("T")
 
 
-_SERVER_STATUSES = (
+# what a server may report for a step it did not score
+_SERVER_STATUSES = ("failed", "constraint", "infeasible", "timeout")
     "failed",
     "constraint",
     "infeasible",
