@@ -62,13 +62,8 @@ SYNC_S = 0.2  # rows are flushed each step, fsync'ed at most this often: a step 
 T = TypeVar("T")
 
 
-# what a server may report for a step it did not score
+# What a server may report for a step it did not score.
 _SERVER_STATUSES = ("failed", "constraint", "infeasible", "timeout")
-    "failed",
-    "constraint",
-    "infeasible",
-    "timeout",
-)  # what a server may report for a step it did not score
 
 
 def step_status(reward: Any, info: Mapping[str, Any]) -> tuple[str, str]:
