@@ -32,15 +32,58 @@ MARKER = ".cloudai-installed.json"
 LOCK = ".cloudai-install.lock"
 
 
+class _Marked:
+    """What every installable shares: a directory ``install_path / name`` that counts as installed only when its
+    marker (written last, atomically) records exactly what ``_wanted`` says; ``_build`` fills the directory."""
+
+    name: str
+
+    def path(self, install_path: Path) -> Path:
+        return install_path / self.name
+
+    def describe(self) -> str:
+        raise NotImplementedError
+
+    def _wanted(self) -> dict[str, object]:
+        raise NotImplementedError
+
+    def _build(self, target: Path) -> None:
+        raise NotImplementedError
+
+    def installed(self, install_path: Path) -> bool:
+        """True only when a finished install of exactly this is there."""
+        try:
+            return json.loads((self.path(install_path) / MARKER).read_text()) == self._wanted()
+        except (OSError, ValueError):
+            return False
+
+    def install(self, install_path: Path) -> bool:
+        """Build it unless it is installed already; True when this call installed it."""
+        with _locked(install_path):
+            if self.installed(install_path):
+                return False
+            target = self.path(install_path)
+            shutil.rmtree(target, ignore_errors=True)  # a half-finished one, or another version: start over
+            self._build(target)
+            atomic_write(target / MARKER, json.dumps(self._wanted()) + "\n")
+            return True
+
+    def uninstall(self, install_path: Path) -> bool:
+        """Remove it; True when there was one. Nothing else under ``install_path`` is touched."""
+        with _locked(install_path):
+            target = self.path(install_path)
+            if not target.exists():
+                return False
+            shutil.rmtree(target)
+            return True
+
+
 @dataclass(frozen=True)
-class PythonEnv:
+class PythonEnv(_Marked):
     """A uv-managed virtual environment at ``install_path / name`` with ``packages`` (pinned requirements)."""
 
     name: str
     packages: tuple[str, ...]
-
-    def path(self, install_path: Path) -> Path:
-        return install_path / self.name
 
     def python(self, install_path: Path) -> Path:
         """The environment's interpreter (run workload code with it, never with cloudai's own)."""
@@ -53,40 +96,18 @@ class PythonEnv:
         return {"packages": list(self.packages), "python": f"{sys.version_info.major}.{sys.version_info.minor}"}
 
     def installed(self, install_path: Path) -> bool:
-        """True only when a finished install of exactly these packages is there."""
-        try:
-            recorded = json.loads((self.path(install_path) / MARKER).read_text())
-        except (OSError, ValueError):
-            return False
-        return recorded == self._wanted() and self.python(install_path).exists()
+        return super().installed(install_path) and self.python(install_path).exists()
 
-    def install(self, install_path: Path) -> bool:
-        """Create the environment unless it is installed already; True when this call installed it."""
-        with _locked(install_path):
-            if self.installed(install_path):
-                return False
-            target = self.path(install_path)
-            shutil.rmtree(target, ignore_errors=True)  # a half-finished one, or other packages: start over
-            uv = _uv()
-            _run([uv, "venv", "--quiet", "--python", sys.executable, str(target)], self.name)
-            if self.packages:
-                python = str(self.python(install_path))
-                _run([uv, "pip", "install", "--quiet", "--python", python, *self.packages], self.name)
-            atomic_write(target / MARKER, json.dumps(self._wanted()) + "\n")
-            return True
-
-    def uninstall(self, install_path: Path) -> bool:
-        """Remove the environment; True when there was one."""
-        with _locked(install_path):
-            target = self.path(install_path)
-            if not target.exists():
-                return False
-            shutil.rmtree(target)
-            return True
+    def _build(self, target: Path) -> None:
+        uv = _uv()
+        _run([uv, "venv", "--quiet", "--python", sys.executable, str(target)], self.name)
+        if self.packages:
+            python = str(target / "bin" / "python")
+            _run([uv, "pip", "install", "--quiet", "--python", python, *self.packages], self.name)
 
 
 @dataclass(frozen=True)
-class GitRepo:
+class GitRepo(_Marked):
     """A clone of ``url`` at ``commit`` in ``install_path / name`` (CloudAI's ``<repo>__<commit>``), for a test's
     ``git_repos``; a containerized job mounts it (``cloudai.jobs.spec.repo_mounts``)."""
 
@@ -95,42 +116,17 @@ class GitRepo:
     commit: str
     init_submodules: bool = False
 
-    def path(self, install_path: Path) -> Path:
-        return install_path / self.name
-
     def describe(self) -> str:
         return f"git repository {self.url} at {self.commit}"
 
     def _wanted(self) -> dict[str, object]:
         return {"url": self.url, "commit": self.commit, "init_submodules": self.init_submodules}
 
-    def installed(self, install_path: Path) -> bool:
-        try:
-            return json.loads((self.path(install_path) / MARKER).read_text()) == self._wanted()
-        except (OSError, ValueError):
-            return False
-
-    def install(self, install_path: Path) -> bool:
-        """Clone and check out ``commit`` unless done already; True when this call cloned it."""
-        with _locked(install_path):
-            if self.installed(install_path):
-                return False
-            target = self.path(install_path)
-            shutil.rmtree(target, ignore_errors=True)
-            _run(["git", "clone", "--quiet", self.url, str(target)], self.describe())
-            _run(["git", "-C", str(target), "checkout", "--quiet", self.commit], self.describe())
-            if self.init_submodules:
-                _run(["git", "-C", str(target), "submodule", "update", "--init", "--recursive"], self.describe())
-            atomic_write(target / MARKER, json.dumps(self._wanted()) + "\n")
-            return True
-
-    def uninstall(self, install_path: Path) -> bool:
-        with _locked(install_path):
-            target = self.path(install_path)
-            if not target.exists():
-                return False
-            shutil.rmtree(target)
-            return True
+    def _build(self, target: Path) -> None:
+        _run(["git", "clone", "--quiet", self.url, str(target)], self.describe())
+        _run(["git", "-C", str(target), "checkout", "--quiet", self.commit], self.describe())
+        if self.init_submodules:
+            _run(["git", "-C", str(target), "submodule", "update", "--init", "--recursive"], self.describe())
 
 
 Installable = PythonEnv | GitRepo
