@@ -112,7 +112,6 @@ class CloudAIGymEnv(BaseGym):
             raise ConfigError("the offline env runs jobs: it needs the entry's workload", field="test_template_name")
         self.setup, self.workload = setup, setup.workload
         self.metrics = tuple(setup.entry.agent.metrics)
-        self._nodes_set = "num_nodes" in setup.entry.scenario_fields  # else the workload may size the job
         self.objectives, self.constraints = setup.entry.agent.objectives, setup.entry.agent.constraints
         self.record_dir = setup.out_dir
         self.reward_fn = REWARDS.get(setup.entry.agent.reward)

@@ -27,7 +27,7 @@ from cloudai.errors import WorkloadError
 from cloudai.jobs.reasons import failure_reason, missing_metrics
 from cloudai.space import split_knobs
 from cloudai.systems.base import Container, Job, JobSpec, JobStatus
-from cloudai.workloads.base import METRICS_FILE, JobContext, Workload
+from cloudai.workloads.base import METRICS_FILE, JobContext, Workload, job_nodes
 
 log = logging.getLogger(__name__)
 
@@ -44,8 +44,7 @@ def build_spec(
     """The job for one set of knob values (flat names, see ``cloudai.space``); ``install_path`` and
     ``gpus_per_node`` are the system's."""
     cmd_args, env, num_nodes = split_knobs(values)
-    if "num_nodes" not in entry.scenario_fields:
-        num_nodes = workload.num_nodes(cmd_args) or num_nodes
+    num_nodes = job_nodes(workload, cmd_args, num_nodes, "num_nodes" in entry.scenario_fields)
     log.debug("job %s: %s in %s", name, values, job_dir)
     env = workload.job_env(cmd_args, env)
     context = JobContext(

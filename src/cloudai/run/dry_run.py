@@ -36,7 +36,7 @@ def dry_run_entries(plan: Plan, run_dir: Path, system: System, echo: Echo, n: in
     from cloudai.plan.agent_checks import agent_config, agent_space, default_steps, finite, short_sweep_note
     from cloudai.plan.valid_space import entry_rule, valid_note
     from cloudai.workloads import WORKLOADS
-    from cloudai.workloads.base import Resources, constraint_of
+    from cloudai.workloads.base import Resources
     from cloudai.workloads.validity import ValidPoints
 
     for checked in (c for c in plan.checked.values() if c.agent_driven):
@@ -70,9 +70,8 @@ def dry_run_entries(plan: Plan, run_dir: Path, system: System, echo: Echo, n: in
             continue
         workload, sampler = WORKLOADS.get(entry.workload)(), sampler_for(entry, checked.space)
         names = frozenset(sampler.names if sampler else ())
-        rule = ValidPoints(
-            action, workload, system.gpus_per_node, names, nodes_set="num_nodes" in entry.scenario_fields
-        )
+        nodes_set = "num_nodes" in entry.scenario_fields
+        rule = ValidPoints(action, workload, system.gpus_per_node, names, nodes_set=nodes_set)
         dry = _DryGym(action, list(entry.agent.metrics), sampler, rule if rule.has_rule else None)
         if rule.has_rule and action.has_grid and entry.agent.name != "grid_search":
             first = [json.dumps(action.grid_point(i), default=str) for i in rule.first(3)]
@@ -87,7 +86,7 @@ def dry_run_entries(plan: Plan, run_dir: Path, system: System, echo: Echo, n: in
             dry.step_count += 1
             env = sampler.sample(step) if sampler else {}
             values = action.full({**point, **env})
-            why = constraint_of(workload, values, system.gpus_per_node, nodes_set="num_nodes" in entry.scenario_fields)
+            why = rule.violation(point, env)
             directory = run_dir / entry.id / "0" / str(step)
             spec = build_spec(
                 entry, workload, values, directory, f"{entry.id}.0.{step}", system.install_path, system.gpus_per_node
@@ -95,7 +94,8 @@ def dry_run_entries(plan: Plan, run_dir: Path, system: System, echo: Echo, n: in
             directory.mkdir(parents=True, exist_ok=True)
             (directory / system.script_name).write_text(system.render(spec))
             note = f"  [infeasible: {why}]" if why else ""
-            derived = workload.derived(split_knobs(values)[0], Resources(split_knobs(values)[2], system.gpus_per_node))
+            args, _, num_nodes = split_knobs(values)
+            derived = workload.derived(args, Resources(num_nodes, system.gpus_per_node))
             note += f"  derived {json.dumps(derived, default=str)}" if derived else ""
             echo(f"  step {step}: {json.dumps(point)}{' env ' + json.dumps(env) if env else ''}{note}")
 

@@ -250,9 +250,13 @@ def constraint_of(
     from cloudai.space import split_knobs
 
     args, _, num_nodes = split_knobs(values)
-    if not nodes_set:
-        num_nodes = workload.num_nodes(args) or num_nodes
-    return workload.constraint(args, Resources(num_nodes, gpus_per_node))
+    return workload.constraint(args, Resources(job_nodes(workload, args, num_nodes, nodes_set), gpus_per_node))
+
+
+def job_nodes(workload: Workload, args: Mapping[str, Any], num_nodes: int, nodes_set: bool) -> int:
+    """The nodes a job gets: the entry's ``num_nodes`` when it sets it, else ``workload.num_nodes(args)`` where
+    the workload says (CloudAI's AIDynamo: prefill + decode nodes), else the default."""
+    return num_nodes if nodes_set else workload.num_nodes(args) or num_nodes
 
 
 def read_metrics_file(path: Path) -> dict[str, float]:
