@@ -137,3 +137,13 @@ def test_nemo_run_progress_is_the_steps_logged_so_far(tmp_path: Path) -> None:
     directory = job(tmp_path, "nemo_run_truncated_stdout.txt", None)  # 7 whole steps, the 8th cut mid-line
     progress = NeMoRun().progress(directory)
     assert [step for step, _ in progress] == [1, 2, 3, 4, 5, 6] and all(t > 0 for _, t in progress)
+
+
+def test_nemo_launcher_log_that_is_not_a_file_is_a_workload_error(tmp_path: Path) -> None:
+    """A job may make its log ``/dev/zero``: the trial fails with that reason, nothing else escapes (the contract)."""
+    from cloudai.workloads.nemo_launcher import NeMoLauncher
+
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "log-x_1.out").symlink_to("/dev/zero")
+    with pytest.raises(WorkloadError, match="log-x_1.out refused: not a regular file"):
+        NeMoLauncher().read_metrics(tmp_path)

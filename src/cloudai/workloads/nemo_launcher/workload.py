@@ -128,4 +128,7 @@ def _training_log(job_dir: Path) -> str:
     logs = sorted((job_dir / "run").glob("log-*.out")) if (job_dir / "run").is_dir() else []
     if not logs:
         raise WorkloadError("no run/log-*.out: the launcher's training job wrote no log (yet)")
-    return read_ends(logs[0], 1 << 20, 64 << 20)[0].decode(errors="replace")
+    try:
+        return read_ends(logs[0], 1 << 20, 64 << 20)[0].decode(errors="replace")
+    except OSError as exc:  # not a regular file (a job may make it a FIFO or /dev/zero), or unreadable
+        raise WorkloadError(f"{logs[0].name} refused: {exc}") from None
