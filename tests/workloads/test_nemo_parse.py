@@ -145,5 +145,5 @@ def test_nemo_launcher_log_that_is_not_a_file_is_a_workload_error(tmp_path: Path
 
     (tmp_path / "run").mkdir()
     (tmp_path / "run" / "log-x_1.out").symlink_to("/dev/zero")
-    with pytest.raises(WorkloadError, match="log-x_1.out refused: not a regular file"):
+    with pytest.raises(WorkloadError, match=r"log-x_1\.out refused: not a regular file"):
         NeMoLauncher().read_metrics(tmp_path)
