@@ -211,6 +211,10 @@ def _tail(path: Path) -> str:
 def _seq_length(job_dir: Path) -> int | None:
     """``data.seq_length`` of the command this job ran (its script in the job dir), for tokens per second."""
     for script in sorted(job_dir.glob("*.sh")):
-        if found := _SEQ_LENGTH.search(read_ends(script, 0, 1 << 16)[0]):
+        try:
+            head = read_ends(script, 0, 1 << 16)[0]
+        except OSError:  # a job may replace it with something that is not a regular file: no tokens per second
+            continue
+        if found := _SEQ_LENGTH.search(head):
             return int(found.group(1))
     return None
