@@ -65,6 +65,14 @@ def placeholders(script: Path, install: Path) -> str:
     return text.replace(str(install), "__OUTPUT_DIR__/install").replace(str(Path.cwd()), "$PWD")
 
 
+def check_golden(text: str, path: Path) -> None:
+    """``text`` equals the golden file ``path``; ``CLOUDAI_UPDATE_GOLDEN=1`` rewrites it instead (review the diff)."""
+    if os.environ.get("CLOUDAI_UPDATE_GOLDEN") == "1":
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    assert text == path.read_text(), f"{path} differs; see the module docstring to regenerate"
+
+
 def cloudai_line(name: str) -> str:
     """CloudAI's reference srun line, normalised as the module docstring says."""
     line = (REF / f"{name}.srun").read_text().strip()
@@ -106,10 +114,7 @@ def test_srun_line_matches_cloudais_reference(tmp_path: Path, name: str) -> None
 def test_cloudai_conf_files_on_cloudais_example_cluster(tmp_path: Path, golden: str, test_name: str) -> None:
     [script] = dry_run(tmp_path, SLURM_EXAMPLE, CONF / "test", one_entry(test_name, num_nodes=2))
     text = placeholders(script, Path("install").absolute())
-    path = GOLDEN / golden
-    if os.environ.get("CLOUDAI_UPDATE_GOLDEN") == "1":
-        path.write_text(text)
-    assert text == path.read_text(), f"{path} differs; see the module docstring to regenerate"
+    check_golden(text, GOLDEN / golden)
 
 
 def test_nccl_base_command_is_the_one_cloudai_renders() -> None:

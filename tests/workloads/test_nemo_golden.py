@@ -27,12 +27,19 @@
 
 from __future__ import annotations
 
-import os
 import re
 from pathlib import Path
 
 import pytest
-from tests.workloads.test_golden import GOLDEN, REF, SLURM_EXAMPLE, dry_run, one_entry, placeholders
+from tests.workloads.test_golden import (
+    GOLDEN,
+    REF,
+    SLURM_EXAMPLE,
+    check_golden,
+    dry_run,
+    one_entry,
+    placeholders,
+)
 
 HERE = Path(__file__).resolve().parent
 TRAINING = HERE / "cloudai_conf_training"
@@ -100,10 +107,7 @@ def test_cloudai_training_files_on_cloudais_example_cluster(
     monkeypatch.setenv("HF_TOKEN", "hf_test")
     [script] = dry_run(tmp_path, SLURM_EXAMPLE, TRAINING / tests_dir, one_entry(test_name, num_nodes=nodes))
     text = placeholders(script, Path("install").absolute())
-    path = GOLDEN / golden
-    if os.environ.get("CLOUDAI_UPDATE_GOLDEN") == "1":
-        path.write_text(text)
-    assert text == path.read_text(), f"{path} differs; see the module docstring to regenerate"
+    check_golden(text, GOLDEN / golden)
 
 
 def test_nemo_run_derived_values_follow_the_job() -> None:

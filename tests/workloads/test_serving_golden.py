@@ -20,7 +20,6 @@
 
 from __future__ import annotations
 
-import os
 import re
 import shlex
 import subprocess
@@ -28,6 +27,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from tests.workloads.test_golden import check_golden
 
 from cloudai.cli import cli
 from cloudai.workloads.ai_dynamo.workload import extract_aiperf_script
@@ -219,13 +219,6 @@ def placeholders(script: Path) -> str:
     return text.replace(str(Path("install").absolute()), "__OUTPUT_DIR__/install")
 
 
-def check_golden(text: str, name: str) -> None:
-    path = GOLDEN / name
-    if os.environ.get("CLOUDAI_UPDATE_GOLDEN") == "1":
-        path.write_text(text)
-    assert text == path.read_text(), f"{path} differs; see the module docstring to regenerate"
-
-
 def test_cloudais_vllm_slurm_scenario(tmp_path: Path) -> None:
     scripts = dry_run(
         tmp_path, SLURM_EXAMPLE, CONF / "ai_dynamo" / "test", CONF / "ai_dynamo" / "test_scenario" / "vllm_slurm.toml"
@@ -243,7 +236,7 @@ def test_cloudais_vllm_slurm_scenario(tmp_path: Path) -> None:
                                  "--tensor-parallel-size", "4", "--data-parallel-size", "1", "--kv-transfer-config",
                                  '{"kv_connector":"NixlConnector","kv_role":"kv_both"}',
                                  "--no-enable-expert-parallel"]  # fmt: skip
-    check_golden(placeholders(by_id["test.disagg.multinode"]), "ai_dynamo_vllm_multinode.sbatch")
+    check_golden(placeholders(by_id["test.disagg.multinode"]), GOLDEN / "ai_dynamo_vllm_multinode.sbatch")
 
 
 def test_cloudais_sglang_and_kvbm_scenarios(tmp_path: Path) -> None:
@@ -257,14 +250,14 @@ def test_cloudais_sglang_and_kvbm_scenarios(tmp_path: Path) -> None:
     text = kvbm.read_text()
     assert "export ENABLE_KVBM=1\n" in text and "DYN_SYSTEM_PORT=8081 srun" in text  # the test's own base port
     assert "--connector 'kvbm nixl'" in text
-    check_golden(placeholders(first), "ai_dynamo_sglang_single_node.sbatch")
+    check_golden(placeholders(first), GOLDEN / "ai_dynamo_sglang_single_node.sbatch")
 
 
 def test_cloudais_mocker_scenario_on_its_standalone_system(tmp_path: Path) -> None:
     root = CONF / "dynamo_mocker"
     [script] = dry_run(tmp_path, root / "system" / "standalone_system.toml", root / "test",
                        root / "test_scenario" / "dynamo_mocker.toml")  # fmt: skip
-    check_golden(placeholders(script), "dynamo_mocker.sh")
+    check_golden(placeholders(script), GOLDEN / "dynamo_mocker.sh")
 
 
 @pytest.mark.parametrize(

@@ -25,7 +25,15 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from tests.workloads.test_golden import GOLDEN, REF, SLURM_EXAMPLE, dry_run, one_entry, placeholders
+from tests.workloads.test_golden import (
+    GOLDEN,
+    REF,
+    SLURM_EXAMPLE,
+    check_golden,
+    dry_run,
+    one_entry,
+    placeholders,
+)
 
 CONF = Path(__file__).resolve().parent / "training_conf"
 HOOKS = CONF / "hook"  # CloudAI's conf/hook files (a copy of cloudai_conf/hook), beside the scenario as in CloudAI
@@ -100,10 +108,7 @@ def test_jax_run_sh_and_its_srun_are_cloudais(tmp_path: Path, name: str) -> None
 def test_training_files_on_cloudais_example_cluster(tmp_path: Path, golden: str, test_name: str) -> None:
     [script] = dry_run(tmp_path, SLURM_EXAMPLE, CONF / "test", one_entry(test_name, num_nodes=2))
     text = placeholders(script, Path("install").absolute())
-    path = GOLDEN / golden
-    if os.environ.get("CLOUDAI_UPDATE_GOLDEN") == "1":
-        path.write_text(text)
-    assert text == path.read_text(), f"{path} differs; see the module docstring to regenerate"
+    check_golden(text, GOLDEN / golden)
 
 
 def test_per_gpu_combine_threshold_divides_by_the_jobs_gpus() -> None:

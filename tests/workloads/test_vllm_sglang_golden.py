@@ -16,13 +16,12 @@
 
 from __future__ import annotations
 
-import os
 import re
 import shlex
 from pathlib import Path
 
 import pytest
-from tests.workloads.test_golden import SLURM_EXAMPLE, dry_run, placeholders
+from tests.workloads.test_golden import SLURM_EXAMPLE, check_golden, dry_run, placeholders
 
 HERE = Path(__file__).resolve().parent
 REF = HERE / "ref"
@@ -133,8 +132,4 @@ def test_cloudai_conf_files_on_cloudais_example_cluster(tmp_path: Path, workload
         entry = script.parent.parent.name
         text = placeholders(script, Path("install").absolute())
         text = text.replace(str(script.parent.parent.parent), "__RUN_DIR__")
-        path = GOLDEN / f"{entry}.sbatch"
-        if os.environ.get("CLOUDAI_UPDATE_GOLDEN") == "1":
-            path.parent.mkdir(exist_ok=True)
-            path.write_text(text)
-        assert text == path.read_text(), f"{path} differs; see the module docstring to regenerate"
+        check_golden(text, GOLDEN / f"{entry}.sbatch")
