@@ -53,6 +53,15 @@ def test_cloudais_hicache_scenario_passes_its_config_to_both_workers(tmp_path: P
         words = srun_steps(text)[worker]
         flag = words.index("--hicache-storage-backend-extra-config")
         assert words[flag + 1] == f"@{path}" and words[flag + 2] == "--trust-remote-code"  # after args, before extra
+        assert words.count("--hicache-storage-backend-extra-config") == 1
+
+
+def test_the_hicache_file_replaces_a_worker_arg_of_the_same_name(tmp_path: Path) -> None:
+    args = cmd_args("sglang_hicache.toml")
+    args["dynamo"]["decode_worker"]["args"]["hicache-storage-backend-extra-config"] = '{"a": 1}'
+    steps = AIDynamo().steps(args, JobContext(tmp_path, 2))
+    [decode] = [s for s in steps if isinstance(s, Run) and s.name == "decode_0"]
+    assert decode.argv.count("--hicache-storage-backend-extra-config") == 1 and '{"a": 1}' not in decode.argv
 
 
 def run_environment(tmp_path: Path, model: AIDynamoArgs, head: str = "node-7") -> subprocess.CompletedProcess[str]:

@@ -54,8 +54,10 @@ def flag_words(args: dict[str, Any]) -> list[str]:
 
 
 def worker_argv(worker: WorkerConfig, extra: Sequence[str] = ()) -> list[str]:
-    """``extra``: flags cloudai adds after the worker's ``args`` (HiCache's config file, as CloudAI adds it)."""
-    args = worker.args.model_dump(by_alias=True, exclude_none=True)
+    """``extra``: flags cloudai adds after the worker's ``args`` (HiCache's config file); they replace an ``args``
+    entry of the same name, as CloudAI's script overwrites it."""
+    replaced = {word[2:] for word in extra if word.startswith("--")}
+    args = {k: v for k, v in worker.args.model_dump(by_alias=True, exclude_none=True).items() if k not in replaced}
     return [*shlex.split(worker.cmd), *flag_words(args), *extra, *shlex.split(worker.extra_args or "")]
 
 
