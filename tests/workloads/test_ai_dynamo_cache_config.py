@@ -5,6 +5,7 @@ HiCache file to both workers. The job script is run for real (bash) where it wri
 
 from __future__ import annotations
 
+import json
 import subprocess
 import tomllib
 from pathlib import Path
@@ -81,6 +82,8 @@ def test_the_job_writes_the_files_and_fills_lmcache_placeholders(tmp_path: Path)
     assert rendered["extra_config"]["nixl_path"] == "/tmp/alice/node-7/lmcache/cache"
     assert yaml.safe_load((tmp_path / "lmcache-config.original.yaml").read_text()) == args["lmcache"]
     assert toml.loads((tmp_path / "hicache-config.toml").read_text()) == args["hicache"]
+    cufile = json.loads((tmp_path / "cufile.json").read_text())  # CloudAI's setup_cufile, with any LMCache config
+    assert cufile["logging"] == {"dir": str(tmp_path), "level": "INFO"} and cufile["properties"]["allow_compat_mode"]
 
 
 def test_an_unknown_or_unresolvable_placeholder_ends_the_job(tmp_path: Path) -> None:
@@ -103,7 +106,8 @@ def test_a_config_file_given_by_extra_env_vars_is_used(tmp_path: Path, var: str,
     flag = "--hicache-storage-backend-extra-config"
     assert [w.argv[w.argv.index(flag) + 1] for w in workers if flag in w.argv] == ([expected] * 2 if expected else [])
     assert isinstance(shell, Shell) and "lmcache-config.yaml" not in shell.text
-    assert ("export ENABLE_LMCACHE=1" in shell.text) == (var == "LMCACHE_CONFIG_FILE")
+    lmcache = var == "LMCACHE_CONFIG_FILE"
+    assert ("export ENABLE_LMCACHE=1" in shell.text) == lmcache == ("export CUFILE_ENV_PATH_JSON=" in shell.text)
 
 
 def test_a_list_inside_lmcache_is_swept_unless_excluded(tmp_path: Path) -> None:

@@ -9,6 +9,8 @@ Both tables are data, passed whole to the tool (a list inside one is swept like 
   ``{frontend_ip}``, ``{results_dir}`` and ``{storage_cache_dir}`` are filled in place (any other ``{name}`` ends
   the job), ``{storage_cache_dir}`` being ``<storage_cache_dir>/$USER/<frontend node>/lmcache/cache``, created on
   every node (CloudAI's ``render_lmcache_config``); ``storage_cache_dir`` is mounted at itself, as CloudAI does.
+  With any LMCache config (also ``LMCACHE_CONFIG_FILE`` from ``extra_env_vars``), CloudAI's ``cufile.json`` is
+  written too and named by ``CUFILE_ENV_PATH_JSON`` (its ``setup_lmcache``).
 * ``hicache``: dumped as TOML (``toml.dumps``) to ``hicache-config.toml``; ``HICACHE_CONFIG_FILE`` names it and
   both workers get ``--hicache-storage-backend-extra-config @<file>`` (CloudAI's ``setup_hicache``), whatever the
   backend. A ``HICACHE_CONFIG_FILE`` set in ``extra_env_vars`` instead is passed the same way.
@@ -20,6 +22,7 @@ Paths are the job dir's own (mounted at itself; CloudAI writes ``/cloudai_run_re
 
 from __future__ import annotations
 
+import json
 import re
 import shlex
 from collections.abc import Mapping
@@ -33,8 +36,17 @@ from cloudai.steps import Run
 from cloudai.workloads.ai_dynamo.args import AIDynamoArgs
 
 LMCACHE_FILE, LMCACHE_ORIGINAL = "lmcache-config.yaml", "lmcache-config.original.yaml"
-HICACHE_FILE = "hicache-config.toml"
+HICACHE_FILE, CUFILE = "hicache-config.toml", "cufile.json"
 DEFAULT_CACHE_BASE = "/cloudai_install/storage_cache"  # CloudAI's when storage_cache_dir is empty
+_CUFILE_PROPERTIES = {  # CloudAI's cufile.json
+    "allow_compat_mode": True,
+    "max_direct_io_size_kb": 16384,
+    "max_device_cache_size_kb": 2097152,
+    "per_buffer_cache_size_kb": 16384,
+    "max_device_pinned_mem_size_kb": 33554432,
+    "posix_pool_slab_size_kb": [4, 1024, 16384],
+    "posix_pool_slab_count": [512, 512, 512],
+}
 _CACHE_DIR = "CLOUDAI_LMCACHE_CACHE_DIR"  # {storage_cache_dir}, as the batch shell computes it
 _END = "CLOUDAI_CONFIG_EOF"
 _WRITE = re.compile(rf"^cat > (.+) <<'{_END}'$", re.M)
@@ -58,9 +70,21 @@ def worker_flags(model: AIDynamoArgs, job_dir: Path, env: Mapping[str, str]) -> 
     return ("--hicache-storage-backend-extra-config", f"@{path}") if path else ()
 
 
-def lmcache_enabled(model: AIDynamoArgs, env: Mapping[str, str]) -> bool:
-    """CloudAI exports ``ENABLE_LMCACHE=1`` when an LMCache config is given, as for the ``lmcache`` connector."""
+def lmcache_config(model: AIDynamoArgs, env: Mapping[str, str]) -> bool:
+    """An LMCache config is given (the table, or ``LMCACHE_CONFIG_FILE`` in ``extra_env_vars``): CloudAI then
+    exports ``ENABLE_LMCACHE=1`` (as for the ``lmcache`` connector) and writes ``cufile.json``."""
     return model.lmcache is not None or bool(env.get("LMCACHE_CONFIG_FILE"))
+
+
+def cufile_lines(job_dir: Path) -> list[str]:
+    """CloudAI's ``setup_cufile``: ``cufile.json`` in the job dir (cuFile's POSIX compat mode on, CloudAI's buffer
+    sizes, cuFile's log in the job dir at ``$CUFILE_LOG_LEVEL``, default INFO), named by ``CUFILE_ENV_PATH_JSON``."""
+    config = {"properties": _CUFILE_PROPERTIES, "logging": {"dir": str(job_dir), "level": "@LEVEL@"}}
+    text = re.sub(r"([\\$`])", r"\\\1", json.dumps(config, indent=2))  # literal in an unquoted heredoc
+    text = text.replace("@LEVEL@", "${CUFILE_LOG_LEVEL:-INFO}")
+    end = "CLOUDAI_CUFILE_EOF"
+    return [f"export CUFILE_ENV_PATH_JSON={shlex.quote(str(job_dir / CUFILE))}",
+            f'cat > "$CUFILE_ENV_PATH_JSON" <<{end}', text, end]  # fmt: skip
 
 
 def cache_base(model: AIDynamoArgs) -> str:
@@ -73,9 +97,10 @@ def _write(path: Path, text: str) -> list[str]:
     return [f"cat > {shlex.quote(str(path))} <<'{_END}'", *text.splitlines(), _END]
 
 
-def shell_lines(model: AIDynamoArgs, job_dir: Path) -> list[str]:
-    """The config files written, their variables exported and LMCache's placeholders filled (before any worker)."""
-    lines: list[str] = []
+def shell_lines(model: AIDynamoArgs, job_dir: Path, env: Mapping[str, str]) -> list[str]:
+    """The config files written, their variables exported and LMCache's placeholders filled (before any worker);
+    with any LMCache config, CloudAI's ``cufile.json`` too (its ``setup_lmcache``)."""
+    lines = cufile_lines(job_dir) if lmcache_config(model, env) else []
     if model.hicache is not None:
         path = job_dir / HICACHE_FILE
         lines += [*_write(path, hicache_toml(model.hicache)), f"export HICACHE_CONFIG_FILE={shlex.quote(str(path))}"]

@@ -30,7 +30,7 @@ from cloudai.workloads import profile_export
 from cloudai.workloads.ai_dynamo import aiperf_script, cache_config
 from cloudai.workloads.ai_dynamo.accuracy import read_accuracy
 from cloudai.workloads.ai_dynamo.args import AIDynamoArgs
-from cloudai.workloads.ai_dynamo.cache_config import lmcache_enabled
+from cloudai.workloads.ai_dynamo.cache_config import lmcache_config
 from cloudai.workloads.ai_dynamo.workers import SYSTEM_PORT, flag_words, layout, ready_wait, worker_runs
 from cloudai.workloads.base import ONE_NODE, JobContext, Resources, Workload, write_metrics
 
@@ -57,9 +57,9 @@ def environment(model: AIDynamoArgs, job_dir: Path, env: Mapping[str, str] | Non
              f"export AIPERF_FAILURE_MARKER={shlex.quote(str(job_dir / aiperf_script.FAILURE_MARKER))}"]  # fmt: skip
     connectors = " ".join(str((w.args.model_extra and w.args.model_extra.get("connector")) or "")
                           for w in (d.prefill_worker, d.decode_worker)).split()  # fmt: skip
-    enabled = {"kvbm": "kvbm" in connectors, "lmcache": "lmcache" in connectors or lmcache_enabled(model, env or {})}
+    enabled = {"kvbm": "kvbm" in connectors, "lmcache": "lmcache" in connectors or lmcache_config(model, env or {})}
     lines += [f"export ENABLE_{name.upper()}=1" for name, on in enabled.items() if on]
-    lines += cache_config.shell_lines(model, job_dir)
+    lines += cache_config.shell_lines(model, job_dir, env or {})
     if "aiperf.sh" in model.workload_list:
         path = shlex.quote(str(job_dir / aiperf_script.SCRIPT))
         lines += [f"cat > {path} <<'{_END}'", aiperf_script.render(model, str(job_dir)), _END, f"chmod +x {path}"]
