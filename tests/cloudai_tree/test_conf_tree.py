@@ -31,10 +31,8 @@ UNSUPPORTED_SYSTEMS = {
     "common/system/kubernetes_cluster.toml": "kubernetes",
 }
 # CloudAI features cloudai does not implement: one "not supported by cloudai" error naming the field (exit 2).
-NOT_SUPPORTED = {
-    "experimental/ai_dynamo/test_scenario/sglang_hicache.toml": "cmd_args.hicache",
-    "experimental/ai_dynamo/test_scenario/vllm_lmcache.toml": "cmd_args.lmcache",
-}
+# None at this commit (AIDynamo's lmcache / hicache, the last ones, are implemented).
+NOT_SUPPORTED: dict[str, str] = {}
 # Scenarios CloudAI itself cannot run as shipped: they name tests that its conf/ tree does not hold.
 BROKEN_UPSTREAM = {
     "experimental/test_scenario/moe_benchmark_low_latency.toml": "ucc_alltoallv_deepep_nonvlink",

@@ -220,7 +220,13 @@ SAMPLES: dict[str, tuple[dict[str, Any], dict[str, str]]] = {
         {"profile_export_genai_perf.csv": (DATA / "genai_perf_profile_export.csv").read_text()},
     ),
     "AIDynamo": (
-        {"docker_image_url": "img", "workloads": "aiperf.sh", "dynamo": {"model": "m"}},
+        {
+            "docker_image_url": "img",
+            "workloads": "aiperf.sh",
+            "dynamo": {"model": "m"},
+            "lmcache": {"chunk_size": 256, "extra_config": {"nixl_path": "{storage_cache_dir}"}},
+            "hicache": {"plugin": {"posix": {"active": True}}},
+        },
         {"aiperf_report.csv": (DATA / "aiperf_profile_export.csv").read_text()},
     ),
     "DynamoMocker": (

@@ -25,7 +25,6 @@ import shlex
 import subprocess
 from pathlib import Path
 
-import pytest
 from click.testing import CliRunner
 from tests.workloads.test_golden import check_golden
 
@@ -258,21 +257,6 @@ def test_cloudais_mocker_scenario_on_its_standalone_system(tmp_path: Path) -> No
     [script] = dry_run(tmp_path, root / "system" / "standalone_system.toml", root / "test",
                        root / "test_scenario" / "dynamo_mocker.toml")  # fmt: skip
     check_golden(placeholders(script), GOLDEN / "dynamo_mocker.sh")
-
-
-@pytest.mark.parametrize(
-    ("scenario", "field", "what"),
-    [("vllm_lmcache.toml", "Tests[0].cmd_args.lmcache", "LMCache config"),
-     ("sglang_hicache.toml", "Tests[0].cmd_args.hicache", "SGLang HiCache config")],
-)  # fmt: skip
-def test_cloudai_fields_we_do_not_run_are_named(tmp_path: Path, scenario: str, field: str, what: str) -> None:
-    args = ["dry-run", "--system-config", str(SLURM_EXAMPLE), "--tests-dir", str(CONF / "ai_dynamo" / "test"),
-            "--test-scenario", str(CONF / "ai_dynamo" / "test_scenario" / scenario),
-            "--output-dir", str(tmp_path)]  # fmt: skip
-    result = CliRunner().invoke(cli, args)
-    assert result.exit_code == 2
-    assert f"{field}: CloudAI field not supported by cloudai (yet): CloudAI writes an {what}" in result.output
-    assert "did you mean" not in result.output and not list(tmp_path.iterdir())
 
 
 def test_the_kubernetes_scenario_is_a_system_cloudai_does_not_run(tmp_path: Path) -> None:

@@ -2,7 +2,8 @@
 genai-perf, from CloudAI's ``conf/experimental/ai_dynamo`` files.
 
 ``args`` holds CloudAI's cmd_args models, ``workers`` the node layout and worker commands, ``aiperf_script``
-the ``aiperf.sh`` CloudAI generates, ``workload`` the steps and metrics.
+the ``aiperf.sh`` CloudAI generates, ``cache_config`` the LMCache / HiCache config files, ``workload`` the steps
+and metrics.
 """
 
 from cloudai.workloads.ai_dynamo.args import AIDynamoArgs

@@ -194,8 +194,6 @@ class AIDynamoArgs(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     CLOUDAI_ONLY: ClassVar[dict[str, str]] = {
-        "hicache": "CloudAI writes an SGLang HiCache config file for the workers",
-        "lmcache": "CloudAI writes an LMCache config file for the workers",
         "startup_cmd": "CloudAI runs a command in its own container before the workers",
         "startup_cmd_docker_image": "CloudAI runs startup_cmd in this image",
     }
@@ -203,6 +201,8 @@ class AIDynamoArgs(BaseModel):
     docker_image_url: str
     storage_cache_dir: str | list[str] | None = "/tmp"
     dynamo: DynamoArgs
+    hicache: dict[str, Any] | None = None  # SGLang HiCache storage-backend config, passed whole (cache_config)
+    lmcache: dict[str, Any] | None = None  # LMCache config, passed whole (cache_config)
     lmcache_controller: LMCacheController | None = None
     genai_perf: GenAIPerf = Field(default_factory=GenAIPerf)
     aiperf: AIPerf = Field(default_factory=AIPerf)

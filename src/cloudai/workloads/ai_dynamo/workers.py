@@ -12,7 +12,7 @@ its first ``tp*pp`` GPUs and one prefill worker on the next, with their ports sh
 from __future__ import annotations
 
 import shlex
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -53,9 +53,12 @@ def flag_words(args: dict[str, Any]) -> list[str]:
     return words
 
 
-def worker_argv(worker: WorkerConfig) -> list[str]:
-    args = worker.args.model_dump(by_alias=True, exclude_none=True)
-    return [*shlex.split(worker.cmd), *flag_words(args), *shlex.split(worker.extra_args or "")]
+def worker_argv(worker: WorkerConfig, extra: Sequence[str] = ()) -> list[str]:
+    """``extra``: flags cloudai adds after the worker's ``args`` (HiCache's config file); they replace an ``args``
+    entry of the same name, as CloudAI's script overwrites it."""
+    replaced = {word[2:] for word in extra if word.startswith("--")}
+    args = {k: v for k, v in worker.args.model_dump(by_alias=True, exclude_none=True).items() if k not in replaced}
+    return [*shlex.split(worker.cmd), *flag_words(args), *extra, *shlex.split(worker.extra_args or "")]
 
 
 def _gpus(first: int, count: int) -> str:
@@ -80,9 +83,10 @@ def _shared_env(dynamo: DynamoArgs, role: str, env: Mapping[str, str]) -> dict[s
     return {"CUDA_VISIBLE_DEVICES": _gpus(decode.gpus, dynamo.prefill_worker.gpus), **ports}
 
 
-def worker_runs(dynamo: DynamoArgs, where: Layout, env: Mapping[str, str]) -> list[Run]:
+def worker_runs(dynamo: DynamoArgs, where: Layout, env: Mapping[str, str], extra: Sequence[str] = ()) -> list[Run]:
     """One background step per worker: decode workers first, then prefill (CloudAI's start order). ``env``: the
-    job's variables, whose ports (``DYN_SYSTEM_PORT``, ...) are the bases CloudAI's script offsets from."""
+    job's variables, whose ports (``DYN_SYSTEM_PORT``, ...) are the bases CloudAI's script offsets from;
+    ``extra``: flags every worker gets after its ``args``."""
     runs: list[Run] = []
     system_port = {"DYN_SYSTEM_PORT": str(_port(env, "DYN_SYSTEM_PORT", SYSTEM_PORT))}
     for role, worker, nodes in (("decode", dynamo.decode_worker, where.decode),
@@ -90,7 +94,7 @@ def worker_runs(dynamo: DynamoArgs, where: Layout, env: Mapping[str, str]) -> li
         role_env = system_port | (_shared_env(dynamo, role, env) if where.shared else {})
         for i, node in enumerate(nodes):
             name = f"{role}_{i}"
-            runs.append(Run(tuple(worker_argv(worker)), name=name, background=True, output=f"dynamo_{name}.log",
+            runs.append(Run(tuple(worker_argv(worker, extra)), name=name, background=True, output=f"dynamo_{name}.log",
                             node=node, ntasks=1, env=role_env))  # fmt: skip
     return runs
 

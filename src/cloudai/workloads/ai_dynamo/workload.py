@@ -5,7 +5,8 @@ CloudAI runs one ``srun`` of its ``ai_dynamo.sh`` on every node, which starts th
 renders the same pieces as steps of the job, so each is a step of its own on Slurm (its log, its node, its exit
 status)::
 
-    node setup (every node) -> [dcgm-exporter] -> etcd, nats (head) -> wait etcd /readyz -> [lmcache controller]
+    [LMCache / HiCache config files written] -> node setup (every node) -> [LMCache cache dir (every node)]
+    -> [dcgm-exporter] -> etcd, nats (head) -> wait etcd /readyz -> [lmcache controller]
     -> decode workers, prefill workers (workers.py) -> wait for each worker's ready line
     -> frontend ``<ingress-cmd> --http-port <port>`` (head) -> wait /v1/models
     -> genai-perf and/or ``bash aiperf.sh`` (aiperf_script.py) -> [aiperf accuracy]
@@ -26,9 +27,10 @@ from typing import Any
 
 from cloudai.steps import Run, Shell, Step, Var, WaitHttp
 from cloudai.workloads import profile_export
-from cloudai.workloads.ai_dynamo import aiperf_script
+from cloudai.workloads.ai_dynamo import aiperf_script, cache_config
 from cloudai.workloads.ai_dynamo.accuracy import read_accuracy
 from cloudai.workloads.ai_dynamo.args import AIDynamoArgs
+from cloudai.workloads.ai_dynamo.cache_config import lmcache_config
 from cloudai.workloads.ai_dynamo.workers import SYSTEM_PORT, flag_words, layout, ready_wait, worker_runs
 from cloudai.workloads.base import ONE_NODE, JobContext, Resources, Workload, write_metrics
 
@@ -42,8 +44,9 @@ def _frontend(model: AIDynamoArgs) -> str:
     return f"http://{HEAD}:{model.dynamo.port}"
 
 
-def environment(model: AIDynamoArgs, job_dir: Path) -> str:
-    """Batch-shell exports every step inherits: where etcd, NATS and the frontend are (CloudAI's names)."""
+def environment(model: AIDynamoArgs, job_dir: Path, env: Mapping[str, str] | None = None) -> str:
+    """Batch-shell exports every step inherits: where etcd, NATS and the frontend are (CloudAI's names); the
+    LMCache / HiCache config files (``cache_config``); ``env``: the job's variables (``extra_env_vars``)."""
     d = model.dynamo
     metrics = f"{_frontend(model)}/metrics,http://{HEAD}:${{DYN_SYSTEM_PORT:-{SYSTEM_PORT}}}/metrics"  # a worker's
     if d.dcgm_exporter.enabled:
@@ -54,7 +57,9 @@ def environment(model: AIDynamoArgs, job_dir: Path) -> str:
              f"export AIPERF_FAILURE_MARKER={shlex.quote(str(job_dir / aiperf_script.FAILURE_MARKER))}"]  # fmt: skip
     connectors = " ".join(str((w.args.model_extra and w.args.model_extra.get("connector")) or "")
                           for w in (d.prefill_worker, d.decode_worker)).split()  # fmt: skip
-    lines += [f"export ENABLE_{name.upper()}=1" for name in ("kvbm", "lmcache") if name in connectors]
+    enabled = {"kvbm": "kvbm" in connectors, "lmcache": "lmcache" in connectors or lmcache_config(model, env or {})}
+    lines += [f"export ENABLE_{name.upper()}=1" for name, on in enabled.items() if on]
+    lines += cache_config.shell_lines(model, job_dir, env or {})
     if "aiperf.sh" in model.workload_list:
         path = shlex.quote(str(job_dir / aiperf_script.SCRIPT))
         lines += [f"cat > {path} <<'{_END}'", aiperf_script.render(model, str(job_dir)), _END, f"chmod +x {path}"]
@@ -75,6 +80,7 @@ def services(model: AIDynamoArgs, num_nodes: int) -> list[Step]:
     n = num_nodes  # one task on every node
     steps: list[Step] = [Run(("bash", "-c", d.node_setup_cmd), name="node_setup", output="node_setup.log",
                              num_nodes=n, ntasks=n, ntasks_per_node=1)]  # fmt: skip
+    steps += cache_config.cache_dir_steps(model, n)
     if d.dcgm_exporter.enabled:
         dcgm = ("bash", "-lc", f"DCGM_EXPORTER_LISTEN=:{d.dcgm_exporter.port} dcgm-exporter")
         steps += [Run(dcgm, name="dcgm_exporter", background=True, output="dcgm-exporter.txt",
@@ -86,8 +92,8 @@ def services(model: AIDynamoArgs, num_nodes: int) -> list[Step]:
               Run((*shlex.split(d.nats_cmd), "-p", str(d.nats_port)), name="nats", background=True,
                   output="nats.log", node=0, ntasks=1),
               WaitHttp(Var(f"http://{HEAD}:{d.etcd_port}/readyz"), 300, 5)]  # fmt: skip
-    if model.lmcache_controller:
-        steps.append(Run(tuple(shlex.split(model.lmcache_controller.cmd)), name="lmcache_controller",
+    if model.lmcache_controller:  # split as CloudAI's script runs it (unquoted ``${cmd}``: quotes stay in the words)
+        steps.append(Run(tuple(model.lmcache_controller.cmd.split()), name="lmcache_controller",
                          background=True, output="lmcache_controller.log", node=0, ntasks=1))  # fmt: skip
     return steps
 
@@ -140,11 +146,11 @@ class AIDynamo(Workload):
     def steps(self, args: Mapping[str, Any], job: JobContext) -> Sequence[Step]:
         model, job_dir = AIDynamoArgs.model_validate(args), job.job_dir.absolute()
         where = layout(model.dynamo, job.num_nodes)
-        workers = worker_runs(model.dynamo, where, job.env)
+        workers = worker_runs(model.dynamo, where, job.env, cache_config.worker_flags(model, job_dir, job.env))
         d = model.dynamo
         frontend = Run((*shlex.split(d.ingress_cmd), "--http-port", str(d.port)), name="frontend",
                        background=True, output="dynamo_ingress.log", node=0, ntasks=1)  # fmt: skip
-        return [Shell(environment(model, job_dir)), *services(model, job.num_nodes), *workers,
+        return [Shell(environment(model, job_dir, job.env)), *services(model, job.num_nodes), *workers,
                 Shell(ready_wait(d, workers)), frontend, WaitHttp(Var(f"{_frontend(model)}/v1/models"), 600, 5),
                 *clients(model, job_dir)]  # fmt: skip
 
@@ -154,6 +160,9 @@ class AIDynamo(Workload):
 
     def container_image(self, args: Mapping[str, Any]) -> str | None:
         return AIDynamoArgs.model_validate(args).docker_image_url or None
+
+    def container_mounts(self, args: Mapping[str, Any], job: JobContext) -> Sequence[str]:
+        return cache_config.container_mounts(AIDynamoArgs.model_validate(args))
 
     def constraint(self, args: Mapping[str, Any], resources: Resources = ONE_NODE) -> str | None:
         """CloudAI's rules: prefill tp <= decode tp; a worker's tp*pp GPUs fit a node, both workers' on a
