@@ -95,7 +95,7 @@ def test_non_native_choices_are_asked_by_index(make_gym: Any, make_agent: Any) -
     agent.run()
     assert all(p["shape"] in choices for p in env.asked)
     assert all(isinstance(p["n"], int) and 1 <= p["n"] <= 1024 for p in env.asked)
-    assert agent.study.trials[0].params == {"shape": 1, "n": 8}
+    assert agent.study.trials[0].params == {"shape (index)": 1, "n": 8}
 
 
 def test_config_fields_and_quiet_logging(make_gym: Any, make_agent: Any, bowl: Space) -> None:

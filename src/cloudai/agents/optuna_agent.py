@@ -5,10 +5,18 @@
 direction (TPE becomes MOTPE; ``nsga2`` is NSGA-II) and ``agent_constraints`` are told as Optuna
 constraints. The study lives in a journal file Optuna's tools open (``optuna_storage``).
 
-Each dimension becomes an Optuna distribution: a list → ``CategoricalDistribution`` (its
-values when they are all None/bool/int/float/str, else their indices, mapped back on ask),
-a range → ``FloatDistribution`` / ``IntDistribution`` with ``log``. Several trials may be
-asked before any is told (``max_parallel``); TPE's constant liar keeps them apart.
+Each dimension becomes an Optuna distribution: a list of three or more numbers → ``IntDistribution`` over
+its sorted values' indices (``agent_config.ordinal``, see ``cloudai.agents.neighbours``: an ordered axis, a
+log scale for powers of two), another list → ``CategoricalDistribution`` (its values when they are all
+None/bool/int/float/str, else their indices), a range → ``FloatDistribution`` / ``IntDistribution`` with
+``log``; indices are mapped back on ask. Several trials may be asked before any is told (``max_parallel``);
+TPE's constant liar keeps them apart.
+
+Local search (``agent_config.local_search``, TPE, single objective): after the startup trials, that share of the
+trials is a point one move from the best measured point so far (``neighbours``) that no trial has had yet,
+enqueued for Optuna (so TPE is told it like any trial); when every neighbour was tried, TPE asks alone until a
+better point turns up. On the aiconfigurator landscape this is what reaches 98 % of the optimum under an SLA in
+200 trials, where TPE alone stalls around 90 % (``benchmarks/bench_aiconfigurator.py --section landscape``).
 
 Failed, timed-out and infeasible (``constraint``) steps are told as COMPLETE with the
 env's penalty reward *and* an Optuna constraint violation (``Trial.set_constraint``). Why
@@ -35,8 +43,10 @@ ones that do not fit the current space are skipped. Optuna's INFO logging is sil
 
 from __future__ import annotations
 
+import heapq
+import json
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Literal
 
 import numpy as np
@@ -44,6 +54,7 @@ import optuna
 from optuna.distributions import BaseDistribution, CategoricalDistribution, FloatDistribution, IntDistribution
 
 from cloudai.agents.base import MAX_REJECTS, AgentConfig, BaseAgent
+from cloudai.agents.neighbours import neighbours, ordinal_values
 from cloudai.agents.objective_values import constraint_values, objective_values
 from cloudai.agents.optuna_config import OptunaConfig
 from cloudai.agents.optuna_pruners import build_pruner
@@ -53,6 +64,8 @@ from cloudai.envs.base import BaseGym, Feedback, Observation
 from cloudai.space import Categorical, Range
 
 _NATIVE = (type(None), bool, int, float, str)
+LOCAL_POOL = 20  # the best measured points whose neighbours local search tries, best first
+PLATEAU = 0.01  # points within 1 % of the best are the best's plateau: local search tries all their neighbours
 HELP_AFTER = 20  # refused asks in a row before the next trial is a uniformly drawn valid point
 _INDEX_DRAWS = 100_000  # grid indices drawn (and checked by the rule) for one valid point
 
@@ -81,12 +94,19 @@ class OptunaAgent(BaseAgent):
         assert isinstance(cfg, OptunaConfig)  # lifted by BaseAgent
         optuna.logging.set_verbosity(optuna.logging.WARNING)
         self.space = env.define_action_space()
-        self.distributions: dict[str, BaseDistribution] = {d.name: _distribution(d) for d in self.space.dims}
-        self._by_index = {  # categorical dims Optuna cannot hold as values: asked by index
-            d.name: d.choices
-            for d in self.space.dims
-            if isinstance(d, Categorical) and not all(isinstance(c, _NATIVE) for c in d.choices)
+        self._by_index: dict[str, tuple[Any, ...]] = {}  # lists asked by index: ordered ones, non-native values
+        ordered: set[str] = set()
+        for d in self.space.dims:
+            if cfg.ordinal and (values := ordinal_values(d)) is not None:
+                self._by_index[d.name] = values
+                ordered.add(d.name)
+            elif isinstance(d, Categorical) and not all(isinstance(c, _NATIVE) for c in d.choices):
+                self._by_index[d.name] = d.choices
+        self.distributions: dict[str, BaseDistribution] = {  # by Optuna param name (``_param``)
+            self._param(d.name): _distribution(d, d.name in self._by_index, d.name in ordered) for d in self.space.dims
         }
+        self._local_share = cfg.local_search if cfg.sampler == "tpe" else 0.0  # measured with TPE only
+        self._startup = cfg.n_startup_trials
         self.metrics = env.define_observation_space()
         self.objectives = env.objectives if len(env.objectives) > 1 else ()  # one objective: the reward
         directions: list[Literal["maximize", "minimize"]] = [
@@ -102,6 +122,9 @@ class OptunaAgent(BaseAgent):
         )
         self._running: dict[int, optuna.Trial] = {}  # step -> asked, not yet told
         self._index_rng = np.random.default_rng(cfg.seed)  # uniform valid points (see the module docstring)
+        self._asks = 0  # select_action calls: which of them search locally
+        self._tried: set[str] = set()  # every point asked or told: local search proposes none of them again
+        self._measured: list[tuple[float, int, dict[str, Any]]] = []  # (reward, -step, point) of ok steps
         if cfg.pruner is not None and not self.objectives:
             env.watch_progress(self._should_prune, cfg.pruner.poll_s)
 
@@ -126,21 +149,71 @@ class OptunaAgent(BaseAgent):
             self._running.clear()
 
     def select_action(self, observation: Observation) -> tuple[int, dict[str, Any]] | None:
+        self._asks += 1
+        if self._local_turn() and (point := self._untried_neighbour()) is not None:
+            self._enqueue(point)
         proposed: dict[str, Any] | None = None  # the last refused proposal
         for refusals in range(MAX_REJECTS):
             if refusals >= HELP_AFTER and (point := self._valid_draw(proposed)) is not None:
-                self.study.enqueue_trial({name: self._internal(name, point[name]) for name in self.distributions})
+                self._enqueue(point)
             trial = self.study.ask(self.distributions)
             step = self.env.next_step
             self._running[step] = trial
-            action = {name: self._external(name, value) for name, value in trial.params.items()}
+            action = self._action(trial.params)
+            self._tried.add(_key(action))
             if not self.refused(action):  # refused: told (update_policy pops the trial) and recorded once
                 return step, action
             proposed = action
         self.gave_up(MAX_REJECTS)
         return None
 
+    def _enqueue(self, point: dict[str, Any]) -> None:
+        self.study.enqueue_trial(self._params(point))
+
+    def _local_turn(self) -> bool:
+        """Whether this ask searches next to the best point: ``local_search`` of the asks after the startup
+        trials, spread evenly (0.5: every other one)."""
+        share, done = self._local_share, self._asks - self._startup
+        return not self.objectives and done > 0 and math.floor(done * share) > math.floor((done - 1) * share)
+
+    def _untried_neighbour(self) -> dict[str, Any] | None:
+        """A point next to a measured one that no trial has had and the workload's rule allows (``_local_tiers``:
+        which points, in which order)."""
+        for around in self._local_tiers():
+            for i in self._index_rng.permutation(len(around)):
+                candidate = around[int(i)]
+                if _key(candidate) not in self._tried and self.env.violation(candidate) is None:
+                    return candidate
+        return None
+
+    def _local_tiers(self) -> Iterator[list[dict[str, Any]]]:
+        """Where local search looks, nearest the best first: one move from each point within ``PLATEAU`` of the
+        best (equal configurations abound: tp 2 x pp 1 and tp 1 x pp 2), then two moves from the best (a local
+        optimum of single moves: a worker ratio is two knobs), then one move from the rest of the ``LOCAL_POOL``
+        best. Measured on the aiconfigurator landscape, 20 seeds: 18/20 runs reach 98 % of the optimum with the
+        SLA and 18/20 without; single moves of the best alone, 19/20 and 12/20."""
+        ranked = heapq.nlargest(LOCAL_POOL, self._measured)
+        if not ranked:
+            return
+        top = ranked[0][0]
+        near = sum(reward >= top - abs(top) * PLATEAU for reward, _, _ in ranked)
+        points = [point for _, _, point in ranked]
+        for point in points[:near]:
+            yield neighbours(self.space, point)
+        yield neighbours(self.space, points[0], knobs=2)
+        for point in points[near:]:
+            yield neighbours(self.space, point)
+
+    def _remember(self, feedback: Feedback) -> None:
+        point = {name: feedback.action[name] for name in self.space.names if name in feedback.action}
+        self._tried.add(_key(point))
+        if feedback.status != "ok" or not math.isfinite(feedback.reward) or feedback.info.get("warm_start"):
+            return  # warm-start steps inform TPE but never become best (``BaseAgent``), here neither
+        if len(point) == len(self.space.names):
+            self._measured.append((feedback.reward, -feedback.step, point))  # ties: the earlier step first
+
     def update_policy(self, feedback: Feedback) -> None:
+        self._remember(feedback)
         constraints = constraint_values(feedback, self.metrics, self.env.constraints)
         values = self._values(feedback)
         attrs: dict[str, Any] = {"step": feedback.step, "status": feedback.status}
@@ -160,7 +233,7 @@ class OptunaAgent(BaseAgent):
             self.study.tell(trial, values)
             return
         try:
-            params = {name: self._internal(name, feedback.action[name]) for name in self.distributions}
+            params = self._params(feedback.action)
             recorded = optuna.trial.create_trial(
                 params=params,
                 distributions=self.distributions,
@@ -200,7 +273,7 @@ class OptunaAgent(BaseAgent):
         at = int(feedback.info.get("pruned_at", 0))
         intermediate = {at: feedback.reward} if math.isfinite(feedback.reward) else None
         try:
-            params = {name: self._internal(name, feedback.action[name]) for name in self.distributions}
+            params = self._params(feedback.action)
             recorded = optuna.trial.create_trial(
                 state=optuna.trial.TrialState.PRUNED,
                 params=params,
@@ -217,17 +290,31 @@ class OptunaAgent(BaseAgent):
             return [feedback.reward]
         return objective_values(feedback, self.metrics, self.objectives, self.config.penalty_reward)
 
-    def _external(self, name: str, value: Any) -> Any:
-        return self._by_index[name][value] if name in self._by_index else value
+    def _param(self, name: str) -> str:
+        """The Optuna param of knob ``name``: a list asked by index says so (``"d_bs (index)"``), so that the
+        dashboard's numbers are not mistaken for the knob's values."""
+        return f"{name} (index)" if name in self._by_index else name
 
-    def _internal(self, name: str, value: Any) -> Any:
-        return self._by_index[name].index(value) if name in self._by_index else value
+    def _params(self, point: Mapping[str, Any]) -> dict[str, Any]:
+        """Optuna params of an action (``KeyError``/``ValueError``: not a point of this space)."""
+        by_index = self._by_index
+        return {self._param(n): by_index[n].index(point[n]) if n in by_index else point[n] for n in self.space.names}
+
+    def _action(self, params: Mapping[str, Any]) -> dict[str, Any]:
+        """The action of Optuna params (``_params`` inverted)."""
+        by_index = self._by_index
+        return {n: by_index[n][params[self._param(n)]] if n in by_index else params[n] for n in self.space.names}
 
 
-def _distribution(dim: Categorical | Range) -> BaseDistribution:
+def _key(point: dict[str, Any]) -> str:
+    return json.dumps(point, sort_keys=True, default=str)
+
+
+def _distribution(dim: Categorical | Range, by_index: bool, ordered: bool) -> BaseDistribution:
     if isinstance(dim, Categorical):
-        native = all(isinstance(c, _NATIVE) for c in dim.choices)
-        return CategoricalDistribution(dim.choices if native else tuple(range(len(dim.choices))))
+        if ordered:
+            return IntDistribution(0, len(dim.choices) - 1)
+        return CategoricalDistribution(tuple(range(len(dim.choices))) if by_index else dim.choices)
     if dim.dtype == "int":
         low = math.ceil(dim.low)
         return IntDistribution(low, max(low, math.floor(dim.high)), log=dim.log)
