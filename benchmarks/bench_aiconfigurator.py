@@ -25,6 +25,7 @@ import csv
 import json
 import os
 import re
+import shutil
 import statistics
 import subprocess
 import tempfile
@@ -33,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
+KEEP = os.environ.get("CLOUDAI_BENCH_KEEP")  # a path: where the last cloudai run's trajectory.csv is copied
 AGG_REQUEST = {
     "model_path": "meta-llama/Meta-Llama-3.1-70B", "system_name": "h200_sxm", "backend_name": "trtllm",
     "backend_version": "1.3.0rc20", "isl": 4000, "osl": 500, "mode": "agg", "batch_size": 8, "tp_size": 4,
@@ -137,6 +139,8 @@ def cloudai_run(
         subprocess.run(argv, cwd=REPO, check=False, capture_output=True)  # exit 1 when a trial failed (an OOM)
         wall = time.perf_counter() - start
         (path,) = (root / "out").glob("*/t/0/trajectory.csv")
+        if KEEP:
+            shutil.copy(path, KEEP)
         with path.open() as f:
             return list(csv.DictReader(f)), wall
 
@@ -172,10 +176,20 @@ def section_landscape(install: Path, grid: Path, seeds: int) -> None:
 
     if not grid.exists():
         start = time.perf_counter()
-        size = ["large"] if "large" in grid.name else []
-        subprocess.run([python(install), str(REPO / "benchmarks" / "aiconfigurator_grid.py"), str(grid), *size],
-                       check=True, capture_output=True)  # fmt: skip
-        print(f"exhaustive grid evaluated in {time.perf_counter() - start:.0f} s")
+        size = next((name for name in ("small", "large") if name in grid.name), "full")
+        count = os.cpu_count() or 1
+        shards = [grid.with_suffix(f".{i}.csv") for i in range(count)]
+        script = str(REPO / "benchmarks" / "aiconfigurator_grid.py")
+        procs = [subprocess.Popen([python(install), script, str(shard), size, str(i), str(count)],
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                 for i, shard in enumerate(shards)]  # fmt: skip
+        if any(proc.wait() != 0 for proc in procs):
+            raise SystemExit(f"aiconfigurator_grid.py failed for {grid}")
+        lines = [shard.read_text().splitlines(keepends=True) for shard in shards]
+        grid.write_text("".join([lines[0][0], *(line for part in lines for line in part[1:])]))
+        for shard in shards:
+            shard.unlink()
+        print(f"exhaustive grid ({size}) evaluated in {time.perf_counter() - start:.0f} s ({count} processes)")
     report(grid, seeds)
 
 
@@ -183,7 +197,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--install-path", type=Path, default=REPO / ".cache" / "install")
     parser.add_argument("--section", choices=["cost", "cli", "landscape", "all"], default="all")
-    parser.add_argument("--grid", type=Path, default=REPO / ".cache" / "aiconfigurator_grid.csv")
+    parser.add_argument(
+        "--grid",
+        type=Path,
+        default=REPO / ".cache" / "aiconfigurator_grid_full.csv",
+        help="the exhaustive grid's CSV (computed when missing; 'small'/'large' in the name: smaller)",
+    )
     parser.add_argument("--seeds", type=int, default=5)
     parser.add_argument("--steps", type=int, default=200, help="cloudai's steps in the cli comparison")
     args: Any = parser.parse_args()
