@@ -31,8 +31,6 @@ its own process: the same numbers, ~3 s slower.
 from __future__ import annotations
 
 import hashlib
-import importlib.metadata
-import importlib.util
 import json
 import os
 import socket
@@ -131,6 +129,8 @@ def _default_version(system: str, backend: str) -> str:
 
 
 def _versions_of(kwargs: dict[str, Any], used: str | None = None) -> dict[str, str]:
+    import importlib.metadata  # here, not at the top: ~50 ms of every trial process that only asks the worker
+
     return {
         "aiconfigurator": importlib.metadata.version(PACKAGE),
         "database": f"{kwargs.get('system_name')}/{kwargs.get('backend_name')}/{used or kwargs['backend_version']}",
@@ -248,6 +248,9 @@ def trial(job_dir: Path, request: dict[str, Any]) -> int:
 
 
 def catalog() -> dict[str, Any]:
+    import importlib.metadata
+    import importlib.util
+
     from aiconfigurator.sdk import perf_database  # pyright: ignore[reportMissingImports]
 
     supported = perf_database.get_supported_databases()
