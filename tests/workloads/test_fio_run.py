@@ -171,7 +171,8 @@ def test_shipped_dse_fio_example_dry_run(tmp_path: Path) -> None:
 def test_shipped_dse_fio_example_confirms_its_best_by_default(tmp_path: Path) -> None:
     (tmp_path / "s.toml").write_text(
         'name = "s"\n[[Tests]]\nid = "fio"\ntest_name = "dse_fio"\ntime_limit = "00:01:00"\nagent_steps = 3\n'
-        "agent_config = { seed = 7, confirm_repeats = 2 }\n"  # 2 re-runs, not 3: each fio run here is 1.5 s
+        "agent_config = { seed = 7, confirm_repeats = 2 }\n"  # 2 re-runs, not 3
+        '[Tests.cmd_args.args]\nruntime = "250ms"\nsize = "16m"\n'  # 9 fio runs: 1 s of reads each is 9 s
     )
     ran = invoke(run_args(EXAMPLE_TESTS, tmp_path / "s.toml", tmp_path / "out"))
     assert ran.exit_code == 0, ran.output
