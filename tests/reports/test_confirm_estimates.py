@@ -39,6 +39,19 @@ def test_winner_is_the_highest_lower_bound_and_none_without_scores() -> None:
     assert t95(1) == 12.706 and t95(500) == 1.96
 
 
+def test_a_candidate_whose_repeats_failed_more_often_never_wins_on_its_good_ones() -> None:
+    """The aiconfigurator traffic example: tp4 bs64 broke TPOT in 4 of 6 draws, its 2 good ones 641.7 each (CI 0);
+    tp8 bs64 failed once in 6. The robust answer is the second, whatever the first's bound."""
+    fragile = Estimate(1, {"tp": 4}, (641.691, 641.691), failed=4)
+    robust = Estimate(3, {"tp": 8}, (300.0, 420.0, 380.0, 390.0, 400.0), failed=1)
+    assert fragile.failure_rate == 4 / 6 and robust.failure_rate == 1 / 6
+    assert winner([fragile, robust]) is robust
+    assert verdict_lines([fragile, robust], "tokens/s/GPU")[0] == (
+        "candidate 1's mean 641.691 is higher, but 4 of its 6 repeats failed (1 of candidate 3's)"
+    )
+    assert winner([Estimate(1, {"x": 1}, (5.0, 5.0)), Estimate(2, {"x": 2}, (9.0, 9.0), failed=1)]).candidate == 1
+
+
 def test_confirm_csv_round_trip(tmp_path: Path) -> None:
     write_confirm(tmp_path, [(9, 2, {"b": "y"}), (8, 1, {"a": 1.5})])
     assert read_confirm(tmp_path) == [(8, 1, {"a": 1.5}), (9, 2, {"b": "y"})]

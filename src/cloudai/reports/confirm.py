@@ -8,7 +8,9 @@ a candidate uses its confirmation steps only (the search picked it for a high va
 samples are biased upward): mean and a Student-t 95 % confidence interval over the scored repeats;
 a failed repeat counts in ``failed``, not in the mean.
 
-The winner (the run's one recommendation: terminal, best.toml and report) is the candidate with the highest
+The winner (the run's one recommendation: terminal, best.toml and report) is the candidate whose repeats failed
+least often (a failed repeat broke a constraint, crashed or timed out: a configuration that breaks the SLA in
+4 of 6 traffic draws is not the robust answer, however high its 2 good ones), then the one with the highest
 lower 95 % bound (mean - CI): a higher mean whose interval spans 60 is not a better bet than a slightly lower
 mean measured to ±1. With one repeat each (no interval) it is the highest mean. ``verdict_lines`` says why, and
 says when the winner cannot be told apart from the runner-up at this n.
@@ -54,6 +56,11 @@ class Estimate:
     @property
     def n(self) -> int:
         return len(self.rewards)
+
+    @property
+    def failure_rate(self) -> float:
+        """The share of its repeats that failed (0 with none recorded)."""
+        return self.failed / (self.n + self.failed) if self.n + self.failed else 0.0
 
     @property
     def mean(self) -> float:
@@ -137,12 +144,13 @@ def estimates(
     ]
 
 
-def _rank(e: Estimate) -> tuple[float, float, int]:
-    return e.low, e.mean, -e.candidate
+def _rank(e: Estimate) -> tuple[float, float, float, int]:
+    return -e.failure_rate, e.low, e.mean, -e.candidate
 
 
 def winner(found: Sequence[Estimate]) -> Estimate | None:
-    """The recommendation: the highest lower 95 % bound (then the higher mean, then the lower candidate number)."""
+    """The recommendation: the fewest failed repeats (as a share), then the highest lower 95 % bound, then the
+    higher mean, then the lower candidate number."""
     return max((e for e in found if e.rewards), key=_rank, default=None)
 
 
@@ -154,6 +162,12 @@ def verdict_lines(found: Sequence[Estimate], unit: str = "") -> list[str]:
     lines = []
     others = sorted((e for e in found if e.rewards and e is not top), key=_rank, reverse=True)
     for e in (e for e in others if e.mean > top.mean):
+        if e.failure_rate > top.failure_rate:
+            lines.append(
+                f"candidate {e.candidate}'s mean {e.mean:.6g} is higher, but {e.failed} of its {e.n + e.failed} "
+                f"repeats failed ({top.failed} of candidate {top.candidate}'s)"
+            )
+            continue
         spread = f"its CI spans ±{e.ci95:.4g}" if math.isfinite(e.ci95) else f"it has n={e.n}, no CI"
         lines.append(
             f"candidate {e.candidate}'s mean {e.mean:.6g} is higher, but {spread}: at worst {e.low:.4g} against "
