@@ -173,8 +173,8 @@ def _verdict(rows: list[Regime], empty: list[str], best: Step, robust: tuple[Ste
     if unseen:
         return (
             f"Unproven: the best configuration was never measured in {len(unseen)} of {len(rows) + len(empty)} "
-            f"regimes ({_some(unseen)}; hardest measured: {hardest.param}={hardest.label}); it may be good only "
-            f"where it was tried.{alternative}",
+            f"regimes ({_some(unseen)}; the hardest any configuration was measured in: "
+            f"{hardest.param}={hardest.label}); it may be good only where it was tried.{alternative}",
             True,
         )
     return (
