@@ -10,11 +10,11 @@ Needs the environment: ``cloudai install`` (see USER_GUIDE "Aiconfigurator"); ``
   TPOT <= 30 ms (its wall time and picks) against cloudai's Optuna search of the same disagg question (the knobs
   as lists, as the landscape below), one run per seed: the measured step at which it reaches 98 % of
   aiconfigurator's best tokens/s/GPU, and the wall time of a second run of that seed stopped there.
-* ``landscape``: the disagg grid of ``aiconfigurator_grid.py`` evaluated exhaustively once (cached as CSV), then
-  searches replayed on it: % of the exhaustive optimum after 50 and 200 trials, with and without the SLA
-  (TTFT <= 1000 ms, TPOT <= 30 ms), 5 seeds: random, plain TPE (categorical knobs, infeasible = 0) and TPE the
-  way cloudai's examples describe the space (ordinal integer knobs, log batch sizes; out-of-memory and SLA breaks
-  told as Optuna constraints).
+* ``landscape``: the issue's 82 944-point disagg grid (``aiconfigurator_grid.py``, one process per core, ~5 min on
+  2 cores) evaluated exhaustively once (cached as CSV), then searches replayed on it (``aiconfigurator_landscape``):
+  % of the exhaustive optimum after 50 and 200 trials and the runs at >= 98 %, with and without the SLA
+  (TTFT <= 1000 ms, TPOT <= 30 ms), ``--seeds`` seeds (5): random, plain Optuna TPE (categorical knobs,
+  infeasible = 0), and cloudai's ``OptunaAgent`` itself with local search off and with its defaults.
 
 Prints every number; the machine's load changes the times (say which machine).
 """
