@@ -143,3 +143,13 @@ def test_resumed_values_of_an_ordered_list_become_their_index(make_gym: Any, mak
     first = agent.study.trials[0]
     assert first.params["bs (index)"] == 4 and first.params["tp (index)"] == 2
     assert env.asked[1] in neighbours(LADDER, history[0].action)  # the recorded best is the local search's start
+
+
+def test_a_resumed_step_outside_the_edited_space_is_never_a_starting_point(make_gym: Any, make_agent: Any) -> None:
+    """The TOML's list lost 128 since the recorded run: that step is no point of this space, so it has no
+    neighbours; local search starts from the best point that is one."""
+    foreign = Feedback(1, 1, {"bs": 128, "tp": 4, "backend": "sglang", "flag": None}, 99.0, [99.0], "ok")
+    known = Feedback(2, 1, {"bs": 16, "tp": 2, "backend": "sglang", "flag": None}, -0.5, [-0.5], "ok")
+    env = make_gym(LADDER, peak, history=[foreign, known])
+    make_agent(OptunaAgent, env, max_steps=4, seed=0, n_startup_trials=0).run()
+    assert env.asked[1] in neighbours(LADDER, known.action)
