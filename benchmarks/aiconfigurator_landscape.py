@@ -133,6 +133,7 @@ STRATEGIES: dict[str, Strategy] = {
     "plain TPE": plain_tpe,
     "cloudai TPE only": cloudai_optuna(local_search=0.0),
     "cloudai optuna": cloudai_optuna(),
+    "+ ordinal = true": cloudai_optuna(ordinal=True),
 }
 
 

@@ -146,7 +146,7 @@ def cloudai_run(
             return list(csv.DictReader(f)), wall
 
 
-def section_cli(install: Path, steps: int, seeds: int) -> None:
+def section_cli(install: Path, steps: int, seeds: int, config: str) -> None:
     main = "import sys; from aiconfigurator.main import main; sys.argv[0] = 'aiconfigurator'; main()"
     argv = [python(install), "-c", main,
             "cli", "default", "--model-path", "meta-llama/Meta-Llama-3.1-70B", "--system", "h200_sxm", "--total-gpus",
@@ -158,24 +158,25 @@ def section_cli(install: Path, steps: int, seeds: int) -> None:
     chosen = re.search(r"Best Experiment Chosen: (.*)", out)
     print(f"aiconfigurator cli default: {wall:.1f} s wall; best {best:.2f} tokens/s/gpu ({chosen and chosen.group(1)})")
     for seed in range(1, seeds + 1):
-        cli_seed(install, steps, seed, best, wall)
+        cli_seed(install, steps, seed, best, wall, config)
 
 
-def cli_seed(install: Path, steps: int, seed: int, best: float, their_wall: float) -> None:
+def cli_seed(install: Path, steps: int, seed: int, best: float, their_wall: float, config: str) -> None:
     """One seed of cloudai's search of the same question; the wall time to 98 % is measured by a second run of
     the same seed stopped at that step (same asks), not estimated."""
     constraints = (
         'agent_constraints = { ttft_ms = "<= 2000", tpot_ms = "<= 30" }\nagent_metrics = ["tokens_per_s_per_gpu"]\n'
     )
-    extra = constraints + f'agent_reward_function = "identity"\nagent_config = {{ seed = {seed} }}\n'
+    extra = constraints + f'agent_reward_function = "identity"\nagent_config = {{ seed = {seed}{config} }}\n'
     rows, ours_wall = cloudai_run(install, DISAGG_SLA, "optuna", steps, extra)
     budgeted = [r for r in rows if r["status"] not in ("cached", "infeasible")]
     reached = next((i for i, r in enumerate(budgeted, 1) if r["status"] == "ok"
                     and json.loads(r["observation"])[0] >= 0.98 * best), None)  # fmt: skip
     top = max((r for r in budgeted if r["status"] == "ok"), key=lambda r: json.loads(r["observation"])[0])
     statuses = {s: sum(r["status"] == s for r in rows) for s in sorted({r["status"] for r in rows})}
-    print(f"cloudai optuna seed {seed}, same SLA, disagg lists: {ours_wall:.1f} s for {len(budgeted)} measured steps "
-          f"({statuses}); best {json.loads(top['observation'])[0]:.2f} tokens/s/gpu: {top['action']}")  # fmt: skip
+    print(f"cloudai optuna seed {seed}{config}, same SLA, disagg lists: {ours_wall:.1f} s for {len(budgeted)} "
+          f"measured steps ({statuses}); best {json.loads(top['observation'])[0]:.2f} tokens/s/gpu: "
+          f"{top['action']}")  # fmt: skip
     if reached is None:
         print(f"  98 % of aiconfigurator's best: not within {steps} measured steps")
         return
@@ -222,12 +223,19 @@ def main() -> None:
     )
     parser.add_argument("--seeds", type=int, default=5)
     parser.add_argument("--steps", type=int, default=200, help="cloudai's steps in the cli comparison")
+    parser.add_argument(
+        "--agent-config",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="an agent_config field for the cli comparison's runs (TOML), e.g. 'ordinal = true'",
+    )
     args: Any = parser.parse_args()
     install = args.install_path.absolute()
     if args.section in ("cost", "all"):
         section_cost(install)
     if args.section in ("cli", "all"):
-        section_cli(install, args.steps, args.seeds)
+        section_cli(install, args.steps, args.seeds, "".join(f", {c}" for c in args.agent_config))
     if args.section in ("landscape", "all"):
         section_landscape(install, args.grid, args.seeds)
 

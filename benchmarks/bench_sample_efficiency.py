@@ -11,7 +11,8 @@ counts as the grid's size (and is marked). Aim: optuna <= grid/10 and <= random/
 
 ``--lists`` writes the numeric knobs as lists of the grid's values: TPE then sees unordered
 categories and loses the ordering a range gives it (measured: about 0.6 of random's steps,
-against about 0.3 with ranges), which is why numeric knobs are better written as ranges.
+against about 0.3 with ranges), which is why numeric knobs are better written as ranges (or as lists with
+``agent_config.ordinal = true``, which asks them as ordered axes: 0.36 of random's steps here).
 """
 
 from __future__ import annotations

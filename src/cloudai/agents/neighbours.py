@@ -3,8 +3,11 @@
 Why: a list of numbers (batch sizes 1, 2, 4, ... 256; worker counts 1-4) is an ordered axis, but Optuna's
 ``CategoricalDistribution`` treats its values as unrelated labels, so TPE learns nothing about 64 from 32 and
 128. ``ordinal_values`` says when a list is such an axis (its values sorted: the index is then the axis, so a
-list of powers of two is searched on a log scale). ``neighbours`` gives the points one move (or two) away from a
-point, which the optuna agent's local search (``agent_config.local_search``) measures around the best points:
+list of powers of two is searched on a log scale); local search always moves along it, TPE only with
+``agent_config.ordinal`` (see ``cloudai.agents.optuna_agent`` for why that is not the default).
+
+``neighbours`` gives the points one move (or two) away from a point, which the optuna agent's local search
+(``agent_config.local_search``) measures around the best points:
 TPE finds the good region of a discrete space quickly, then keeps drawing from a wide density around it; the
 last few percent are next door (``benchmarks/bench_aiconfigurator.py --section landscape``).
 

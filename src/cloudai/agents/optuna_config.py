@@ -17,6 +17,6 @@ class OptunaConfig(AgentConfig):
     multivariate: bool = True  # TPE: model dimensions jointly (Optuna 5's default for one objective)
     constant_liar: bool = True  # TPE: treat in-flight trials as bad, so parallel asks spread out
     population_size: int = Field(default=16, ge=2)  # NSGA-II: trials per generation
-    ordinal: bool = True  # a list of >= 3 numbers is an ordered axis (its sorted index), not unrelated labels
+    ordinal: bool = False  # TPE asks a list of >= 3 numbers as an ordered axis (its sorted index), not as labels
     local_search: float = Field(default=0.5, ge=0, le=0.9)  # share of trials after startup next to the best one
     pruner: PrunerConfig | None = None  # early stopping from intermediate values (optuna_pruners)
