@@ -19,20 +19,24 @@ that never gets there counts its whole budget, marked ``*``), refused draws, and
 count the valid points of a 10^6-point grid (10 values per knob) vectorised (``constraint_mask``) against the
 scalar rule per point (timed on 20 000 points, extrapolated), and a whole ``cloudai dry-run`` of that space.
 
-Measured on the shared 2-core machine (8 sessions at work), seeds 0-4, budget 150:
+Measured on this 2-core VM (a benchmark running beside it), seeds 0-4, budget 150, with the optuna agent's
+defaults (local search on):
 
-    seed 0: aware 33 steps 0.23 s (23 refused draws) | blind 56 steps 0.28 s
-    seed 1: aware 18 steps 0.20 s (18 refused draws) | blind 36 steps 0.10 s
-    seed 2: aware 29 steps 0.25 s (29 refused draws) | blind 58 steps 0.43 s
-    seed 3: aware 65 steps 0.82 s (49 refused draws) | blind 114 steps 1.12 s
-    seed 4: aware 25 steps 0.28 s (29 refused draws) | blind 63 steps 0.26 s
-    total steps to 98 %: aware 170, blind 327 -> 1.92x fewer (median 29 vs 58)
-    total agent wall to 98 %: aware 1.78 s, blind 2.19 s -> 1.23x
-    count 10^6 points: vectorised 3.1 ms, scalar ~57.6 s -> ~18 700x
-    cloudai dry-run of the 10^6-point space (optuna, 5 steps, 0.8 % valid): 1.51 s
+    seed 0: aware 14 steps 0.08 s (13 refused draws) | blind 73 steps 0.19 s
+    seed 1: aware 19 steps 0.12 s (21 refused draws) | blind 83 steps 0.27 s
+    seed 2: aware 26 steps 0.15 s (17 refused draws) | blind 57 steps 0.17 s
+    seed 3: aware 50 steps 0.18 s (30 refused draws) | blind 67 steps 0.29 s
+    seed 4: aware 26 steps 0.18 s (26 refused draws) | blind 27 steps 0.12 s
+    total steps to 98 %: aware 135, blind 307 -> 2.27x fewer
+    total agent wall to 98 %: aware 0.71 s, blind 1.04 s -> 1.47x
+    median steps: aware 26, blind 67
+    count 10^6 points: vectorised 2.8 ms, scalar ~39.8 s -> 14237x
+    cloudai dry-run of the 10^6-point space: 1.78 s
 
-Every seed reaches 98 % both ways. With real trials (minutes each) the wall time follows the steps: ~1.9x. The
-agent's own time is about even: the aware run asks Optuna for every refused draw too. The dry-run's time is
+Every seed reaches 98 % both ways. With real trials (minutes each) the wall time follows the steps: ~2.3x.
+Before local search (issue 24): aware 170, blind 327 steps (1.92x). With ``agent_config.ordinal = true`` only 1
+of 5 aware runs got there (TPE over indices stopped on repeats). The aware run also asks Optuna for every
+refused draw. The dry-run's time is
 Optuna's asks (20 refusals before it is handed a valid point, see ``cloudai.agents.optuna_agent``); the count
 itself is milliseconds.
 """
