@@ -84,8 +84,8 @@ def _reuse_database_views() -> None:
     prefill and the decode system), and each ask re-reads the database's YAML index: ~30 ms, most of a warm
     estimate. The view is a read-only query view over a cached database, so one per arguments serves every
     request of this process: the same numbers (``benchmarks/aiconfigurator_grid.py`` checked 5 751 disagg points
-    against unmemoized ones), a disagg estimate ~50 ms -> ~10 ms. Done once; a release without the function is
-    left as it is."""
+    against unmemoized ones), a warm agg estimate 14 ms -> 2.3 ms (``bench_aiconfigurator.py --section cost``).
+    Done once; a release without the function is left as it is."""
     from aiconfigurator.sdk import perf_database  # pyright: ignore[reportMissingImports]
 
     get_view = getattr(perf_database, "get_database_view", None)
