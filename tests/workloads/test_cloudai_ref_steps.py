@@ -19,7 +19,7 @@ import shlex
 from pathlib import Path
 
 import pytest
-from tests.workloads.test_golden import dry_run, one_entry
+from tests.workloads.test_golden import dry_run, one_entry, ref_system
 
 from cloudai.workloads import WORKLOADS
 
@@ -73,12 +73,7 @@ def steps(text: str) -> list[tuple[list[str], list[str]]]:
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_steps_match_cloudais_reference(tmp_path: Path, name: str) -> None:
     workload, cmd_args, nodes = CASES[name]
-    install = tmp_path / "install"
-    system = tmp_path / "system.toml"
-    system.write_text(
-        f'name = "ref"\nscheduler = "slurm"\ninstall_path = "{install}"\ndefault_partition = "main"\n'
-        'gpus_per_node = 8\nmpi = "pmix"\ncontainer_mount_home = true\n[[partitions]]\nname = "main"\n'
-    )
+    system, install = ref_system(tmp_path)
     (tmp_path / "tests").mkdir()
     (tmp_path / "tests" / "t.toml").write_text(f'name = "t"\ntest_template_name = "{workload}"\n[cmd_args]\n{cmd_args}')
     [script] = dry_run(tmp_path, system, tmp_path / "tests", one_entry("t", num_nodes=nodes))

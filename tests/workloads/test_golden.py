@@ -47,6 +47,18 @@ CLOUDAI_REF_TESTS = {
 }
 
 
+def ref_system(tmp_path: Path) -> tuple[Path, Path]:
+    """A system like the one CloudAI's reference scripts were rendered on (partition main, 8 GPUs per node, pmix,
+    home mounted), installed under ``tmp_path``: (its TOML, the install dir)."""
+    install = tmp_path / "install"
+    system = tmp_path / "system.toml"
+    system.write_text(
+        f'name = "ref"\nscheduler = "slurm"\ninstall_path = "{install}"\ndefault_partition = "main"\n'
+        'gpus_per_node = 8\nmpi = "pmix"\ncontainer_mount_home = true\n[[partitions]]\nname = "main"\n'
+    )
+    return system, install
+
+
 def dry_run(tmp_path: Path, system: Path, tests_dir: Path, scenario_text: str) -> list[Path]:
     """``cloudai dry-run`` in this process; every script it wrote."""
     scenario = tmp_path / "scenario.toml"
@@ -86,12 +98,7 @@ def one_entry(test_name: str, num_nodes: int = 1) -> str:
 
 @pytest.mark.parametrize("name", sorted(CLOUDAI_REF_TESTS))
 def test_srun_line_matches_cloudais_reference(tmp_path: Path, name: str) -> None:
-    install = tmp_path / "install"
-    system = tmp_path / "system.toml"
-    system.write_text(
-        f'name = "ref"\nscheduler = "slurm"\ninstall_path = "{install}"\ndefault_partition = "main"\n'
-        'gpus_per_node = 8\nmpi = "pmix"\ncontainer_mount_home = true\n[[partitions]]\nname = "main"\n'
-    )
+    system, install = ref_system(tmp_path)
     (tmp_path / "tests").mkdir()
     (tmp_path / "tests" / f"{name}.toml").write_text(CLOUDAI_REF_TESTS[name])
     [script] = dry_run(tmp_path, system, tmp_path / "tests", one_entry(name))

@@ -39,14 +39,11 @@ from tests.workloads.test_golden import (
     dry_run,
     one_entry,
     placeholders,
+    ref_system,
 )
 
 HERE = Path(__file__).resolve().parent
 TRAINING = HERE / "cloudai_conf_training"
-REF_SYSTEM = (
-    'name = "ref"\nscheduler = "slurm"\ninstall_path = "{install}"\ndefault_partition = "main"\n'
-    'gpus_per_node = 8\nmpi = "pmix"\ncontainer_mount_home = true\n[[partitions]]\nname = "main"\n'
-)
 CLOUDAI_REF_TESTS = {  # CloudAI's acceptance-test inputs of each reference script
     "nemo-run": 'name = "nemo-run"\ntest_template_name = "NeMoRun"\n[cmd_args]\n'
     'docker_image_url = "nvcr.io/nvidia/nemo:24.09"\ntask = "pretrain"\nrecipe_name = "llama_3b"\n',
@@ -69,9 +66,7 @@ def cloudai_command(name: str) -> str:
 
 
 def ref_script(tmp_path: Path, name: str, entry: str = "") -> str:
-    install = tmp_path / "install"
-    system = tmp_path / "system.toml"
-    system.write_text(REF_SYSTEM.format(install=install))
+    system, install = ref_system(tmp_path)
     (tmp_path / "tests").mkdir()
     image = tmp_path / "output" / "megatron_bridge_image.sqsh"
     (tmp_path / "tests" / f"{name}.toml").write_text(CLOUDAI_REF_TESTS[name].replace("{image}", str(image)))

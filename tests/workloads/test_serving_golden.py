@@ -26,7 +26,7 @@ import subprocess
 from pathlib import Path
 
 from click.testing import CliRunner
-from tests.workloads.test_golden import check_golden
+from tests.workloads.test_golden import check_golden, ref_system
 
 from cloudai.cli import cli
 from cloudai.workloads.ai_dynamo.workload import extract_aiperf_script
@@ -105,11 +105,8 @@ def dry_run(tmp_path: Path, system: Path, tests_dir: Path, scenario: Path) -> li
 
 def ref_dry_run(tmp_path: Path, test_text: str, num_nodes: int) -> Path:
     """One test on a system like CloudAI's reference one (partition main, 8 GPUs per node, pmix)."""
-    system, tests = tmp_path / "system.toml", tmp_path / "tests"
-    system.write_text(
-        f'name = "ref"\nscheduler = "slurm"\ninstall_path = "{tmp_path / "install"}"\ndefault_partition = "main"\n'
-        'gpus_per_node = 8\nmpi = "pmix"\ncontainer_mount_home = true\n[[partitions]]\nname = "main"\n'
-    )
+    system, _ = ref_system(tmp_path)
+    tests = tmp_path / "tests"
     tests.mkdir()
     (tests / "t.toml").write_text(test_text)
     name = re.search(r'^name = "(.*)"', test_text, re.M).group(1)  # type: ignore[union-attr]

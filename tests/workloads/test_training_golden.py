@@ -33,22 +33,12 @@ from tests.workloads.test_golden import (
     dry_run,
     one_entry,
     placeholders,
+    ref_system,
 )
 
 CONF = Path(__file__).resolve().parent / "training_conf"
 HOOKS = CONF / "hook"  # CloudAI's conf/hook files (a copy of cloudai_conf/hook), beside the scenario as in CloudAI
-REF_SYSTEM = (
-    'name = "ref"\nscheduler = "slurm"\ninstall_path = "{install}"\ndefault_partition = "main"\n'
-    'gpus_per_node = 8\nmpi = "pmix"\ncontainer_mount_home = true\n[[partitions]]\nname = "main"\n'
-)
 JAX_TESTS = {"gpt": "jax_gpt.toml", "grok": "jax_grok.toml"}
-
-
-def ref_system(tmp_path: Path) -> tuple[Path, Path]:
-    install = tmp_path / "install"
-    system = tmp_path / "system.toml"
-    system.write_text(REF_SYSTEM.format(install=install))
-    return system, install
 
 
 def heredoc(script: str) -> str:
