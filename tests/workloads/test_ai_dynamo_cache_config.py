@@ -19,9 +19,9 @@ from tests.workloads.test_serving_golden import CONF, GOLDEN, SLURM_EXAMPLE, dry
 
 from cloudai.steps import Run, Shell
 from cloudai.workloads.ai_dynamo.args import AIDynamoArgs
-from cloudai.workloads.ai_dynamo.cache_config import written_files
 from cloudai.workloads.ai_dynamo.workload import AIDynamo, environment
 from cloudai.workloads.base import JobContext
+from cloudai.workloads.heredoc import written_files
 
 TESTS, SCENARIOS = CONF / "ai_dynamo" / "test", CONF / "ai_dynamo" / "test_scenario"
 

@@ -36,16 +36,11 @@ from tests.workloads.test_golden import (
     ref_system,
 )
 
+from cloudai.workloads.heredoc import written_files
+
 CONF = Path(__file__).resolve().parent / "training_conf"
 HOOKS = CONF / "hook"  # CloudAI's conf/hook files (a copy of cloudai_conf/hook), beside the scenario as in CloudAI
 JAX_TESTS = {"gpt": "jax_gpt.toml", "grok": "jax_grok.toml"}
-
-
-def heredoc(script: str) -> str:
-    """The ``run.sh`` a script writes (its ``cat > .../run.sh <<'CLOUDAI_RUN_SH'`` block)."""
-    match = re.search(r"run\.sh <<'CLOUDAI_RUN_SH'\n(.*?)\nCLOUDAI_RUN_SH\n", script, re.S)
-    assert match, "no run.sh heredoc in the script"
-    return match.group(1)
 
 
 def container_parts(text: str) -> tuple[str, list[str]]:
@@ -84,7 +79,7 @@ def test_jax_run_sh_and_its_srun_are_cloudais(tmp_path: Path, name: str) -> None
     system, install = ref_system(tmp_path)
     [script] = dry_run(tmp_path, system, CONF / "test", one_entry(name))
     text = placeholders(script, install)
-    assert heredoc(text) == (REF / f"{name}.run").read_text()
+    assert written_files(text)["run.sh"] == (REF / f"{name}.run").read_text()
     ours = text.splitlines()[-1]
     assert container_parts(ours) == container_parts((REF / f"{name}-no-hook.sbatch").read_text())
     assert ours.endswith(" /opt/paxml/workspace/run.sh || exit $?")
@@ -131,7 +126,7 @@ def test_pre_test_hook_runs_first_and_leaves_the_job_as_without_hook(tmp_path: P
     assert "_perf_mpi" in hook.read_text()
     for test_id, name in (("Tests.1", "gpt"), ("Tests.2", "grok")):
         (script,) = out.glob(f"*/{test_id}/0/sbatch.sh")
-        assert heredoc(script.read_text()) == (REF / f"{name}.run").read_text()
+        assert written_files(script.read_text())["run.sh"] == (REF / f"{name}.run").read_text()
         assert "export NCCL_IB_GID_INDEX=3\n" in script.read_text()  # global_env_vars, in the script itself
 
 

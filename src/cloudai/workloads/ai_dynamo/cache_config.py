@@ -16,7 +16,7 @@ Both tables are data, passed whole to the tool (a list inside one is swept like 
   backend. A ``HICACHE_CONFIG_FILE`` set in ``extra_env_vars`` instead is passed the same way.
 
 The files are written the way every cloudai workload writes a job's extra files: by the job script (a quoted
-heredoc in its first step), so ``dry-run``'s script holds each file verbatim (``written_files`` reads them back).
+heredoc in its first step, ``cloudai.workloads.heredoc``), so ``dry-run``'s script holds each file verbatim.
 Paths are the job dir's own (mounted at itself; CloudAI writes ``/cloudai_run_results``, the same directory).
 """
 
@@ -34,6 +34,7 @@ import yaml
 
 from cloudai.steps import Run
 from cloudai.workloads.ai_dynamo.args import AIDynamoArgs
+from cloudai.workloads.heredoc import write_lines
 
 LMCACHE_FILE, LMCACHE_ORIGINAL = "lmcache-config.yaml", "lmcache-config.original.yaml"
 HICACHE_FILE, CUFILE = "hicache-config.toml", "cufile.json"
@@ -49,7 +50,6 @@ _CUFILE_PROPERTIES = {  # CloudAI's cufile.json
 }
 _CACHE_DIR = "CLOUDAI_LMCACHE_CACHE_DIR"  # {storage_cache_dir}, as the batch shell computes it
 _END = "CLOUDAI_CONFIG_EOF"
-_WRITE = re.compile(rf"^cat > (.+) <<'{_END}'$", re.M)
 
 
 def lmcache_yaml(table: Mapping[str, Any]) -> str:
@@ -93,8 +93,8 @@ def cache_base(model: AIDynamoArgs) -> str:
 
 
 def _write(path: Path, text: str) -> list[str]:
-    """Batch-shell lines that write ``text`` to ``path`` byte for byte (a quoted heredoc: nothing expanded)."""
-    return [f"cat > {shlex.quote(str(path))} <<'{_END}'", *text.splitlines(), _END]
+    """Batch-shell lines that write ``text`` (a YAML or TOML dump: it ends with a newline) to ``path`` byte for byte."""
+    return write_lines(path, text.removesuffix("\n"), _END)
 
 
 def shell_lines(model: AIDynamoArgs, job_dir: Path, env: Mapping[str, str]) -> list[str]:
@@ -149,13 +149,3 @@ def container_mounts(model: AIDynamoArgs) -> list[str]:
     """``storage_cache_dir`` at itself (CloudAI's mount), where ``{storage_cache_dir}`` lives."""
     base = model.storage_cache_dir
     return [f"{base}:{base}"] if model.lmcache is not None and isinstance(base, str) and base else []
-
-
-def written_files(script: str) -> dict[str, str]:
-    """The config files a rendered job script writes, by file name (for tests and ``dry-run`` readers)."""
-    files: dict[str, str] = {}
-    for found in _WRITE.finditer(script):
-        body = script[found.end() + 1 :]
-        end = body.find(f"\n{_END}\n") if not body.startswith(f"{_END}\n") else -1
-        files[Path(shlex.split(found.group(1))[0]).name] = body[: end + 1] if end >= 0 else ""
-    return files

@@ -33,6 +33,7 @@ from cloudai.workloads.ai_dynamo.args import AIDynamoArgs
 from cloudai.workloads.ai_dynamo.cache_config import lmcache_config
 from cloudai.workloads.ai_dynamo.workers import SYSTEM_PORT, flag_words, layout, ready_wait, worker_runs
 from cloudai.workloads.base import ONE_NODE, JobContext, Resources, Workload, write_metrics
+from cloudai.workloads.heredoc import write_lines, written_files
 
 HEAD = "${CLOUDAI_HEAD_NODE}"
 GENAI_PERF_DIR, GENAI_PERF_EXPORT = "genai_perf_artifacts", "profile_genai_perf.csv"
@@ -61,18 +62,14 @@ def environment(model: AIDynamoArgs, job_dir: Path, env: Mapping[str, str] | Non
     lines += [f"export ENABLE_{name.upper()}=1" for name, on in enabled.items() if on]
     lines += cache_config.shell_lines(model, job_dir, env or {})
     if "aiperf.sh" in model.workload_list:
-        path = shlex.quote(str(job_dir / aiperf_script.SCRIPT))
-        lines += [f"cat > {path} <<'{_END}'", aiperf_script.render(model, str(job_dir)), _END, f"chmod +x {path}"]
+        script = aiperf_script.render(model, str(job_dir))
+        lines += write_lines(job_dir / aiperf_script.SCRIPT, script, _END, executable=True)
     return "\n".join(lines)
 
 
 def extract_aiperf_script(script: str) -> str | None:
     """The ``aiperf.sh`` a rendered job script writes; None when it writes none."""
-    start = script.find(f"<<'{_END}'\n")
-    if start < 0:
-        return None
-    body = script[start + len(_END) + 5 :]
-    return body[: body.find(f"\n{_END}\n")]
+    return written_files(script).get(aiperf_script.SCRIPT)
 
 
 def services(model: AIDynamoArgs, num_nodes: int) -> list[Step]:

@@ -25,6 +25,7 @@ from cloudai.errors import Problem, WorkloadError
 from cloudai.space import Space
 from cloudai.steps import Run, Shell, Step
 from cloudai.workloads.base import ONE_NODE, STDOUT_FILE, JobContext, Resources, Workload, write_metrics
+from cloudai.workloads.heredoc import write_lines
 from cloudai.workloads.jax_toolbox import parse, script
 from cloudai.workloads.jax_toolbox.args import GPTArgs, GrokArgs, fdl_words
 from cloudai.workloads.training_log import read_logs
@@ -67,13 +68,8 @@ class JaxToolbox(Workload):
         return [f"{model.setup_flags.docker_workspace_dir.rstrip('/')}/{RUN_SCRIPT}"]
 
     def steps(self, args: Mapping[str, Any], job: JobContext) -> Sequence[Step]:
-        path = shlex.quote(str(job.job_dir.absolute() / RUN_SCRIPT))
-        text = self.run_script(args, job)
-        end = _HEREDOC
-        while end in text.splitlines():  # a quoted word of extra_cmd_args may hold a newline: never end early
-            end += "_"
-        write = f"cat > {path} <<'{end}'\n{text}\n{end}\nchmod +x {path}"
-        return (Shell(write), Run(tuple(self.argv(args, job)), name="paxml"))
+        write = write_lines(job.job_dir.absolute() / RUN_SCRIPT, self.run_script(args, job), _HEREDOC, executable=True)
+        return (Shell("\n".join(write)), Run(tuple(self.argv(args, job)), name="paxml"))
 
     def container_image(self, args: Mapping[str, Any]) -> str | None:
         return self.model(args).docker_image_url or None

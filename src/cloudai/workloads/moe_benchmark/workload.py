@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from cloudai.steps import Run, Shell, Step
 from cloudai.workloads.base import JobContext, Workload
+from cloudai.workloads.heredoc import write_lines
 from cloudai.workloads.moe_benchmark import parse
 from cloudai.workloads.nixl_bench.etcd import etcd_steps
 
@@ -110,9 +111,9 @@ class MoEBenchmark(Workload):
 
     def steps(self, args: Mapping[str, Any], job: JobContext) -> Sequence[Step]:
         model = MoEBenchmarkArgs.model_validate(args)
-        config = shlex.quote(str(job.job_dir.absolute() / CONFIG_FILE))
+        config = job.job_dir.absolute() / CONFIG_FILE
         steps: list[Step] = [
-            Shell(f"cat > {config} <<'CLOUDAI_EOF'\n{config_yaml(model)}\nCLOUDAI_EOF"),
+            Shell("\n".join(write_lines(config, config_yaml(model), "CLOUDAI_EOF"))),
             Shell('export MASTER_ADDR="$CLOUDAI_HEAD_NODE"\nexport MASTER_PORT=29500'),
         ]
         if any(version in _HYBRID for version in model.deepep_versions):

@@ -27,6 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from cloudai.steps import Run, Shell, Step, Var
 from cloudai.workloads.base import ONE_NODE, JobContext, Resources, Workload
+from cloudai.workloads.heredoc import write_lines
 from cloudai.workloads.nixl_ep import parse
 from cloudai.workloads.nixl_ep.plan import Launch, has_removal, launches, parse_plan
 
@@ -114,8 +115,8 @@ class NixlEP(Workload):
     def steps(self, args: Mapping[str, Any], job: JobContext) -> Sequence[Step]:
         model = NixlEPArgs.model_validate(args)
         phases = parse_plan(model.plan)
-        plan_file = shlex.quote(str(job.job_dir.absolute() / PLAN_FILE))
-        steps: list[Step] = [Shell(f"cat > {plan_file} <<'CLOUDAI_EOF'\n{json.dumps(phases)}\nCLOUDAI_EOF")]
+        plan_file = job.job_dir.absolute() / PLAN_FILE
+        steps: list[Step] = [Shell("\n".join(write_lines(plan_file, json.dumps(phases), "CLOUDAI_EOF")))]
         names: list[str] = []
         phases_started = {0}
         for launch in launches(phases, job.num_nodes, model.num_processes_per_node):

@@ -9,9 +9,10 @@ The script is written into the job dir by the batch shell (a ``Shell`` step) and
 
 from __future__ import annotations
 
-import shlex
 from collections.abc import Mapping
 from pathlib import Path
+
+from cloudai.workloads.heredoc import write_lines, written_files
 
 WRAPPER = "start_server_wrapper.sh"
 CONTAINER_PATH = "/opt/nim/start_server_wrapper.sh"
@@ -49,7 +50,6 @@ def wrapper_text(env: Mapping[str, str]) -> str:
 
 def setup_shell(job_dir: Path, env: Mapping[str, str], server_nodes: int) -> str:
     """Batch-shell lines: CloudAI's NIM exports, then the wrapper written into the job dir, executable."""
-    path = shlex.quote(str(job_dir / WRAPPER))
     tokenizer = env.get("NIM_MODEL_TOKENIZER", "deepseek-ai/DeepSeek-R1")  # CloudAI's fixed value
     return "\n".join(
         [
@@ -57,18 +57,11 @@ def setup_shell(job_dir: Path, env: Mapping[str, str], server_nodes: int) -> str
             'export NIM_LEADER_IP_ADDRESS="$SLURM_JOB_MASTER_NODE"',
             f"export NIM_NUM_COMPUTE_NODES={server_nodes}",
             f"export NIM_MODEL_TOKENIZER={single_quoted(tokenizer)}",
-            f"cat > {path} <<'{_END}'",
-            wrapper_text(env),
-            _END,
-            f"chmod +x {path}",
+            *write_lines(job_dir / WRAPPER, wrapper_text(env), _END, executable=True),
         ]
     )
 
 
 def extract_wrapper(script: str) -> str | None:
     """The wrapper text a rendered script writes (for tests and ``dry-run`` readers); None when it has none."""
-    start = script.find(f"<<'{_END}'\n")
-    if start < 0:
-        return None
-    body = script[start + len(_END) + 5 :]
-    return body[: body.find(f"\n{_END}\n")]
+    return written_files(script).get(WRAPPER)
