@@ -67,7 +67,7 @@ from cloudai.agents.optuna_pruners import build_pruner
 from cloudai.agents.optuna_samplers import build_sampler, sampler_note, sampler_problem
 from cloudai.agents.optuna_storage import fresh_storage, study_name
 from cloudai.envs.base import BaseGym, Feedback, Observation
-from cloudai.space import Categorical, Range, Space
+from cloudai.space import Categorical, Range, point_problem
 
 _NATIVE = (type(None), bool, int, float, str)
 LOCAL_POOL = 20  # the best measured points whose neighbours local search tries, best first
@@ -215,7 +215,7 @@ class OptunaAgent(BaseAgent):
         self._tried.add(_key(point))
         if feedback.status != "ok" or not math.isfinite(feedback.reward) or feedback.info.get("warm_start"):
             return  # warm-start steps inform TPE but never become best (``BaseAgent``), here neither
-        if _in_space(self.space, point):  # not a resumed step of an edited space: its neighbours are undefined
+        if point_problem(self.space, point) is None:  # not a resumed step of an edited space: no neighbours
             self._measured.append((feedback.reward, -feedback.step, point))  # ties: the earlier step first
 
     def update_policy(self, feedback: Feedback) -> None:
@@ -310,22 +310,6 @@ class OptunaAgent(BaseAgent):
         """The action of Optuna params (``_params`` inverted)."""
         by_index = self._by_index
         return {n: by_index[n][params[self._param(n)]] if n in by_index else params[n] for n in self.space.names}
-
-
-def _in_space(space: Space, point: Mapping[str, Any]) -> bool:
-    """Every knob of ``space`` has a value in ``point`` that the knob can take."""
-    for dim in space.dims:
-        if dim.name not in point:
-            return False
-        if isinstance(dim, Range):
-            if not isinstance(point[dim.name], int | float) or not dim.low <= point[dim.name] <= dim.high:
-                return False
-            continue
-        try:
-            dim.position(point[dim.name])
-        except ValueError:
-            return False
-    return True
 
 
 def _key(point: dict[str, Any]) -> str:

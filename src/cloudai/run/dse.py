@@ -321,7 +321,7 @@ def check_records(plan: Plan, run_dir: Path) -> None:
     line, a device or an oversized file is refused) and its action is a point of the test's space, before
     anything is written: a resume must not trust, or rewrite, a record it cannot."""
     from cloudai.envs.env_params import sampler_for
-    from cloudai.plan.points import point_problem
+    from cloudai.space import point_problem
     from cloudai.trajectory.records import read_trajectory
 
     for checked in plan.checked.values():

@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING
 from cloudai.envs.base import Feedback
 from cloudai.envs.offline import replayed
 from cloudai.errors import ConfigError
-from cloudai.plan.points import point_problem
 from cloudai.recordfiles import ENV_FILE, SCORED, TRAJECTORY_FILE
+from cloudai.space import point_problem
 from cloudai.trajectory.records import read_trajectory
 
 if TYPE_CHECKING:
