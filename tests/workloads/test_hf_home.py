@@ -45,7 +45,8 @@ def test_the_systems_hf_home_path_is_mounted_and_made(tmp_path: Path) -> None:
     assert "/install/huggingface" not in vllm
     code, dynamo = dry_run(tmp_path / "b", toml, DYNAMO, "vLLM")
     assert code == 0, dynamo
-    assert f",{hf}:/cloudai_install/huggingface" in dynamo and "\nexport HF_HOME=/cloudai_install/huggingface\n" in dynamo
+    assert f",{hf}:/cloudai_install/huggingface" in dynamo
+    assert "\nexport HF_HOME=/cloudai_install/huggingface\n" in dynamo
 
 
 def test_no_container_no_mount_and_a_tests_own_hf_home_wins(tmp_path: Path) -> None:
