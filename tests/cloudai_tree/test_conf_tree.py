@@ -108,3 +108,40 @@ def test_every_scenario_dry_runs_on_slurm(name: str, tests_dir: str, tmp_path: P
     assert code == 0, output
     scripts = list(out.rglob("sbatch.sh"))
     assert scripts, f"{name}: dry-run wrote no sbatch script\n{output}"
+
+
+def errors(output: str) -> list[str]:
+    return [
+        line.removeprefix("error: ").replace(f"{CONF}/", "")
+        for line in output.splitlines()
+        if line.startswith("error: ")
+    ]
+
+
+def test_the_whole_tree_verifies_with_only_its_true_problems() -> None:
+    """``verify-configs conf/`` as a CloudAI user runs it: each scenario is checked against the tests of its own tree
+    (``sglang`` is a test of ``ai_dynamo/test`` and of ``sglang/test``: the SGLang scenarios are not checked against
+    AIDynamo's, which made ten "unknown field" errors), the names several files use are noted once each, and the
+    problems left are the true ones: two schedulers cloudai does not run on, two tests CloudAI's tree lacks."""
+    code, output = invoke("verify-configs", "--hook-dir", str(HOOKS), str(CONF))
+    assert code == 2
+    expected = {f"{name}: scheduler: scheduler '{kind}'" for name, kind in UNSUPPORTED_SYSTEMS.items()}
+    expected |= {f"{name}: Tests[{i}].test_name: unknown test '{test}'" for name, test in BROKEN_UPSTREAM.items()
+                 for i, test in ((1, test), (2, "nccl_test_alltoallv_nonvlink"))}  # fmt: skip
+    assert {e.split(" is not supported")[0].split("\n")[0] for e in errors(output)} == expected, output
+    notes = [line for line in output.splitlines() if line.startswith("note: test name 'sglang' ")]
+    assert len(notes) == 1 and "ai_dynamo/test/sglang.toml" in notes[0] and "sglang/test/sglang.toml" in notes[0]
+    assert "unknown field" not in output
+
+
+def test_a_megatron_bridge_scenario_without_a_token_says_only_that(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Checked against each GPU's variant of its test (``test/<gpu>/``), the scenario reports the missing token
+    once, and nothing else."""
+    monkeypatch.delenv("HF_TOKEN")
+    root = CONF / "experimental" / "megatron_bridge"
+    for scenario in sorted((root / "test_scenario").glob("*.toml")):
+        code, output = invoke("verify-configs", str(root / "test"), str(scenario))
+        assert code == 2
+        about = [e for e in errors(output) if f"of {scenario.relative_to(CONF)}]" in e]
+        assert len(about) == 1 and "cmd_args.hf_token: a Hugging Face token is required" in about[0], output
+        assert all("a Hugging Face token is required" in e for e in errors(output)), output

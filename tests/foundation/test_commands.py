@@ -42,3 +42,19 @@ def test_help_lists_every_command() -> None:
     assert result.returncode == 0
     for command in ("run", "dry-run", "verify-configs", "list"):
         assert command in result.stdout
+
+
+def test_verify_configs_resolves_a_shared_test_name_per_tree(tmp_path: Path, write: Callable[[str, str], Path]) -> None:
+    """Two trees each with a test ``t`` (a Sleep, a BashCmd): each scenario is checked against its own tree's, and
+    the name is noted once; two files of one directory with one name are one problem, as ``run`` reports it."""
+    write("a/test/t.toml", 'name = "t"\ntest_template_name = "Sleep"\n')
+    write("a/test_scenario/s.toml", 'name = "s"\n[[Tests]]\nid = "x"\ntest_name = "t"\n[Tests.cmd_args]\nseconds = 1\n')
+    write("b/test/t.toml", 'name = "t"\ntest_template_name = "BashCmd"\n[cmd_args]\ncmd = "true"\n')
+    write("b/test_scenario/s.toml", 'name = "s"\n[[Tests]]\nid = "x"\ntest_name = "t"\n[Tests.cmd_args]\ncmd = "ls"\n')
+    result = cloudai("verify-configs", tmp_path / "a", tmp_path / "b")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.count("note: test name 't' is used by 2 files") == 1
+    write("b/test/t2.toml", 'name = "t"\ntest_template_name = "BashCmd"\n[cmd_args]\ncmd = "false"\n')
+    result = cloudai("verify-configs", tmp_path / "b")
+    assert result.returncode == 2
+    assert result.stderr.count("error:") == 1 and "t2.toml: name: test name 't' is also used by" in result.stderr

@@ -210,6 +210,25 @@ def test_ai_dynamo_steps_match_what_cloudais_script_runs(tmp_path: Path) -> None
     )
 
 
+def test_ai_dynamo_mounts_cloudais_hf_home(tmp_path: Path) -> None:
+    """CloudAI's ``<hf_home_path>:/cloudai_install/huggingface`` in every step in the Dynamo image, and ``HF_HOME``
+    there (``ai_dynamo.sh --hf-home``): the workers reuse the weights instead of downloading them per job. The
+    mounts are CloudAI's but for its ``storage_cache_dir`` (``/tmp:/tmp``), which cloudai mounts only for LMCache,
+    the one user of it."""
+    script = ref_dry_run(tmp_path, DYNAMO_TEST, num_nodes=2)
+    install = str(tmp_path / "install")
+    ref = (REF / "ai-dynamo.sbatch").read_text().replace("__INSTALL_DIR__", install)
+    [theirs] = {
+        m for m in re.findall(r"--container-image=nvcr.io/nvidia/ai-dynamo:24.09 --container-mounts=(\S+)", ref)
+    }
+    text = script.read_text().replace(str(script.parent), "__OUTPUT_DIR__/output")
+    ours = set(re.findall(r"--container-image=nvcr.io/nvidia/ai-dynamo:24.09 --container-mounts=(\S+)", text))
+    assert ours == {theirs.removesuffix(",/tmp:/tmp")}
+    assert f",{install}/huggingface:/cloudai_install/huggingface" in theirs
+    hf_home = cloudai_script_flags()["--hf-home"]
+    assert f"\nexport HF_HOME={hf_home}\n" in text and f"\nmkdir -p {install}/huggingface\n" in text
+
+
 def placeholders(script: Path) -> str:
     text = script.read_text().replace(str(script.parent), "__OUTPUT_DIR__/output")
     return text.replace(str(Path("install").absolute()), "__OUTPUT_DIR__/install")
@@ -233,6 +252,14 @@ def test_cloudais_vllm_slurm_scenario(tmp_path: Path) -> None:
                                  '{"kv_connector":"NixlConnector","kv_role":"kv_both"}',
                                  "--no-enable-expert-parallel"]  # fmt: skip
     check_golden(placeholders(by_id["test.disagg.multinode"]), GOLDEN / "ai_dynamo_vllm_multinode.sbatch")
+    # DYNAMO_NODELIST = "$(scontrol show hostname $SLURM_JOB_NODELIST | tr -s '\\n' ',')" in CloudAI's test: the
+    # job's nodes, comma separated (CloudAI's batch shell runs the command), not that text
+    multinode = by_id["test.disagg.multinode"].read_text()
+    [line] = [line for line in multinode.splitlines() if "DYNAMO_NODELIST" in line]
+    nodes = subprocess.run(["bash", "-c", f'CLOUDAI_NODES=(n1 n2 n3 n4)\n{line}\necho "$DYNAMO_NODELIST"'],
+                           capture_output=True, text=True, check=True)  # fmt: skip
+    assert nodes.stdout == "n1,n2,n3,n4\n"
+    assert multinode.index("CLOUDAI_NODES=(") < multinode.index(line)
 
 
 def test_cloudais_sglang_and_kvbm_scenarios(tmp_path: Path) -> None:

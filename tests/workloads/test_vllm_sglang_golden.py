@@ -100,19 +100,45 @@ def one_entry(test_name: str, num_nodes: int) -> str:
     return f'name = "s"\n[[Tests]]\nid = "Tests.1"\ntest_name = "{test_name}"\nnum_nodes = {num_nodes}\n'
 
 
-@pytest.mark.parametrize("name", sorted(CLOUDAI_REF_TESTS))
-def test_steps_match_cloudais_reference(tmp_path: Path, name: str) -> None:
+def render_ref(tmp_path: Path, name: str) -> tuple[str, str]:
+    """(our script for CloudAI's reference test ``name``, CloudAI's reference), both with CloudAI's placeholders
+    (CloudAI's ``__INSTALL_DIR__`` is its reference system's install path, ``__OUTPUT_DIR__/install``)."""
     install = tmp_path / "install"
     tests = tmp_path / "tests"
     tests.mkdir()
     toml, nodes = CLOUDAI_REF_TESTS[name]
     (tests / "t.toml").write_text(toml.format(name=name))
     [script] = dry_run(tmp_path, ref_system(tmp_path, install), tests, one_entry(name, nodes))
-    ours = steps_of(placeholders(script, install))
-    theirs = steps_of((REF / f"{name}.sbatch").read_text())
+    ref = (REF / f"{name}.sbatch").read_text().replace("__INSTALL_DIR__", "__OUTPUT_DIR__/install")
+    return placeholders(script, install), ref
+
+
+@pytest.mark.parametrize("name", sorted(CLOUDAI_REF_TESTS))
+def test_steps_match_cloudais_reference(tmp_path: Path, name: str) -> None:
+    script, ref = render_ref(tmp_path, name)
+    ours = steps_of(script)
+    theirs = steps_of(ref)
     assert [k for k, _ in ours] == [k for k, _ in theirs]
     for (_, mine), (_, cloudai) in zip(ours, theirs, strict=True):
         assert mine == cloudai
+
+
+_MOUNTS = re.compile(r"--container-mounts=(\S+)")
+HF_MOUNT = "__OUTPUT_DIR__/install/huggingface:/root/.cache/huggingface"
+
+
+@pytest.mark.parametrize("name", sorted(CLOUDAI_REF_TESTS))
+def test_every_step_mounts_what_cloudais_reference_mounts(tmp_path: Path, name: str) -> None:
+    """CloudAI's Hugging Face cache (the system's ``hf_home_path``, ``<install_path>/huggingface`` by default) at
+    ``/root/.cache/huggingface`` in every step: without it each job downloads the weights again, and a node that
+    cannot reach the hub fails. The directory is made before the first step (a mount's source must exist), and
+    ``HF_HOME`` points at the mount (pyxis runs the image as the submitting user, whose cache is not root's)."""
+    script, ref = render_ref(tmp_path, name)
+    theirs = set(_MOUNTS.findall(ref))
+    assert len(theirs) == 1 and next(iter(theirs)).endswith(f",{HF_MOUNT}")
+    assert set(_MOUNTS.findall(script)) == theirs
+    assert script.index("mkdir -p __OUTPUT_DIR__/install/huggingface\n") < script.index("srun ")
+    assert "\nexport HF_HOME=/root/.cache/huggingface\n" in script
 
 
 SCENARIOS = [

@@ -255,8 +255,8 @@ def verify_configs(
     setup_logging(verbose, log_file)
     from cloudai.plan.verify import install_notes, verify_paths
 
-    checked, problems = verify_paths(list(paths), tests_dir, hook_dir)
-    for note in install_notes(list(paths)):
+    checked, problems, notes = verify_paths(list(paths), tests_dir, hook_dir)
+    for note in [*notes, *install_notes(list(paths))]:
         click.echo(note)
     for problem in problems:
         click.echo(f"error: {problem}", err=True)

@@ -63,6 +63,7 @@ class SlurmSystemConfig(BaseModel):
     scheduler: Literal["slurm"] = "slurm"
     install_path: Path = Path("./install")
     output_path: Path = Path("./results")
+    hf_home_path: Path | None = None  # CloudAI's Hugging Face cache, mounted into serving jobs; see hf_home()
     partitions: list[SlurmPartition] = Field(min_length=1)  # before default_partition: its validator reads it
     default_partition: str
     account: str | None = None
@@ -117,8 +118,9 @@ class SlurmSystemConfig(BaseModel):
         for field, value in fields.items():
             if value is not None:
                 check_one_line(value, field)
-        for field, path in (("install_path", self.install_path), ("output_path", self.output_path)):
-            if "," in str(path) or has_control(str(path)):  # a mount source: a comma would start another mount
+        paths = {"install_path": self.install_path, "output_path": self.output_path, "hf_home_path": self.hf_home_path}
+        for field, path in paths.items():
+            if path is not None and ("," in str(path) or has_control(str(path))):  # a mount source
                 raise ValueError(f"{field} {str(path)!r} holds a ',' or a control character (it is mounted into "
                                  "containers as SRC:DST, one per comma)")  # fmt: skip
         return self

@@ -21,6 +21,7 @@ class StandaloneSystemConfig(BaseModel):
     scheduler: Literal["standalone"] = "standalone"
     install_path: Path = Path("./install")
     output_path: Path = Path("./results")
+    hf_home_path: Path | None = None  # CloudAI's field; see hf_home()
     global_env_vars: dict[str, str] = Field(default_factory=dict)
     monitor_interval: float = Field(default=1.0, gt=0)
     max_concurrent_jobs: int = Field(default=8, ge=1)
@@ -33,6 +34,13 @@ class StandaloneSystemConfig(BaseModel):
     def _env_names(cls, env: dict[str, str]) -> dict[str, str]:
         check_env(env)
         return env
+
+
+def hf_home(config: BaseModel) -> Path:
+    """The system's Hugging Face cache (CloudAI's ``hf_home_path``, by default ``<install_path>/huggingface``),
+    absolute: serving jobs mount it into their containers so that every job reuses the weights once downloaded."""
+    path = getattr(config, "hf_home_path", None) or Path(getattr(config, "install_path", "./install")) / "huggingface"
+    return Path(path).absolute()
 
 
 SYSTEM_MODELS: dict[str, type[BaseModel]] = {"standalone": StandaloneSystemConfig}

@@ -293,6 +293,7 @@ class CloudAIGymEnv(BaseGym):
             name,
             self.setup.system.install_path,
             self.setup.system.gpus_per_node,
+            self.setup.system.hf_home_path,
         )
         self._pending[step] = trial  # before submit: close() must know of it
         self._running.setdefault(trial.key, trial)  # a twin measured again (measure_again) is not a follower

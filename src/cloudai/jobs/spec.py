@@ -40,9 +40,10 @@ def build_spec(
     name: str,
     install_path: Path | None = None,
     gpus_per_node: int | None = None,
+    hf_home: Path | None = None,
 ) -> JobSpec:
-    """The job for one set of knob values (flat names, see ``cloudai.space``); ``install_path`` and
-    ``gpus_per_node`` are the system's."""
+    """The job for one set of knob values (flat names, see ``cloudai.space``); ``install_path``,
+    ``gpus_per_node`` and ``hf_home`` (default ``<install_path>/huggingface``, as CloudAI's) are the system's."""
     cmd_args, env, num_nodes = split_knobs(values)
     num_nodes = job_nodes(workload, cmd_args, num_nodes, "num_nodes" in entry.scenario_fields)
     log.debug("job %s: %s in %s", name, values, job_dir)
@@ -57,6 +58,7 @@ def build_spec(
         entry.git_repos,
         entry.time_limit_s,
         entry.extra_container_mounts,
+        hf_home or (install_path / "huggingface" if install_path else None),
     )
     argv = workload.argv(cmd_args, context)
     image = workload.container_image(cmd_args)
@@ -65,7 +67,7 @@ def build_spec(
         *repo_mounts(entry, install_path),
         *workload.container_mounts(cmd_args, context),
     )
-    container = Container(image, mounts) if image else None
+    container = Container(image, mounts, tuple(workload.container_env(cmd_args, context).items())) if image else None
     ntasks = workload.ntasks(cmd_args)
     return JobSpec(
         name,

@@ -4,6 +4,12 @@ A file's kind is told by its content: ``scheduler`` -> system, ``Tests`` -> scen
 ``test_template_name`` -> test. Scenarios are checked against the tests found among the
 given paths plus ``--tests-dir``; a test file is also checked on its own (``verify_tests``), so a
 directory of tests alone is checked as deeply as a run would check it.
+
+A test name several files use (CloudAI's ``conf/`` has a ``sglang`` test for AIDynamo and one for SGLang, and
+Megatron-Bridge's per-GPU ``test/<gpu>/`` directories) is resolved per scenario: the file nearest to it (the
+longest common directory, i.e. its own tree's ``test`` dir), each of them when several are as near (every GPU's
+variant; a problem they share is reported once). The name is reported once: a note when the files are in
+different directories (a ``--tests-dir`` holding only one of them runs), a problem when in one (no run can).
 """
 
 from __future__ import annotations
@@ -33,8 +39,13 @@ def _toml_files(paths: list[Path]) -> tuple[list[Path], list[Problem]]:
     return files, problems
 
 
-def verify_paths(paths: list[Path], tests_dir: Path | None, hook_dir: Path | None = None) -> tuple[int, list[Problem]]:
-    """(number of files checked, every problem found); a scenario's hooks are looked up as ``run`` does."""
+Tests = dict[str, tuple[WorkloadConfig, Path]]
+
+
+def verify_paths(
+    paths: list[Path], tests_dir: Path | None, hook_dir: Path | None = None
+) -> tuple[int, list[Problem], list[str]]:
+    """(number of files checked, every problem found, notes); a scenario's hooks are looked up as ``run`` does."""
     files, problems = _toml_files(paths)
     extra_tests, more = _toml_files([tests_dir]) if tests_dir else ([], [])
     problems += more
@@ -45,13 +56,13 @@ def verify_paths(paths: list[Path], tests_dir: Path | None, hook_dir: Path | Non
         except ConfigError as exc:
             if file in files:
                 problems += exc.problems
-    tests: dict[str, tuple[WorkloadConfig, Path]] = {}
+    candidates: dict[str, list[tuple[WorkloadConfig, Path]]] = {}
     broken: dict[str, list[Problem]] = {}  # a scenario naming one is told its cause, not "unknown test"
     for file, content in data.items():
         if "test_template_name" in content and "Tests" not in content:
             try:
                 test = load_test(file)
-                tests.setdefault(test.name, (test, file))
+                candidates.setdefault(test.name, []).append((test, file))
                 if file in files:
                     problems += check_test(test, file)
             except ConfigError as exc:
@@ -59,35 +70,75 @@ def verify_paths(paths: list[Path], tests_dir: Path | None, hook_dir: Path | Non
                 broken.setdefault(name if isinstance(name, str) else file.stem, []).extend(exc.problems)
                 if file in files:
                     problems += exc.problems
+    notes, same_dir = _duplicates(candidates)
+    problems += same_dir
     systems = [c for f, c in data.items() if f in files and "scheduler" in c]
     gpus = systems[0].get("gpus_per_node") if len(systems) == 1 else None  # a rule's GPU count, when one is given
     gpus = gpus if isinstance(gpus, int) else None
     for file in files:
-        problems += _check_file(file, data.get(file), tests, broken, hook_dir, gpus)
-    return len(files), list(dict.fromkeys(problems))  # a test's problem may be found via a scenario too
+        problems += _check_file(file, data.get(file), candidates, broken, hook_dir, gpus)
+    return len(files), list(dict.fromkeys(problems)), notes  # a test's problem may be found via a scenario too
+
+
+def _duplicates(candidates: dict[str, list[tuple[WorkloadConfig, Path]]]) -> tuple[list[str], list[Problem]]:
+    """Each test name more than one file uses, once: a note when the files are in different directories, a
+    problem (as ``run`` reports it) when two are in one directory."""
+    notes: list[str] = []
+    problems: list[Problem] = []
+    for name, found in candidates.items():
+        paths = [path for _, path in found]
+        if len(paths) < 2:
+            continue
+        seen: dict[Path, Path] = {}
+        clash = next(((p, seen[p.parent]) for p in paths if seen.setdefault(p.parent, p) is not p), None)
+        if clash:
+            problems.append(Problem(str(clash[0]), "name", f"test name '{name}' is also used by {clash[1]}",
+                                    "give each test a unique name"))  # fmt: skip
+            continue
+        notes.append(
+            f"note: test name '{name}' is used by {len(paths)} files ({', '.join(map(str, paths))}): each scenario "
+            "is checked against the one in its own tree (the nearest); a --tests-dir holding two of them is refused"
+        )
+    return notes, problems
+
+
+def _nearest(candidates: dict[str, list[tuple[WorkloadConfig, Path]]], scenario: Path) -> list[Tests]:
+    """The tests a scenario is checked against: for each name the nearest file(s); one mapping per variant when
+    several are as near (Megatron-Bridge's per-GPU tests)."""
+    where = scenario.absolute().parts
+
+    def shared(path: Path) -> int:
+        return next(
+            (i for i, (a, b) in enumerate(zip(where, path.absolute().parts, strict=False)) if a != b), len(where)
+        )
+
+    nearest: dict[str, list[tuple[WorkloadConfig, Path]]] = {}
+    for name, found in candidates.items():
+        best = max(shared(path) for _, path in found)
+        nearest[name] = [item for item in found if shared(item[1]) == best]
+    count = max((len(found) for found in nearest.values()), default=1)
+    return [{name: found[min(i, len(found) - 1)] for name, found in nearest.items()} for i in range(count)]
 
 
 def _check_file(
     file: Path,
     content: dict[str, Any] | None,
-    tests: dict[str, tuple[WorkloadConfig, Path]],
+    candidates: dict[str, list[tuple[WorkloadConfig, Path]]],
     broken: dict[str, list[Problem]],
     hook_dir: Path | None = None,
     gpus_per_node: int | None = None,
 ) -> list[Problem]:
     if content is None or ("test_template_name" in content and "Tests" not in content):
         return []  # unreadable (reported) or a test (checked above)
+    if "Tests" in content:
+        problems: list[Problem] = []
+        for tests in _nearest(candidates, file):  # a problem every variant has is reported for the first one
+            known = {(p.field, p.message, p.hint) for p in problems}
+            problems += [p for p in _check_scenario(file, tests, broken, hook_dir, gpus_per_node)
+                         if (p.field, p.message, p.hint) not in known]  # fmt: skip
+        return problems
     try:
-        if "Tests" in content:
-            from cloudai.plan.route import check_scenario
-            from cloudai.plan.valid_space import check_valid_spaces
-
-            scenario = load_scenario(file, tests, broken)
-            if problems := check_valid_spaces(check_scenario(scenario), gpus_per_node):
-                return problems
-            if hooks_of(scenario):  # a pre_test/post_test names a hook scenario that exists, loads and is plain
-                check_scenario(with_hooks(scenario, load_hooks(scenario, None, hook_dir)))
-        elif "scheduler" in content:
+        if "scheduler" in content:
             system_from_dict(content, file)
         else:
             return [
@@ -98,6 +149,23 @@ def _check_file(
                     "a system has 'scheduler', a test 'test_template_name', a scenario '[[Tests]]'",
                 )
             ]
+    except ConfigError as exc:
+        return exc.problems
+    return []
+
+
+def _check_scenario(
+    file: Path, tests: Tests, broken: dict[str, list[Problem]], hook_dir: Path | None, gpus_per_node: int | None
+) -> list[Problem]:
+    from cloudai.plan.route import check_scenario
+    from cloudai.plan.valid_space import check_valid_spaces
+
+    try:
+        scenario = load_scenario(file, tests, broken)
+        if problems := check_valid_spaces(check_scenario(scenario), gpus_per_node):
+            return problems
+        if hooks_of(scenario):  # a pre_test/post_test names a hook scenario that exists, loads and is plain
+            check_scenario(with_hooks(scenario, load_hooks(scenario, None, hook_dir)))
     except ConfigError as exc:
         return exc.problems
     return []

@@ -89,7 +89,14 @@ def dry_run_entries(plan: Plan, run_dir: Path, system: System, echo: Echo, n: in
             why = rule.violation(point, env)
             directory = run_dir / entry.id / "0" / str(step)
             spec = build_spec(
-                entry, workload, values, directory, f"{entry.id}.0.{step}", system.install_path, system.gpus_per_node
+                entry,
+                workload,
+                values,
+                directory,
+                f"{entry.id}.0.{step}",
+                system.install_path,
+                system.gpus_per_node,
+                system.hf_home_path,
             )
             directory.mkdir(parents=True, exist_ok=True)
             (directory / system.script_name).write_text(system.render(spec))

@@ -165,7 +165,14 @@ class PlainRunner:
         directory = job_dir(self.run_dir, entry, unit.iteration)
         name = f"{entry.id}.{unit.iteration}"
         spec = build_spec(
-            entry, workload, plain_values(entry), directory, name, self.system.install_path, self.system.gpus_per_node
+            entry,
+            workload,
+            plain_values(entry),
+            directory,
+            name,
+            self.system.install_path,
+            self.system.gpus_per_node,
+            self.system.hf_home_path,
         )
         unit.job = self.system.submit(spec, dependencies)
         log.info("started %s (%s)", spec.name, unit.job.job_id)
@@ -231,7 +238,14 @@ def dry_run_plain(plan: Plan, run_dir: Path, system: System, echo: Echo, shown: 
             values = plain_values(entry)
             name = f"{entry.id}.{iteration}"
             spec = build_spec(
-                entry, workloads[entry.workload], values, directory, name, system.install_path, system.gpus_per_node
+                entry,
+                workloads[entry.workload],
+                values,
+                directory,
+                name,
+                system.install_path,
+                system.gpus_per_node,
+                system.hf_home_path,
             )
             directory.mkdir(parents=True, exist_ok=True)
             (directory / system.script_name).write_text(system.render(spec))

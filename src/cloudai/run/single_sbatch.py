@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from cloudai.config.system import hf_home
 from cloudai.errors import ConfigError, Interrupted
 from cloudai.jobs.spec import build_spec, finish_job, job_dir, plain_values
 from cloudai.run import Echo
@@ -133,6 +134,7 @@ def build_steps(plan: Plan, run_dir: Path, workloads: dict[str, Workload]) -> La
     """The script's steps (see the module docstring). Raises ``ConfigError`` for what cannot be unrolled."""
     layout = Layout()
     install = Path(plan.system_config.install_path).absolute()
+    hf = hf_home(plan.system_config)
     entries = ordered(plan.scenario.entries)
     last = {e.id: f"{e.id}.{e.iterations - 1}" for e in entries}
     for entry in entries:
@@ -141,7 +143,9 @@ def build_steps(plan: Plan, run_dir: Path, workloads: dict[str, Workload]) -> La
         if checked.agent_driven:
             for iteration in range(entry.iterations):
                 gpus = getattr(plan.system_config, "gpus_per_node", None)
-                layout.iterations.append(_unroll(checked, workload, run_dir, iteration, layout.steps, install, gpus))
+                layout.iterations.append(
+                    _unroll(checked, workload, run_dir, iteration, layout.steps, (install, hf), gpus)
+                )
             continue
         ends = [d.id for d in entry.dependencies if d.type == "end_post_comp"]
         for iteration in range(1 if ends else entry.iterations):  # stopped at once: later iterations never start
@@ -154,6 +158,7 @@ def build_steps(plan: Plan, run_dir: Path, workloads: dict[str, Workload]) -> La
                 f"{entry.id}.{iteration}",
                 install,
                 getattr(plan.system_config, "gpus_per_node", None),
+                hf,
             )
             if ends:
                 reason = f"{ends[0]} completed (end_post_comp)"
@@ -198,9 +203,10 @@ def _unroll(
     run_dir: Path,
     iteration: int,
     steps: list[ScriptStep],
-    install: Path,
+    paths: tuple[Path, Path],
     gpus_per_node: int | None,
 ) -> _Iteration:
+    """``paths``: the system's install path and Hugging Face cache."""
     from cloudai.agents import AGENTS
     from cloudai.envs.env_params import sampler_for
     from cloudai.plan.agent_checks import agent_space, default_steps
@@ -222,7 +228,7 @@ def _unroll(
         point = space.grid_point(index)
         name = f"{entry.id}.{iteration}.{step}"
         values = space.full({**point, **env})
-        spec = build_spec(entry, workload, values, result.out_dir / str(step), name, install, gpus_per_node)
+        spec = build_spec(entry, workload, values, result.out_dir / str(step), name, paths[0], gpus_per_node, paths[1])
         steps.append(ScriptStep(spec))
         result.trials.append(_Trial(step, point, env, name))
     return result

@@ -60,6 +60,9 @@ class Container:
 
     image: str
     mounts: tuple[str, ...] = ()
+    # Variables that only make sense inside the image (a path under one of its mounts): exported only where the
+    # job runs in its container, and never over a variable the system or the test sets.
+    env: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -153,6 +156,8 @@ class System(ABC):
     name: str
     #: The system's ``install_path``, absolute (what ``cloudai install`` fills; workloads find their tools there).
     install_path: Path | None = None
+    #: The system's Hugging Face cache, absolute (``config.system.hf_home``): serving jobs mount it.
+    hf_home_path: Path | None = None
     #: Whether jobs run on this machine (standalone): a workload's ``session`` (a warm worker) can serve them.
     local_jobs: bool = False
     #: GPUs on each node (Slurm's ``gpus_per_node``), for workload constraints; None: the system does not say.

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cloudai.atomicfile import write_small
-from cloudai.config.system import StandaloneSystemConfig
+from cloudai.config.system import StandaloneSystemConfig, hf_home
 from cloudai.systems.base import Job, JobSpec, JobStatus, System, held_interrupts, redeliver
 from cloudai.systems.contain import Contained, Containment
 from cloudai.systems.hidden_env import job_environ
@@ -68,6 +68,7 @@ class StandaloneSystem(System):
         self.config = config
         self.name = config.name
         self.install_path = config.install_path.absolute()
+        self.hf_home_path = hf_home(config)
         self._procs: dict[Job, _Proc] = {}
         self._cancelling: dict[Job, str] = {}  # job -> reason, while its group is being stopped
         self._contain = Containment(cgroups=config.job_containment == "cgroup")  # see systems.contain

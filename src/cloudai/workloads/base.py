@@ -104,6 +104,7 @@ class JobContext:
     git_repos: tuple[GitRepoSpec, ...] = ()  # the test's [[git_repos]], expected at install_path / dir_name
     time_limit_s: float | None = None  # the entry's time_limit (a launcher that submits its own job passes it on)
     extra_container_mounts: tuple[str, ...] = ()  # the test's (a launcher that submits its own job passes them on)
+    hf_home: Path | None = None  # the system's Hugging Face cache (CloudAI's hf_home_path), absolute
 
 
 @dataclass(frozen=True)
@@ -198,6 +199,11 @@ class Workload(ABC):
     def container_mounts(self, args: Mapping[str, Any], job: JobContext) -> Sequence[str]:
         """``src:dst`` mounts the command needs in its container, after the test's ``extra_container_mounts``."""
         return ()
+
+    def container_env(self, args: Mapping[str, Any], job: JobContext) -> Mapping[str, str]:
+        """Variables for the command in its container only (a path under one of ``container_mounts``): a system
+        that runs the job on the host does not set them."""
+        return {}
 
     def ntasks_per_node(self, args: Mapping[str, Any]) -> int | None:
         """Processes per node when the command fixes that; None: the system's own."""

@@ -11,6 +11,7 @@ CloudAI's order (``SlurmCommandGenStrategy.gen_srun_prefix`` / ``container_mount
 ``$VAR`` gets it from the batch shell, as CloudAI's unquoted line does, and ``$PWD`` (CloudAI's
 ``$PWD/conf/...``) is the directory cloudai runs in, which is what CloudAI's batch shell has there.
 ``--no-container-mount-home`` is there unless the system sets ``container_mount_home = true``.
+The workload's own mounts come last (a serving job's: the system's ``hf_home_path``, CloudAI's Hugging Face cache).
 
 A job without an image, or a system with ``container_runtime = "none"``, gets no flags: its argv
 runs on the host (the image is then named in a comment, so a dry-run shows what was dropped).
@@ -69,6 +70,14 @@ def container_flags(spec: JobSpec, config: SlurmSystemConfig) -> list[str]:
     if not config.container_mount_home:
         flags.append("--no-container-mount-home")
     return flags
+
+
+def container_env(spec: JobSpec, config: SlurmSystemConfig) -> dict[str, str]:
+    """The job's container-only variables (``Container.env``, e.g. AIDynamo's ``HF_HOME`` under its mount) when it
+    runs in its container, but none the system's ``global_env_vars`` or the job's own environment set."""
+    if not container_flags(spec, config) or spec.container is None:
+        return {}
+    return {k: v for k, v in spec.container.env if k not in config.global_env_vars and k not in spec.env}
 
 
 def container_note(spec: JobSpec, config: SlurmSystemConfig) -> list[str]:

@@ -19,7 +19,7 @@ from cloudai.errors import ConfigError
 from cloudai.steps import Run
 from cloudai.systems.base import DEPENDENCY_TYPES, Container, JobSpec
 from cloudai.systems.shell import directive, export_lines, join, quote
-from cloudai.systems.slurm.container import container_flags, container_note
+from cloudai.systems.slurm.container import container_env, container_flags, container_note
 from cloudai.systems.slurm.placement import placement_flags
 from cloudai.systems.slurm.tasks import with_ntasks
 from cloudai.systems.steps_script import Launch, has_background, render_steps
@@ -128,7 +128,7 @@ def render_sbatch(spec: JobSpec, config: SlurmSystemConfig, dependencies: Sequen
         exclude_nodes=spec.exclude_nodes,
     )
     lines.append("")
-    lines += export_lines(config.global_env_vars, spec.env)
+    lines += export_lines(config.global_env_vars, spec.env, container_env(spec, config))
     lines.append(f"cd {quote(str(job_dir))}")
     lines.append("")
     lines += container_note(spec, config)

@@ -24,7 +24,7 @@ from cloudai.config.slurm import SlurmSystemConfig
 from cloudai.errors import ConfigError
 from cloudai.systems.base import Job, JobSpec, JobStatus
 from cloudai.systems.shell import export_lines, join, quote
-from cloudai.systems.slurm.container import container_flags
+from cloudai.systems.slurm.container import container_env, container_flags
 from cloudai.systems.slurm.placement import placed_count, resolve_nodes
 from cloudai.systems.slurm.render import STDERR, STDOUT, sbatch_header, slurm_file, srun_prefix, time_directive
 from cloudai.systems.slurm.system import SlurmSystem
@@ -119,7 +119,11 @@ def _step_lines(step: ScriptStep, config: SlurmSystemConfig, index: int) -> list
     srun = " ".join([*with_ntasks(srun_prefix(config, flags), spec), join(spec.argv)])
     if spec.in_batch_shell:
         srun = join(spec.argv)
-    body = [*export_lines(spec.env), f"cd {quoted_dir}", f"cloudai_step {quoted_dir} {srun}"]
+    body = [
+        *export_lines(spec.env, container_env(spec, config)),
+        f"cd {quoted_dir}",
+        f"cloudai_step {quoted_dir} {srun}",
+    ]
     block = [f"mkdir -p {quoted_dir}", "(", *[f"    {line}" for line in body], ")"]
     if step.stop_after:
         block[-1] = ") &"

@@ -25,6 +25,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from cloudai.config.slurm import SlurmSystemConfig
+from cloudai.config.system import hf_home
 from cloudai.errors import ConfigError, SubmissionError, SystemError_
 from cloudai.systems.base import Job, JobSpec, JobStatus, NodeNeed, System, held_interrupts, redeliver
 from cloudai.systems.slurm.commands import SlurmCommands
@@ -59,6 +60,7 @@ class SlurmSystem(System):
         self.config = config
         self.name = config.name
         self.install_path = config.install_path.absolute()
+        self.hf_home_path = hf_home(config)
         self.gpus_per_node = config.gpus_per_node
         self.commands = SlurmCommands(config.command_timeout_s)
         self._last_poll = 0.0

@@ -38,6 +38,8 @@ from cloudai.workloads.heredoc import write_lines, written_files
 HEAD = "${CLOUDAI_HEAD_NODE}"
 GENAI_PERF_DIR, GENAI_PERF_EXPORT = "genai_perf_artifacts", "profile_genai_perf.csv"
 AIPERF_REPORT = "aiperf_report.csv"
+HF_HOME = "/cloudai_install/huggingface"  # CloudAI's CONTAINER_MOUNT_HF_HOME
+NODELIST = "DYNAMO_NODELIST"
 _END = "CLOUDAI_AIPERF_EOF"
 
 
@@ -64,6 +66,16 @@ def environment(model: AIDynamoArgs, job_dir: Path, env: Mapping[str, str] | Non
     if "aiperf.sh" in model.workload_list:
         script = aiperf_script.render(model, str(job_dir))
         lines += write_lines(job_dir / aiperf_script.SCRIPT, script, _END, executable=True)
+    return "\n".join(lines)
+
+
+def job_lines(job: JobContext) -> str:
+    """The Hugging Face cache made (a mount's source must exist) and ``DYNAMO_NODELIST``, the job's nodes comma
+    separated, which CloudAI's files compute with ``$(scontrol show hostname ...)`` in ``extra_env_vars`` (see
+    ``AIDynamo.job_env``); a list the test gives as plain text is kept."""
+    lines = [f"mkdir -p {shlex.quote(str(job.hf_home))}"] if job.hf_home else []
+    if NODELIST not in job.env:
+        lines.append(f'export {NODELIST}="$(IFS=,; echo "${{CLOUDAI_NODES[*]}}")"')
     return "\n".join(lines)
 
 
@@ -147,9 +159,15 @@ class AIDynamo(Workload):
         d = model.dynamo
         frontend = Run((*shlex.split(d.ingress_cmd), "--http-port", str(d.port)), name="frontend",
                        background=True, output="dynamo_ingress.log", node=0, ntasks=1)  # fmt: skip
-        return [Shell(environment(model, job_dir, job.env)), *services(model, job.num_nodes), *workers,
-                Shell(ready_wait(d, workers)), frontend, WaitHttp(Var(f"{_frontend(model)}/v1/models"), 600, 5),
-                *clients(model, job_dir)]  # fmt: skip
+        setup = Shell("\n".join(filter(None, (job_lines(job), environment(model, job_dir, job.env)))))
+        return [setup, *services(model, job.num_nodes), *workers, Shell(ready_wait(d, workers)), frontend,
+                WaitHttp(Var(f"{_frontend(model)}/v1/models"), 600, 5), *clients(model, job_dir)]  # fmt: skip
+
+    def job_env(self, args: Mapping[str, Any], env: Mapping[str, str]) -> dict[str, str]:
+        """``DYNAMO_NODELIST`` given as a command (CloudAI's ``"$(scontrol show hostname $SLURM_JOB_NODELIST | tr -s
+        '\\n' ',')"``, which its batch shell runs) is left out: ``job_lines`` exports the job's nodes instead, on any
+        system. (Every other value is exported as text: configuration never becomes shell code.)"""
+        return {k: v for k, v in env.items() if k != NODELIST or not ("$(" in v or "`" in v)}
 
     def num_nodes(self, args: Mapping[str, Any]) -> int | None:
         d = AIDynamoArgs.model_validate(args).dynamo
@@ -159,7 +177,13 @@ class AIDynamo(Workload):
         return AIDynamoArgs.model_validate(args).docker_image_url or None
 
     def container_mounts(self, args: Mapping[str, Any], job: JobContext) -> Sequence[str]:
-        return cache_config.container_mounts(AIDynamoArgs.model_validate(args))
+        """CloudAI's: the system's Hugging Face cache at ``/cloudai_install/huggingface``, then the cache dirs."""
+        hf = [f"{job.hf_home}:{HF_HOME}"] if job.hf_home else []
+        return [*hf, *cache_config.container_mounts(AIDynamoArgs.model_validate(args))]
+
+    def container_env(self, args: Mapping[str, Any], job: JobContext) -> Mapping[str, str]:
+        """``HF_HOME`` at that mount, as CloudAI's ``ai_dynamo.sh --hf-home`` exports it for the workers."""
+        return {"HF_HOME": HF_HOME} if job.hf_home else {}
 
     def constraint(self, args: Mapping[str, Any], resources: Resources = ONE_NODE) -> str | None:
         """CloudAI's rules: prefill tp <= decode tp; a worker's tp*pp GPUs fit a node, both workers' on a

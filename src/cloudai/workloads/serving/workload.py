@@ -31,6 +31,7 @@ from cloudai.workloads.serving.results import (
     serving_metrics,
 )
 
+HF_CACHE = "/root/.cache/huggingface"  # where CloudAI mounts the system's hf_home_path in a vLLM / SGLang image
 POLL_S = 1  # how often a health URL is tried (CloudAI: every 5 s; a curl a second costs nothing and saves 4 s)
 
 
@@ -109,6 +110,15 @@ class ServingWorkload(Workload):
     def ntasks(self, args: Mapping[str, Any]) -> int | None:
         return 1
 
+    def container_mounts(self, args: Mapping[str, Any], job: JobContext) -> Sequence[str]:
+        """CloudAI's Hugging Face cache mount: the weights are downloaded once per system, not once per job."""
+        return [f"{job.hf_home}:{HF_CACHE}"] if job.hf_home else []
+
+    def container_env(self, args: Mapping[str, Any], job: JobContext) -> Mapping[str, str]:
+        """``HF_HOME`` at the mount: the cache is ``/root/.cache/huggingface`` only for root, and pyxis runs the
+        image as the submitting user."""
+        return {"HF_HOME": HF_CACHE} if job.hf_home else {}
+
     def constraint(self, args: Mapping[str, Any], resources: Resources = ONE_NODE) -> str | None:
         """CloudAI's rules before any trial: role node counts that add up to the job's nodes, and (vLLM)
         ``tp * pp * dp`` within each role's GPUs."""
@@ -135,6 +145,7 @@ class ServingWorkload(Workload):
         first = servers[0]
         gpus = used_gpus(model, job.num_nodes, job.env, job.gpus_per_node)
         setup = [f"echo {gpus} > {GPUS_FILE}", "export PORT_OFFSET=$((${SLURM_JOB_ID:-0} % 1000))"]
+        setup += [f"mkdir -p {shlex.quote(str(job.hf_home))}"] if job.hf_home else []  # a mount's source must exist
         setup += _node_lines(servers) + self.preamble(model, servers, job)
         steps: list[Step] = [Shell("\n".join(setup)), Shell(f'echo "Starting {self.title} instances..."')]
         disaggregated = len(servers) > 1
