@@ -14,8 +14,12 @@ at the top. Differences, each deliberate:
   infer them (CloudAI's 1 means the same for a dense model).
 * ``prefill_correction_scale``/``decode_correction_scale`` other than 1.0 are refused: aiconfigurator 0.12's public
   API has no such scaling, and a silently ignored knob would make every value look the same.
-* ``total_gpus`` (ours): the GPUs a configuration may use (one replica: prefill and decode workers together); a
-  configuration that needs more is a constraint step, never run.
+* ``total_gpus`` (ours, ``cli default``'s ``--total-gpus``): the GPUs of the question. A replica (agg: one worker;
+  disagg: its prefill and decode workers together) that needs more is a constraint step, never run; one that
+  needs fewer is repeated as whole replicas, and the per-GPU throughput counts all ``total_gpus`` (idle included),
+  as aiconfigurator counts it.
+* ``p_moe_tp``/``p_moe_ep``/``d_moe_tp``/``d_moe_ep`` (disagg; CloudAI has no such fields): the MoE parallelism of
+  the prefill and decode workers, aiconfigurator's own names in its sweep.
 """
 
 from __future__ import annotations
@@ -81,11 +85,15 @@ class Disagg(_Quant):
     p_dp: int = Field(default=1, ge=1)
     p_bs: int = Field(ge=1)
     p_workers: int = Field(ge=1)
+    p_moe_tp: int | None = Field(default=None, ge=1)
+    p_moe_ep: int | None = Field(default=None, ge=1)
     d_tp: int = Field(default=1, ge=1)
     d_pp: int = Field(default=1, ge=1)
     d_dp: int = Field(default=1, ge=1)
     d_bs: int = Field(ge=1)
     d_workers: int = Field(ge=1)
+    d_moe_tp: int | None = Field(default=None, ge=1)
+    d_moe_ep: int | None = Field(default=None, ge=1)
     prefill_correction_scale: float = 1.0
     decode_correction_scale: float = 1.0
 
@@ -162,7 +170,9 @@ def _agg(a: Agg) -> dict[str, Any]:
 
 
 def _disagg(d: Disagg) -> dict[str, Any]:
-    return {
+    moe = {"prefill_moe_tp_size": d.p_moe_tp, "prefill_moe_ep_size": d.p_moe_ep, "decode_moe_tp_size": d.d_moe_tp,
+           "decode_moe_ep_size": d.d_moe_ep}  # fmt: skip
+    return {k: v for k, v in moe.items() if v is not None} | {
         "mode": "disagg",
         "prefill_tp_size": d.p_tp,
         "prefill_pp_size": d.p_pp,

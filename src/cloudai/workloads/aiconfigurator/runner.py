@@ -6,9 +6,10 @@ so it must not import cloudai.
 
 Commands:
 
-* ``trial JOB_DIR REQUEST_JSON``: one estimate; writes ``metrics.json`` and ``report.json`` into ``JOB_DIR`` and
-  prints a readable summary. Exit 0: estimated; 1: the configuration is infeasible (out of memory, ...): the
-  model's own reason is printed as ``error: ...``; 2: a request the package refuses.
+* ``trial JOB_DIR REQUEST_JSON [TOTAL_GPUS]``: one estimate; writes ``metrics.json`` and ``report.json`` into
+  ``JOB_DIR`` and prints a readable summary. With ``TOTAL_GPUS``, the per-GPU figures are over all of them, as
+  ``aiconfigurator cli default`` counts (``on_cluster``). Exit 0: estimated; 1: the configuration is infeasible
+  (out of memory, ...): the model's own reason is printed as ``error: ...``; 2: a request the package refuses.
 * ``worker``: the warm worker (below); prints ``ready`` once it listens (``running`` when one already does).
 * ``catalog``: what this release ships (systems, backends, database versions, models) as JSON, for cloudai's
   load-time checks.
@@ -49,8 +50,9 @@ FROM_RAW = {
     "tokens_per_s_per_user": "tokens/s/user",
     "request_latency_ms": "request_latency",
     "tokens_per_s": "tokens/s",
-    "total_gpus": "num_total_gpus",
+    "gpus_per_replica": "num_total_gpus",
 }
+CLUSTER = ("replicas", "gpus_per_replica", "gpus_used", "total_gpus")
 _versions: dict[tuple[str, str], str] = {}  # (system, backend) -> the release's default database version
 
 
@@ -115,6 +117,30 @@ def metrics_of(raw: dict[str, Any]) -> dict[str, float]:
             metrics["default"] = 1.0 / max(metrics[name], 1e-9) if invert else metrics[name]
             break
     return {"default": metrics.pop("default"), **metrics} if "default" in metrics else metrics
+
+
+def on_cluster(metrics: dict[str, float], total_gpus: int | None) -> dict[str, float]:
+    """The estimate of one replica as ``aiconfigurator cli default`` reports it on ``total_gpus`` GPUs.
+
+    ``cli default`` fills the GPUs with whole replicas and divides by *all* of them (``tokens/s/gpu_cluster``:
+    per-replica tokens/s/gpu x ``total // gpus_per_replica`` x ``gpus_per_replica`` / ``total``, in that order,
+    so the figure is bit for bit its own): GPUs a replica leaves idle count, as they do when a cluster is bought.
+    ``tokens_per_s_per_gpu`` becomes that figure; the replica's own is kept as ``tokens_per_s_per_gpu_replica``,
+    beside ``replicas``, ``gpus_used`` and ``total_gpus``; ``tokens_per_s`` is the replicas' sum. Without a
+    ``total_gpus`` the question is one replica (``total_gpus`` = its GPUs)."""
+    out = dict(metrics)
+    per_replica, gpus = out.get("tokens_per_s_per_gpu"), out.get("gpus_per_replica")
+    if per_replica is None or not gpus:
+        return out
+    total = total_gpus or int(gpus)
+    replicas = total // int(gpus)
+    out["tokens_per_s_per_gpu_replica"] = per_replica
+    out["tokens_per_s_per_gpu"] = per_replica * replicas * gpus / total
+    out |= {"replicas": float(replicas), "gpus_used": float(replicas * gpus), "total_gpus": float(total)}
+    if "tokens_per_s" in out:
+        out["tokens_per_s"] = out["tokens_per_s"] * replicas
+    out["default"] = out["tokens_per_s_per_gpu"]  # CloudAI's rule: tokens/s/gpu when there is one
+    return out
 
 
 def _default_version(system: str, backend: str) -> str:
@@ -226,7 +252,7 @@ def _same_user(conn: socket.socket) -> bool:
 # --- the trial --------------------------------------------------------------------------------------------------
 
 
-def trial(job_dir: Path, request: dict[str, Any]) -> int:
+def trial(job_dir: Path, request: dict[str, Any], total_gpus: int | None = None) -> int:
     start = time.perf_counter()
     answer, source = ask(request)
     versions = answer.get("versions", {})
@@ -237,9 +263,9 @@ def trial(job_dir: Path, request: dict[str, Any]) -> int:
     if not answer.get("ok"):
         print(f"error: {answer.get('reason')}")
         return 2 if answer.get("refused") else 1
-    metrics = answer["metrics"]
+    metrics = on_cluster(answer["metrics"], total_gpus)
     (job_dir / "metrics.json").write_text(json.dumps(metrics, indent=1) + "\n")
-    for name in (*SHOWN, "tokens_per_s", "memory_gb", "total_gpus"):
+    for name in (*SHOWN, "tokens_per_s_per_gpu_replica", "tokens_per_s", "memory_gb", *CLUSTER):
         if name in metrics:
             print(f"{name:>24} {metrics[name]:12.3f}")
     elapsed = (time.perf_counter() - start) * 1000
@@ -271,14 +297,14 @@ def catalog() -> dict[str, Any]:
 
 def main(argv: list[str]) -> int:
     command = argv[0] if argv else ""
-    if command == "trial" and len(argv) == 3:
-        return trial(Path(argv[1]), json.loads(argv[2]))
+    if command == "trial" and len(argv) in (3, 4):
+        return trial(Path(argv[1]), json.loads(argv[2]), int(argv[3]) if len(argv) == 4 else None)
     if command == "worker":
         return worker()
     if command == "catalog":
         print(json.dumps(catalog()))
         return 0
-    print("usage: runner.py trial JOB_DIR REQUEST_JSON | worker | catalog", file=sys.stderr)
+    print("usage: runner.py trial JOB_DIR REQUEST_JSON [TOTAL_GPUS] | worker | catalog", file=sys.stderr)
     return 2
 
 

@@ -9,9 +9,11 @@ asks a warm worker process (see ``runner``'s docstring), so a trial after the fi
 ~3 s of importing the package and loading a database.
 
 Metrics are CloudAI's names (``default`` = tokens/s/gpu, CloudAI's rule) plus ``request_latency_ms``,
-``tokens_per_s``, ``memory_gb`` and ``total_gpus``. A configuration the model says cannot run (out of memory, a
-parallelism it refuses) is a failed trial whose reason is the model's own line. The release and database version
-each trial used are in its ``stdout.txt`` and ``report.json``.
+``tokens_per_s``, ``memory_gb`` and the replica count. The per-GPU figure is aiconfigurator's own quantity: with
+``total_gpus``, whole replicas fill the GPUs and the throughput is divided by all of them, idle ones included
+(``runner.on_cluster``); the replica's own figure is ``tokens_per_s_per_gpu_replica``. A configuration the model
+says cannot run (out of memory, a parallelism it refuses) is a failed trial whose reason is the model's own line.
+The release and database version each trial used are in its ``stdout.txt`` and ``report.json``.
 """
 
 from __future__ import annotations
@@ -39,6 +41,10 @@ METRICS = (
     "request_latency_ms",
     "tokens_per_s",
     "memory_gb",
+    "tokens_per_s_per_gpu_replica",
+    "replicas",
+    "gpus_per_replica",
+    "gpus_used",
     "total_gpus",
 )
 UNITS = {
@@ -49,6 +55,9 @@ UNITS = {
     "tokens_per_s_per_user": "tokens/s/user",
     "tokens_per_s": "tokens/s",
     "memory_gb": "GB",
+    "tokens_per_s_per_gpu_replica": "tokens/s/GPU",
+    "gpus_per_replica": "GPUs",
+    "gpus_used": "GPUs",
     "total_gpus": "GPUs",
 }
 
@@ -78,7 +87,8 @@ class Aiconfigurator(Workload):
     def argv(self, args: Mapping[str, Any], job: JobContext) -> list[str]:
         values = AiconfiguratorArgs.model_validate(args)
         python = catalog.ENV.python(job.install_path) if job.install_path else Path("python3")
-        return [str(python), str(catalog.RUNNER), "trial", str(job.job_dir.absolute()), json.dumps(request(values))]
+        argv = [str(python), str(catalog.RUNNER), "trial", str(job.job_dir.absolute()), json.dumps(request(values))]
+        return argv if values.total_gpus is None else [*argv, str(values.total_gpus)]
 
     def ntasks(self, args: Mapping[str, Any]) -> int | None:
         return 1  # one estimate, not an MPI program
