@@ -167,7 +167,7 @@ def test_gymnasium_checker_passes_over_live_servingsim(tmp_path: Path) -> None:
         ("array", "ok", ""),
         ("scalars", "ok", ""),
         ("long", "failed", "the server observed 3 value(s); its observation_space declares 2"),
-        ("nan", "failed", "observation not a finite number: b = nan"),
+        ("nan", "failed", "observation does not fit its space: b = nan (not a finite number)"),
     ],
 )
 def test_numpy_values_are_numbers_and_a_bad_observation_fails_the_step(

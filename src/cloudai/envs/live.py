@@ -51,8 +51,9 @@ from cloudai.envs.knobs import observation_leaves
 from cloudai.envs.offline import TrialSetup, check_action, replayed
 from cloudai.errors import ConfigError, GymServerError, Problem, did_you_mean
 from cloudai.gymserver.factory import create_gym_server, is_reserved
+from cloudai.gymserver.layout import ObservationLayout
 from cloudai.gymserver.protocol import GymServer, close_server
-from cloudai.gymserver.spaces import as_leaf, narrow_space, to_dimension
+from cloudai.gymserver.spaces import narrow_space, to_dimension
 from cloudai.space import Space, flatten, is_range
 from cloudai.trajectory.episodes import EpisodeLog
 from cloudai.trajectory.records import TrajectoryWriter
@@ -85,14 +86,6 @@ def as_number(value: Any) -> float | None:
     if getattr(value, "shape", None) == ():  # a numpy scalar or 0-d array
         value = value.item()
     return float(value) if isinstance(value, numbers.Real) else None
-
-
-def observed_values(raw: Any) -> list[Any]:
-    """A server's observation as a flat list: a list or tuple as it is, a numpy array flattened to Python values
-    (``tolist``); anything else is no values."""
-    if hasattr(raw, "tolist") and getattr(raw, "shape", ()) != ():
-        raw = raw.reshape(-1).tolist() if hasattr(raw, "reshape") else raw.tolist()
-    return list(raw) if isinstance(raw, list | tuple) else []
 
 
 @dataclass(eq=False)
@@ -156,9 +149,9 @@ class LiveGymEnv(BaseGym):
         try:
             self.action_space, self._fixed = self._spaces(declared, prefix)
             names = self._call("observation_space", self.server.observation_space)
-            self.metrics = tuple(wanted or names)
-            self._slots = _slots(list(names), self.metrics, f"{entry.field_prefix}.agent_metrics")
-            self._width = _width(names)  # values per observation
+            self.layout = ObservationLayout(names)  # one column per value, a box leaf of width n its n columns
+            self.metrics = tuple(self.layout.select(wanted, f"{entry.field_prefix}.agent_metrics"))
+            self._slots = [self.layout.columns.index(m) for m in self.metrics]
             for env_id in range(1, max(1, setup.max_in_flight)):  # the other environments: the same server kind
                 server = create_gym_server(cmd_args, metrics=wanted, prefix=prefix, record_dir=setup.out_dir)
                 self._lanes.append(_Lane(env_id, server))
@@ -167,6 +160,9 @@ class LiveGymEnv(BaseGym):
                 close_server(lane.server)
             raise
         self.max_in_flight = len(self._lanes)
+        encode = getattr(self.server, "encode_observation", None)
+        if callable(encode):  # CloudAI's hook (PR #934): the adapter asks the env for it
+            self.encode_observation = encode
         self.writer = TrajectoryWriter(setup.out_dir, self.env_names, resume=setup.resume, sync_interval_s=SYNC_S)
         self.episodes = EpisodeLog(setup.out_dir, self.writer.last_step, resume=setup.resume)
         self._history = [replayed(row, setup.space, self.metrics) for row in self.writer.rows]
@@ -187,13 +183,16 @@ class LiveGymEnv(BaseGym):
         return list(self.metrics)
 
     def observation_descriptors(self) -> dict[str, Any] | None:
-        """The server's structured leaves in ``agent_metrics`` order (for the Gymnasium adapter); None if flat.
-        From its observation space when that maps names to leaves, else from its own descriptor hook (ours or
-        CloudAI's ``structured_observation_descriptors``)."""
-        space = self._call("observation_space", self.server.observation_space)
-        leaves = {str(k): as_leaf(v) for k, v in space.items()} if isinstance(space, Mapping) else None
-        leaves = leaves or observation_leaves(self.server)
-        return None if leaves is None else {m: leaves[m] for m in self.metrics if m in leaves} or None
+        """The recorded leaves, by dotted path, in ``agent_metrics`` order (for the Gymnasium adapter and ``serve``);
+        None when the observation is flat, or when ``agent_metrics`` takes part of a leaf only. A server with
+        CloudAI's hook pair (``structured_observation_descriptors`` + ``encode_observation``) describes the
+        encoded observation: its descriptors are passed on whole, and ``encode_observation`` with them."""
+        own = observation_leaves(self.server)
+        if own is not None and callable(getattr(self.server, "encode_observation", None)):
+            return dict(own)
+        if self.layout.structured:
+            return self.layout.leaves_for(self.metrics)
+        return own if own is not None and ObservationLayout(own).columns == list(self.metrics) else None
 
     @property
     def next_step(self) -> int:
@@ -314,7 +313,7 @@ class LiveGymEnv(BaseGym):
         raw, info = self._call("reset", lambda: lane.server.reset(seed=seed, options=options))
         lane.fresh = lane.open = True
         lane.in_episode = 0
-        return self._observe(observed_values(raw)), {**info, "episode": lane.episode, "env_params": dict(lane.env)}
+        return self._observe(self.layout.flat(raw)[0]), {**info, "episode": lane.episode, "env_params": dict(lane.env)}
 
     def _run(self, lane: _Lane, step: int, action: dict[str, Any]) -> _Done:
         """One step of ``lane`` (in the caller's or a worker thread); nothing written."""
@@ -325,11 +324,10 @@ class LiveGymEnv(BaseGym):
         done = bool(ended)
         lane.fresh, lane.open = False, not done
         lane.in_episode += 1
-        values = observed_values(raw)
+        values, problem = self.layout.flat(raw, self.metrics)
         observation = self._observe(values)
         status, reason = step_status(reward, server_info)
-        problem = self._problem(values, observation)
-        if status == "ok" and problem:  # never a silent null, NaN or truncation
+        if status == "ok" and problem:  # never a silent null, NaN, truncation or shifted value
             status, reason = "failed", problem
         reward = _float(reward) if status == "ok" else self.setup.penalty_reward
         metrics = dict(zip(self.metrics, observation, strict=True))
@@ -355,7 +353,8 @@ class LiveGymEnv(BaseGym):
                            reason=done.reason)  # fmt: skip
         self.episodes.append(
             step=done.step, episode=done.episode, env_id=done.lane.env_id, episode_in_env=done.episode_in_env,
-            step_in_episode=done.in_episode, observation=done.observation, action=done.action, reward=done.reward,
+            step_in_episode=done.in_episode, observation=self._shaped(done.observation), action=done.action,
+            reward=done.reward,
             terminated=done.done, truncated=bool(done.info.get("truncated", False)), status=done.status,
             reason=done.reason, env_params=done.env,
         )  # fmt: skip
@@ -385,17 +384,12 @@ class LiveGymEnv(BaseGym):
         return dict(lane.env) if lane.open and step >= lane.env_from else None
 
     def _observe(self, values: list[Any]) -> Observation:
-        """The ``agent_metrics`` of a server's flat observation (``observed_values``), NaN where one is missing."""
+        """The ``agent_metrics`` of an observation's columns (``ObservationLayout.flat``), NaN where one is missing."""
         return [_float(values[i]) if i < len(values) else math.nan for i in self._slots]
 
-    def _problem(self, values: list[Any], observation: Observation) -> str:
-        """Why a step's observation cannot be recorded as it is: a length other than the server declares, a value
-        that is not a finite number; "" when it can."""
-        count = len(values)
-        if count != self._width:
-            return f"the server observed {count} value(s); its observation_space declares {self._width}"
-        bad = [f"{m} = {v!r}" for m, v in zip(self.metrics, observation, strict=True) if not math.isfinite(v)]
-        return f"observation not a finite number: {', '.join(bad)}" if bad else ""
+    def _shaped(self, observation: Observation) -> Observation | dict[str, Any]:
+        """A step's observation as ``episodes.jsonl`` holds it: the declared leaves when structured, else the list."""
+        return self.layout.nested(self.metrics, observation) if self.layout.structured else observation
 
     def _call(self, call: str, fn: Callable[[], T]) -> T:
         """``fn()``, with anything but our own errors turned into a ``GymServerError`` naming the server."""
@@ -422,23 +416,6 @@ class _EpisodeSampler(EnvParamSampler):
 def _feedback(done: _Done) -> Feedback:
     return Feedback(done.step, done.episode, done.action, done.reward, done.observation, done.status, done.done,
                     done.info)  # fmt: skip
-
-
-def _slots(names: list[str], metrics: tuple[str, ...], field: str) -> list[int]:
-    """Where each of ``metrics`` sits in the server's observation; an unknown one is a ``ConfigError``."""
-    unknown = [m for m in metrics if m not in names]
-    if unknown:
-        raise ConfigError(problems=[
-            Problem(None, field, f"the server observes no '{m}' (it observes {', '.join(names)})",
-                    did_you_mean(m, names))
-            for m in unknown
-        ])  # fmt: skip
-    return [names.index(m) for m in metrics]
-
-
-def _width(names: Any) -> int:
-    """How many values an observation holds: one per name, or per structured leaf its width (a box's ``n``)."""
-    return sum(as_leaf(leaf).width for leaf in names.values()) if isinstance(names, Mapping) else len(names)
 
 
 def _float(value: Any) -> float:

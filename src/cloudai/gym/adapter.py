@@ -48,6 +48,7 @@ from gymnasium import spaces
 from cloudai.envs.base import BaseGym
 from cloudai.envs.knobs import candidate_index, observation_leaves, validate_point
 from cloudai.errors import ConfigError
+from cloudai.gymserver.layout import nest
 from cloudai.gymserver.spaces import ObsLeafDescriptor as ObsLeaf
 from cloudai.space import Categorical, Space
 
@@ -63,6 +64,11 @@ def action_space_of(space: Space) -> spaces.Dict:
         else:
             leaves[dim.name] = spaces.Box(dim.low, dim.high, shape=(1,), dtype=np.float64)
     return spaces.Dict(leaves)
+
+
+def _dict_space(tree: Mapping[str, Any]) -> spaces.Dict:
+    """Nested leaf spaces (``layout.nest``) as nested ``Dict`` spaces."""
+    return spaces.Dict({k: _dict_space(v) if isinstance(v, Mapping) else v for k, v in tree.items()})
 
 
 def _leaf_space(name: str, leaf: ObsLeaf) -> spaces.Space[Any]:
@@ -93,7 +99,7 @@ class GymnasiumAdapter(gymnasium.Env[Any, dict[str, Any]]):
         self._leaves = observation_leaves(env)
         measured: spaces.Space[Any]
         if self._leaves is not None:
-            measured = spaces.Dict({n: _leaf_space(n, leaf) for n, leaf in self._leaves.items()})
+            measured = _dict_space(nest({n: _leaf_space(n, leaf) for n, leaf in self._leaves.items()}))
         else:
             measured = spaces.Box(-np.inf, np.inf, shape=(len(self._names),), dtype=np.float32)
         self._sampler = env.env_param_sampler()
@@ -188,7 +194,7 @@ class GymnasiumAdapter(gymnasium.Env[Any, dict[str, Any]]):
             observation[name] = np.int64(chunk[0]) if leaf.kind == "categorical" else chunk.copy()
         if offset != flat.size:
             raise ConfigError(f"the env observed {flat.size} value(s); its descriptors take {offset}")
-        return observation
+        return nest(observation)
 
     def _leafwise(self, encoded: Mapping[str, Any]) -> dict[str, Any]:
         """``encode_observation``'s leaves as the observation space's types; a missing leaf is a ``ConfigError``."""
@@ -198,9 +204,9 @@ class GymnasiumAdapter(gymnasium.Env[Any, dict[str, Any]]):
             raise ConfigError(
                 f"encode_observation gave no leaf {missing}; the descriptors declare {list(self._leaves)}"
             )
-        return {
+        return nest({
             name: np.int64(np.asarray(encoded[name]).reshape(-1)[0])
             if leaf.kind == "categorical"
             else np.asarray(encoded[name], dtype=np.float32).reshape(leaf.width)
             for name, leaf in self._leaves.items()
-        }
+        })  # fmt: skip

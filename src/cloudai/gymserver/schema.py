@@ -16,7 +16,7 @@ from typing import Any
 from cloudai.errors import ConfigError, Problem
 from cloudai.gymserver.spaces import ActionSpec, ContinuousSpace
 
-_NOT_OBSERVED = frozenset({"done", "reward", "metadata"})  # OpenEnv moves these out of the observation
+_NOT_OBSERVED = frozenset({"done", "reward", "metadata", "trial"})  # OpenEnv moves these out; cloudai serve's own
 
 
 _INDEXED = re.compile(r"^(?P<field>.+)\[(?P<index>\d+)\]$")
@@ -69,7 +69,8 @@ def observation_plan(
 ) -> tuple[list[str], list[tuple[str, int | None]]]:
     """Slot names and, per name, (field, list index or None), from the observation JSON Schema."""
     properties = schema.get("properties")
-    props = {n: _resolve(p, schema.get("$defs", {})) for n, p in (properties or {}).items() if n not in _NOT_OBSERVED}
+    defs = schema.get("$defs", {})
+    props = _fields({n: p for n, p in (properties or {}).items() if n not in _NOT_OBSERVED}, defs)
     if metrics is None:
         names: list[str] = []
         for name, prop in props.items():
@@ -94,11 +95,33 @@ def observation_plan(
     return list(metrics), plan
 
 
+def _fields(props: Mapping[str, Any], defs: Mapping[str, Any], prefix: str = "") -> dict[str, dict[str, Any]]:
+    """The observation's fields by dotted path: a nested object's own fields (``queue.depth``), not the object."""
+    found: dict[str, dict[str, Any]] = {}
+    for name, raw in props.items():
+        prop = _resolve(raw, defs)
+        inner = prop.get("properties")
+        if prop.get("type") == "object" and isinstance(inner, Mapping):
+            found |= _fields(inner, defs, f"{prefix}{name}.")
+        else:
+            found[f"{prefix}{name}"] = prop
+    return found
+
+
+def _at(observation: Mapping[str, Any], field: str) -> Any:
+    """The value at a dotted path (``queue.depth``): a key holding the dot wins over the nested dicts."""
+    if field in observation:
+        return observation[field]
+    head, dot, rest = field.partition(".")
+    inner = observation.get(head)
+    return _at(inner, rest) if dot and isinstance(inner, Mapping) else None
+
+
 def observe(observation: Mapping[str, Any], plan: Sequence[tuple[str, int | None]]) -> list[float]:
     """The observation as floats in plan order: bools 0/1, lists flattened, anything else NaN."""
     values: list[float] = []
     for field, index in plan:
-        value = observation.get(field)
+        value = _at(observation, field)
         if index is not None:
             value = value[index] if isinstance(value, list) and index < len(value) else None
         if isinstance(value, list):

@@ -25,6 +25,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from cloudai.errors import ConfigError
+from cloudai.gymserver.layout import nest
 from cloudai.gymserver.spaces import ObsLeafDescriptor as ObsLeaf
 from cloudai.space import Categorical, Space
 
@@ -90,13 +91,22 @@ def observation_schema(names: list[str], leaves: Mapping[str, ObsLeaf] | None) -
         for name in names:
             properties[name] = {"title": name, "anyOf": [{"type": "number"}, {"type": "null"}]}
     else:
-        for name, leaf in leaves.items():
-            properties[name] = _leaf_schema(name, leaf)
+        properties |= _tree_schema(nest(leaves))
     properties["trial"] = _TRIAL
     properties["done"] = {"type": "boolean", "default": False}
     properties["reward"] = {"anyOf": [{"type": "boolean"}, {"type": "integer"}, {"type": "number"}, {"type": "null"}]}
     properties["metadata"] = {"type": "object"}
     return {"title": "CloudAIObservation", "type": "object", "properties": properties}
+
+
+def _tree_schema(tree: Mapping[str, Any]) -> dict[str, Any]:
+    """Leaves nested as declared (``layout.nest``) as JSON Schema properties, a nested dict an object."""
+    return {
+        name: _leaf_schema(name, value)
+        if isinstance(value, ObsLeaf)
+        else {"title": name, "type": "object", "properties": _tree_schema(value), "required": list(value)}
+        for name, value in tree.items()
+    }
 
 
 def _leaf_schema(name: str, leaf: ObsLeaf) -> dict[str, Any]:
@@ -135,7 +145,7 @@ def observation_fields(values: list[float], names: list[str], leaves: Mapping[st
             fields[name] = None if chunk[0] is None else int(chunk[0])
         else:
             fields[name] = chunk[0] if size == 1 else chunk
-    return fields
+    return nest(fields)
 
 
 def payload(

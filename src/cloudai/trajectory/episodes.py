@@ -9,8 +9,10 @@ does not depend on), and both ``pandas.read_json(path, lines=True)`` and Hugging
 ``step`` (the run's global step, as in trajectory.csv), ``episode`` (the global episode id of trajectory.csv),
 ``env_id`` (which of the run's environments, 0..max_parallel-1), ``episode_in_env`` (that environment's own episode
 count, from 1), ``step_in_episode`` (from 1), ``observation`` (a list, ``agent_metrics`` order: run.json names
-them), ``action`` (an object), ``reward``, ``terminated`` (the environment said done), ``truncated`` (the
-environment said its episode was cut short), ``info`` (``status``, ``reason``, ``env_params``).
+them; for an environment whose observation is structured, an object of its leaves as it declares them: nested
+dicts, a box of width > 1 a list, a categorical an int), ``action`` (an object), ``reward``, ``terminated`` (the
+environment said done), ``truncated`` (the environment said its episode was cut short), ``info`` (``status``,
+``reason``, ``env_params``).
 
 Resume: lines of steps the trajectory no longer holds (an interrupted write) are dropped by rewriting the file to
 the steps at or below ``last_step``, atomically, before appending.
@@ -53,7 +55,7 @@ class EpisodeLog:
         env_id: int,
         episode_in_env: int,
         step_in_episode: int,
-        observation: Sequence[float],
+        observation: Sequence[float] | Mapping[str, Any],
         action: Mapping[str, Any],
         reward: float,
         terminated: bool,
@@ -68,7 +70,7 @@ class EpisodeLog:
             "env_id": env_id,
             "episode_in_env": episode_in_env,
             "step_in_episode": step_in_episode,
-            "observation": [_finite(v) for v in observation],
+            "observation": dict(observation) if isinstance(observation, Mapping) else [_finite(v) for v in observation],
             "action": dict(action),
             "reward": _finite(reward),
             "terminated": terminated,
