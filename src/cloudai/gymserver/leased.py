@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from cloudai.errors import GymServerError, Problem
 from cloudai.gymserver.lease import Lease, LeaseClient
+from cloudai.gymserver.protocol import ResetResult, StepResult
 from cloudai.gymserver.spaces import ContinuousSpace
 
 if TYPE_CHECKING:
@@ -70,26 +71,41 @@ class LeasedGymServer:
     def observation_space(self) -> list[str]:
         return self._remote.observation_space()
 
-    def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[list[float], dict]:
+    def health(self) -> dict[str, Any]:
+        return self._remote.health()
+
+    def metadata(self) -> dict[str, Any]:
+        return self._remote.metadata()
+
+    def schema(self) -> dict[str, Any]:
+        return self._remote.schema()
+
+    def state(self) -> dict[str, Any]:
+        """The sandbox's ``state`` (its session's episode id, step count...)."""
+        return self._remote.state()
+
+    def reset(
+        self, seed: int | None = None, options: dict[str, Any] | None = None, *, episode_id: str | None = None
+    ) -> ResetResult:
         """Start an episode; on a replacement when the sandbox died (in the last episode, or since)."""
         if self._dead:
             self._replace()
         self._client.keep_alive(self._lease)
         try:
-            return self._remote.reset(seed=seed, options=options)
+            return self._remote.reset(seed=seed, options=options, episode_id=episode_id)
         except GymServerError as exc:
             if self._client.alive(self._lease):
                 raise
             self._bury(f"sandbox {self._lease.id} died between episodes: {exc}")
         self._replace()
-        return self._remote.reset(seed=seed, options=options)
+        return self._remote.reset(seed=seed, options=options, episode_id=episode_id)
 
-    def step(self, action: dict[str, Any]) -> tuple[list[float], float, bool, dict]:
+    def step(self, action: dict[str, Any] | None = None, **knobs: Any) -> StepResult:
         if self._dead:
             raise GymServerError(f"the sandbox died: {self._dead}", where=self.url, call="step")
         self._client.keep_alive(self._lease)
         try:
-            return self._remote.step(action)
+            return self._remote.step(action, **knobs)
         except GymServerError as exc:
             if self._client.alive(self._lease):
                 raise
@@ -109,12 +125,12 @@ class LeasedGymServer:
         elif any(held.id == self._lease.id for held in self._client.held()):
             self._client.release(self._lease)
 
-    def _died(self, reason: str) -> tuple[list[float], float, bool, dict]:
+    def _died(self, reason: str) -> StepResult:
         """End the episode ``truncated``, releasing the dead lease (a failed release is in the reason)."""
         reason = self._bury(reason)
         width = len(self._remote.observation_space())
         info = {"status": "failed", "reason": reason, "truncated": True}
-        return [math.nan] * width, math.nan, True, info
+        return StepResult([math.nan] * width, math.nan, True, info)
 
     def _bury(self, reason: str) -> str:
         """Mark the sandbox dead and release its lease; the reason, with a failed release's error added."""

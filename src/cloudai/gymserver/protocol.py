@@ -16,11 +16,35 @@ protocol. Call order: ``action_space()``/``observation_space()`` any time, then
 
 from __future__ import annotations
 
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 from cloudai.gymserver.spaces import ContinuousSpace, ObsLeafDescriptor
 
-# cmd_args keys that configure the connection/factory, never knobs or constructor kwargs.
+
+class ResetResult(NamedTuple):
+    """What ``reset`` returns: ``result.observation``/``.info`` (and ``.reward`` None, ``.done`` False), as the
+    OpenEnv clients' result objects read, and ``observation, info = result`` as Gymnasium code unpacks it."""
+
+    observation: list[float]
+    info: dict[str, Any]
+
+    @property
+    def reward(self) -> float | None:
+        return None
+
+    @property
+    def done(self) -> bool:
+        return False
+
+
+class StepResult(NamedTuple):
+    """What ``step`` returns: ``result.observation``/``.reward``/``.done``/``.info``, and
+    ``observation, reward, done, info = result`` as Gymnasium code unpacks it."""
+
+    observation: list[float]
+    reward: float
+    done: bool
+    info: dict[str, Any]
 
 
 @runtime_checkable

@@ -41,6 +41,12 @@ environment variable ``token_var`` is set, ``Authorization: Bearer <token>`` goe
 call and the WebSocket handshake; the token is never logged, put in a message or written.
 Every failure is one ``GymServerError`` naming the URL, the call and the cause. One caller at
 a time: the protocol has no request ids.
+
+The API the OpenEnv clients' users know: ``health()``, ``metadata()``, ``schema()`` and ``state()``;
+``reset(seed=, episode_id=, options=)`` (OpenEnv passes ``episode_id`` to an environment whose ``reset``
+takes it); results as objects (``ResetResult``, ``StepResult``: ``.observation``, ``.reward``, ``.done``,
+``.info``) that still unpack as Gymnasium's tuples; ``step(action)`` or ``step(**knobs)``; ``headers``
+sent with every call beside the token (a gateway's key, a tenant id).
 """
 
 from __future__ import annotations
@@ -50,6 +56,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from cloudai.errors import ConfigError, Problem, did_you_mean
+from cloudai.gymserver.protocol import ResetResult, StepResult
 from cloudai.gymserver.schema import action_fields, observation_plan, observe, trial_status
 from cloudai.gymserver.spaces import ActionSpec, ContinuousSpace, narrow_space
 from cloudai.gymserver.wire import Wire
@@ -72,12 +79,18 @@ class RemoteGymServer:
         metrics: Sequence[str] | None = None,
         retries: int = 3,
         transport: str = "ws",
+        headers: Mapping[str, str] | None = None,
     ) -> None:
         if transport not in ("ws", "http"):
             raise ConfigError(f"{transport!r} is not a transport (ws or http)", field="cmd_args.env_transport")
         self._transport = transport
         self._wire = Wire(
-            url, token_var=token_var, timeout_s=timeout_s, health_timeout_s=health_timeout_s, retries=retries
+            url,
+            token_var=token_var,
+            timeout_s=timeout_s,
+            health_timeout_s=health_timeout_s,
+            retries=retries,
+            headers=headers,
         )
         self.url = self._wire.url
         self._declared = dict(action_fields or {})
@@ -104,23 +117,40 @@ class RemoteGymServer:
         self._load()
         return dict(self._fixed)
 
-    def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[list[float], dict]:
+    def health(self) -> dict[str, Any]:
+        """``GET /health`` (``{"status": "healthy"}`` on a stock server)."""
+        return self._wire.get_json("/health", "health")
+
+    def metadata(self) -> dict[str, Any]:
+        """``GET /metadata``: the environment's name, description, version..."""
+        return self._wire.get_json("/metadata", "metadata")
+
+    def schema(self) -> dict[str, Any]:
+        """``GET /schema``: the action, observation and state JSON Schemas."""
+        return self._wire.get_json("/schema", "schema")
+
+    def reset(
+        self, seed: int | None = None, options: dict[str, Any] | None = None, *, episode_id: str | None = None
+    ) -> ResetResult:
         self._load()
         data: dict[str, Any] = {} if seed is None else {"seed": seed}
+        if episode_id is not None:
+            data["episode_id"] = episode_id
         if options:
             data["options"] = options
         if self._transport == "http":
             observation, _, _, info = self._result(self._wire.post("/reset", data, "reset"), "reset")
-            return observation, info
+            return ResetResult(observation, info)
         if self._wire.ws is None:
             self._wire.connect()
         reply = self._wire.exchange({"type": "reset", "data": data}, "reset", "observation")
         observation, _, _, info = self._result(reply, "reset")
-        return observation, info
+        return ResetResult(observation, info)
 
-    def step(self, action: dict[str, Any]) -> tuple[list[float], float, bool, dict]:
+    def step(self, action: dict[str, Any] | None = None, **knobs: Any) -> StepResult:
+        """One step with ``action`` (a dict) or the knobs as keywords (``step(batch=4, ratio=0.5)``), or both."""
         self._load()
-        payload = {**self._fixed, **action}
+        payload = {**self._fixed, **(action or {}), **knobs}
         for name in self._int_fields:
             value = payload.get(name)
             if isinstance(value, float) and value.is_integer():
@@ -130,8 +160,11 @@ class RemoteGymServer:
         return self._result(self._wire.exchange({"type": "step", "data": payload}, "step", "observation"), "step")
 
     def state(self) -> dict[str, Any]:
-        """The server's ``state`` of the current session (episode id, step count, ...)."""
-        return self._wire.exchange({"type": "state"}, "state", "state")
+        """The server's ``state`` of the current session (episode id, step count, ...): over the session's
+        WebSocket when one is open, else ``GET /state``."""
+        if self._transport == "ws" and self._wire.ws is not None:
+            return self._wire.exchange({"type": "state"}, "state", "state")
+        return self._wire.get_json("/state", "state")
 
     def close(self) -> None:
         """End the session (a ``close`` frame, then the socket) and the HTTP client. Safe to call twice."""
@@ -176,7 +209,7 @@ class RemoteGymServer:
         self._dims = dims
         return dims
 
-    def _result(self, data: dict[str, Any], call: str) -> tuple[list[float], float, bool, dict]:
+    def _result(self, data: dict[str, Any], call: str) -> StepResult:
         observation = data.get("observation")
         if not isinstance(observation, dict):
             raise self._wire.error("the reply's data has no 'observation' object", call)
@@ -189,4 +222,4 @@ class RemoteGymServer:
             reward = float(raw_reward)
         else:
             raise self._wire.error(f"reward must be a number, a bool or null, not {raw_reward!r}", call)
-        return observe(observation, self._plan), reward, bool(data.get("done", False)), info
+        return StepResult(observe(observation, self._plan), reward, bool(data.get("done", False)), info)

@@ -30,12 +30,23 @@ _ENDS_SESSION = frozenset({"CAPACITY_REACHED", "FACTORY_ERROR", "SESSION_ERROR"}
 
 
 _HEADER_SAFE = re.compile(r"^[\x21-\x7e]+$")
+_HEADER_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9-]*$")
+_HEADER_VALUE = re.compile(r"^[\x20-\x7e]*$")
 
 
 class Wire:
     """The transport to one OpenEnv server at ``url`` (``http(s)://`` or ``ws(s)://``, ``/ws`` optional)."""
 
-    def __init__(self, url: str, *, token_var: str, timeout_s: float, health_timeout_s: float, retries: int) -> None:
+    def __init__(
+        self,
+        url: str,
+        *,
+        token_var: str,
+        timeout_s: float,
+        health_timeout_s: float,
+        retries: int,
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
         base = url.rstrip("/").removesuffix("/ws")
         if not re.match(r"^(https?|wss?)://[^/\s]+", base):
             raise ConfigError(f"{url!r} is not an http(s):// or ws(s):// URL", field="cmd_args.env_url")
@@ -49,7 +60,15 @@ class Wire:
                 field="cmd_args.env_token_var",
                 hint="set it to the bare token",
             )
-        self._headers = {"Authorization": f"Bearer {self._token}"} if self._token else {}
+        bad = [name for name, value in (headers or {}).items()
+               if not _HEADER_NAME.fullmatch(str(name)) or not _HEADER_VALUE.fullmatch(str(value))]  # fmt: skip
+        if bad:
+            raise ConfigError(
+                f"header(s) {', '.join(repr(b) for b in bad)}: a name is letters, digits and -, a value printable "
+                "ASCII without a newline", field="headers")  # fmt: skip
+        self._headers = {str(k): str(v) for k, v in (headers or {}).items()}  # the caller's (e.g. a gateway's key)
+        if self._token:  # the token variable's wins over a caller's Authorization header
+            self._headers["Authorization"] = f"Bearer {self._token}"
         self._timeout_s = timeout_s
         self._health_timeout_s = health_timeout_s
         self._retries = max(1, retries)
