@@ -15,8 +15,10 @@ Messages echo the offending value (``repr``, shortened) so the user sees what wa
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Annotated, Any
 
 from pydantic import AfterValidator, BeforeValidator, Field, Strict
@@ -127,3 +129,124 @@ def check_mounts(mounts: list[str]) -> list[str]:
                 "no ',', whitespace or newline; SRC may start with $VAR)"
             )
     return mounts
+
+
+# Numbers a job gets (issue 35): every cmd_args value anywhere is finite, and a value whose name says what it is
+# (a parallel size, a port, a fraction, a count, a duration) lies in that kind's range, whatever workload declares
+# it, and whether it declares it at all (vLLM's and SGLang's serve flags pass through by name). ``number_problem``
+# is the one rule; ``Workload.validate`` asks it of every candidate of every knob (lists element-wise, range ends),
+# the typed aliases below say the same for declared fields.
+MAX_GPUS = 1 << 20  # parallel sizes and GPU counts: the largest clusters hold ~10^5 GPUs
+MAX_COUNT = 2**31 - 1  # any other count: the tools read it into a C int
+MAX_SECONDS = 366 * 86400  # a wait or duration: a year at most
+
+
+@dataclass(frozen=True)
+class Bound:
+    """A closed range ``low..high`` (``low_open``: ``(low, high]``) of integers or of finite numbers."""
+
+    kind: str
+    low: float
+    high: float
+    integer: bool = True
+    low_open: bool = False
+
+    @property
+    def text(self) -> str:
+        low, high = (int(v) if v == int(v) else v for v in (self.low, self.high))
+        if self.integer:
+            return f"an integer in {low}..{high}"
+        return f"a number in {'(' if self.low_open else '['}{low}, {high}]"
+
+    def problem(self, value: float) -> str | None:
+        low_ok = value > self.low if self.low_open else value >= self.low
+        if (self.integer and value != int(value)) or not low_ok or value > self.high:
+            return f"{self.kind} must be {self.text} (got {shown(value)})"
+        return None
+
+
+PARALLEL = Bound("a parallel size", 1, MAX_GPUS)
+GPUS = Bound("a GPU or process count", 1, MAX_GPUS)
+NODES = Bound("a node count", 0, MAX_GPUS)
+PORT = Bound("a port", 1, 65535)
+FRACTION = Bound("a fraction", 0, 1, integer=False, low_open=True)
+POSITIVE = Bound("a count", 1, MAX_COUNT)
+COUNT = Bound("a count", 0, MAX_COUNT)
+SECONDS = Bound("a duration in seconds", 0, MAX_SECONDS, integer=False)
+
+# (pattern over the key's last dotted segment, lower case, ``-`` read as ``_``; bound), first match wins.
+_RULES: tuple[tuple[re.Pattern[str], Bound], ...] = tuple(
+    (re.compile(pattern), bound)
+    for pattern, bound in (
+        (r"(.*_)?(parallel_size|parallelism)|(.*_)?(tp|pp|cp|ep|dp|vp|etp)(_size)?|et", PARALLEL),
+        (r"(.*_)?ports?", PORT),
+        (r".*_(utilization|fraction)(_.*)?|.*_ratio_static", FRACTION),
+        (r"n?gpus|num_gpus|.*gpus_per_node|num_processes(_per_node)?|nproc_per_node|num_tasks_per_node", GPUS),
+        (r"(.*_)?num_nodes", NODES),
+        (r"num_(experts|prompts|workers|layers|tokens|topk)|(.*_)?batch_size|gb|mb|(.*_)?concurrency", POSITIVE),
+        (r"chunk_?size|request_count|(.*_)?replicas", POSITIVE),
+        (r"num_.*|(.*_)?iters|(.*_)?iterations|(.*_)?warmups?(_iters)?|max_steps|.*_count", COUNT),
+        (r"(.*_)?seconds|.*_secs|.*_timeout(_s)?|timeout", SECONDS),
+    )
+)
+
+
+def bound_of(name: str) -> Bound | None:
+    """The range a value named ``name`` (``a.b.tensor-parallel-size`` reads as ``tensor_parallel_size``) must lie
+    in, or None when its name says nothing."""
+    key = name.rsplit(".", 1)[-1].lstrip("-").replace("-", "_").lower()
+    return next((bound for pattern, bound in _RULES if pattern.fullmatch(key)), None)
+
+
+def _as_number(value: Any) -> float | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int | float):
+        return value
+    if isinstance(value, str):
+        try:
+            return float(value) if value.strip().lower().lstrip("+-") in ("inf", "infinity", "nan") else int(value)
+        except ValueError:
+            return None
+    return None
+
+
+def number_problem(name: str, value: Any) -> str | None:
+    """Why ``value`` given for ``name`` is no number a job can take: NaN or infinite anywhere, or outside the
+    range ``bound_of(name)`` says (a string of digits counts: ``port = "-1"``); None when it is fine."""
+    number = _as_number(value)
+    if number is None:
+        return None
+    if not math.isfinite(number):
+        return f"must be a finite number (got {shown(value)})"
+    bound = bound_of(name)
+    return bound.problem(number) if bound is not None else None
+
+
+def number_problems(values: Any, path: str = "") -> list[tuple[str, str]]:
+    """``(dotted path, message)`` for each value under ``values`` (nested tables and lists) ``number_problem``
+    refuses."""
+    if isinstance(values, Mapping):
+        return [p for key, item in values.items() for p in number_problems(item, f"{path}.{key}" if path else key)]
+    if isinstance(values, list | tuple):
+        return [p for item in values for p in number_problems(item, path)]
+    problem = number_problem(path, values)
+    return [] if problem is None else [(path, problem)]
+
+
+def _bounded(bound: Bound) -> AfterValidator:
+    def check(value: Any) -> Any:
+        problem = bound.problem(value) if value is not None else None
+        if problem:
+            raise ValueError(problem)
+        return value
+
+    return AfterValidator(check)
+
+
+ParallelSize = Annotated[int, Strict(), _bounded(PARALLEL)]
+Port = Annotated[int, Strict(), _bounded(PORT)]
+Fraction = Annotated[float, Field(allow_inf_nan=False), _bounded(FRACTION)]
+PositiveCount = Annotated[int, Strict(), _bounded(POSITIVE)]
+Count = Annotated[int, Strict(), _bounded(COUNT)]
+Seconds = Annotated[int, Strict(), _bounded(SECONDS)]

@@ -64,7 +64,7 @@ from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 
 from pydantic import BaseModel, BeforeValidator, ValidationError
 
-from cloudai.config.fields import shown
+from cloudai.config.fields import number_problems, shown
 from cloudai.config.messages import toml_value
 from cloudai.config.test import GitRepoSpec
 from cloudai.config.tomlfile import problems_from
@@ -217,8 +217,12 @@ class Workload(ABC):
             args.setdefault(dim.name, values[0])
         problems: dict[str, Problem] = {}
         for point in trial_points:
+            values = _nested({**args, **point})
+            for path, message in number_problems(values):  # bounds by name, for every workload (issue 35)
+                field = f"{prefix}.{path}"
+                hint = "give a value in that range" if "finite" not in message else "give a finite number"
+                problems.setdefault(field, Problem(str(file) if file else None, field, message, hint))
             try:
-                values = _nested({**args, **point})
                 self.args_model.model_validate(values)
                 wrong = _bad_image(self.container_image(values))
                 if wrong:
