@@ -1,0 +1,97 @@
+"""Issue 35, items 2, 4 and 8: names that become paths stay in the job dir, every number a job gets is bounded,
+and the rest of last round's corpus. Each row loads a real CloudAI test file with one hostile value set by a
+scenario entry (``[Tests.cmd_args]``), in this process (``load_plan``: the CLI's path to exit 2 is covered by the
+bad-input corpus), and expects one problem naming the field and what is allowed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from tests.conftest import REPO
+
+from cloudai.errors import ConfigError
+from cloudai.plan.load import load_plan
+
+TREE = REPO / "tests" / "cloudai_tree" / "conf"
+SERVING = REPO / "tests" / "workloads" / "cloudai_conf_serving"
+DYNAMO = REPO / "tests" / "workloads" / "cloudai_conf_dynamo" / "ai_dynamo" / "test" / "vllm.toml"
+FILES = {
+    "vllm": SERVING / "vllm" / "test" / "vllm.toml",
+    "sglang": SERVING / "sglang" / "test" / "sglang.toml",
+    "dynamo": DYNAMO,
+    "nemo_run": TREE / "common" / "test" / "nemo_run_llama3_8b.toml",
+    "nemo_launcher": TREE / "release" / "nemo_acceptance" / "test" / "gpt3_126m_mock.toml",
+    "bridge": TREE / "experimental" / "megatron_bridge" / "test" / "gb200"
+    / "megatron_bridge_nemotron_nano_pytorch_profiler.toml",
+    "deepep": TREE / "experimental" / "test" / "deepep_test_low_latency.toml",
+    "nccl": TREE / "common" / "test" / "nccl_test.toml",
+    "sleep": TREE / "common" / "test" / "sleep.toml",
+}
+
+
+def load_problems(tmp_path: Path, test: str, cmd_args: str, entry: str = "", test_extra: str = "") -> list[str]:
+    """``cmd_args`` (TOML lines) set on a scenario entry of the CloudAI test file ``FILES[test]``; every problem
+    as ``field: message``, [] when it loads."""
+    source = FILES[test]
+    tests = tmp_path / "tests"
+    tests.mkdir(parents=True, exist_ok=True)
+    (tests / "t.toml").write_text(source.read_text() + test_extra)
+    name = next(line.split('"')[1] for line in source.read_text().splitlines() if line.startswith("name"))
+    scenario = tmp_path / "scenario.toml"
+    scenario.write_text(f'name = "s"\n[[Tests]]\nid = "t"\ntest_name = "{name}"\n{entry}\n[Tests.cmd_args]\n{cmd_args}\n')
+    try:
+        load_plan(None, tests, scenario)
+    except ConfigError as exc:
+        return [f"{p.field}: {p.message}" for p in exc.problems]
+    return []
+
+
+# (test file, hostile cmd_args, the field a problem must name, what the message must say)
+BOUNDS = [
+    ("vllm", "decode.tensor_parallel_size = 0", "decode.tensor_parallel_size", "1..1048576"),
+    ("vllm", "decode.tensor_parallel_size = -4", "decode.tensor_parallel_size", "1..1048576"),
+    ("vllm", "decode.tensor_parallel_size = 1_000_000_000_000", "decode.tensor_parallel_size", "1..1048576"),
+    ("vllm", "bench_cmd_args.num_prompts = -1", "bench_cmd_args.num_prompts", "1..2147483647"),
+    ("sglang", "decode.tp = inf", "decode.tp", "finite"),
+    ("dynamo", "dynamo.decode_worker.args.tensor-parallel-size = 0", "tensor-parallel-size", "1..1048576"),
+    ("dynamo", "dynamo.decode_worker.args.gpu-memory-utilization = -inf", "gpu-memory-utilization", "finite"),
+    ("dynamo", "dynamo.decode_worker.args.gpu-memory-utilization = 1.5", "gpu-memory-utilization", "(0, 1]"),
+    ("dynamo", "lmcache.chunk_size = 1_000_000_000_000", "lmcache.chunk_size", "1..2147483647"),
+    ("dynamo", "lmcache.max_local_cpu_size = nan", "lmcache.max_local_cpu_size", "finite"),
+    ("nemo_run", "trainer.strategy.tensor_model_parallel_size = 0", "tensor_model_parallel_size", "1..1048576"),
+    ("nemo_run", "trainer.num_nodes = -2", "trainer.num_nodes", "0..1048576"),
+    ("nemo_run", "data.global_batch_size = 1_000_000_000_000", "data.global_batch_size", "1..2147483647"),
+    ("nemo_launcher", 'training.model.tensor_model_parallel_size = "0"', "tensor_model_parallel_size", "1..1048576"),
+    ("bridge", "num_gpus = 0", "cmd_args.num_gpus", "1..1048576"),
+    ("bridge", "num_gpus = -16", "cmd_args.num_gpus", "1..1048576"),
+    ("deepep", "num_processes = 0", "cmd_args.num_processes", "1..1048576"),
+    ("deepep", "num_experts = -256", "cmd_args.num_experts", "1..2147483647"),
+    ("nccl", "iters = -1", "cmd_args.iters", "0..2147483647"),
+    ("nccl", "warmup_iters = [5, -3]", "cmd_args.warmup_iters", "0..2147483647"),  # a list: element-wise
+    ("nccl", "iters = { low = -10, high = 10, dtype = 'int' }", "cmd_args.iters", "0..2147483647"),  # range ends
+    ("nccl", "iters = { low = 0.5, high = 10.5, dtype = 'int' }", "cmd_args.iters", "whole numbers"),
+    ("sleep", "seconds = 1e15", "cmd_args.seconds", "[0, 31622400]"),
+]
+
+
+def test_every_number_a_job_gets_is_bounded(tmp_path: Path) -> None:
+    missed = []
+    for index, (test, hostile, field, says) in enumerate(BOUNDS):
+        problems = load_problems(tmp_path / str(index), test, hostile, 'agent = "random_search"\nagent_steps = 2')
+        if not any(field in p.split(": ")[0] and says in p for p in problems):
+            missed.append((test, hostile, problems))
+    assert not missed, "\n".join(map(str, missed))
+
+
+def test_cloudai_own_values_still_load(tmp_path: Path) -> None:
+    """The bounds refuse no value CloudAI's own files use (every file of the tree loads in its own suite; these
+    are the edges: a 0 that is meant, a fraction, a port list)."""
+    fine = [
+        ("deepep", "num_sms = 0\nnum_qps = 0"),
+        ("dynamo", "dynamo.decode_worker.args.gpu-memory-utilization = 1.0\nlmcache.chunk_size = 256"),
+        ("nemo_run", "trainer.num_nodes = 1"),
+        ("nccl", "iters = [0, 100]"),
+    ]
+    for index, (test, values) in enumerate(fine):
+        assert load_problems(tmp_path / str(index), test, values) == [], (test, values)
