@@ -250,3 +250,33 @@ Fraction = Annotated[float, Field(allow_inf_nan=False), _bounded(FRACTION)]
 PositiveCount = Annotated[int, Strict(), _bounded(POSITIVE)]
 Count = Annotated[int, Strict(), _bounded(COUNT)]
 Seconds = Annotated[int, Strict(), _bounded(SECONDS)]
+
+
+# Names that become paths (issue 35): a name a workload joins to its job dir (an artifact dir it ``rm -rf``s and
+# recreates, a report it copies to) stays inside that dir; a path a workload mounts is one absolute path.
+def check_relative_name(value: str) -> str:
+    """``value`` when it is a relative path with no ``..``, ``.`` or empty part, on one line: joined to the job dir
+    it names something inside it (``/etc`` or ``../..`` would reach ``rm -rf`` outside)."""
+    check_one_line(value, "name")
+    parts = value.split("/")
+    if value.startswith("/") or any(part in ("", ".", "..") for part in parts):
+        raise ValueError(
+            f"{shown(value)} names a path outside the job dir; give a relative name inside it, without '..' "
+            "or a leading '/' (e.g. 'aiperf_artifacts')"
+        )
+    return value
+
+
+def check_absolute_path(value: str) -> str:
+    """``value`` when it is one absolute path a container mount can take: no ``..`` part, no ``:``, ``,``,
+    whitespace or control character (each would change which mount pyxis makes)."""
+    if not value.startswith("/") or ".." in value.split("/") or re.search(r"[:,\s\x00-\x1f\x7f]", value):
+        raise ValueError(
+            f"{shown(value)} is not one absolute path a container can mount (it must start with '/', and hold "
+            "no '..' part, ':', ',', whitespace or newline)"
+        )
+    return value
+
+
+RelativeName = Annotated[str, AfterValidator(check_relative_name)]
+AbsolutePath = Annotated[str, AfterValidator(check_absolute_path)]
