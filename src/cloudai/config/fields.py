@@ -61,8 +61,14 @@ def check_env_name(name: str) -> str:
     return name
 
 
+# Linux refuses an environment string (``NAME=value``) longer than MAX_ARG_STRLEN (32 pages): the job's exec fails
+# with E2BIG ("Argument list too long") before it starts.
+MAX_ENV_ENTRY = 128 * 1024
+
+
 def check_env(env: Mapping[str, Any]) -> Mapping[str, Any]:
-    """Names checked with ``check_env_name``; values are data but may hold no NUL and be no range."""
+    """Names checked with ``check_env_name``; values are data but may hold no NUL, be no range, and fit in one
+    environment string (``MAX_ENV_ENTRY``)."""
     for name, value in env.items():
         check_env_name(name)
         if isinstance(value, Mapping):
@@ -70,7 +76,33 @@ def check_env(env: Mapping[str, Any]) -> Mapping[str, Any]:
                 f"extra_env_vars.{name} is a table {shown(dict(value))}; give a value or a list of values to sweep"
             )
         check_no_nul(value, f"extra_env_vars.{name}")
+        for item in value if isinstance(value, list) else [value]:
+            size = len(f"{name}={item}".encode()) + 1
+            if size > MAX_ENV_ENTRY:
+                raise ValueError(
+                    f"extra_env_vars.{name} is {size} bytes long; Linux passes at most {MAX_ENV_ENTRY} bytes per "
+                    "environment variable (NAME=value): put the data in a file and pass its path"
+                )
     return env
+
+
+# A key under cmd_args or extra_cmd_args becomes a flag name (``--key``) or a Hydra override: letters, digits and
+# ``_ . + -`` only (extra_cmd_args may also start with ``-``, ``+`` or ``~``, as NeMo's ``+a.b`` and ``~a.b``).
+_ARG_KEY = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]*")
+_EXTRA_KEY = re.compile(r"[A-Za-z0-9_+~-][A-Za-z0-9_.+~-]*")
+
+
+def check_arg_keys(table: Mapping[str, Any], where: str, *, extra: bool = False) -> None:
+    """Every key under ``table`` (nested tables and lists of tables too) is a flag name: no space, quote, ``;``,
+    ``$``, backtick, ``=`` or newline can become part of a command line through a key."""
+    pattern = _EXTRA_KEY if extra else _ARG_KEY
+    for key, value in table.items():
+        if not pattern.fullmatch(key):
+            raise ValueError(f"{where}: key {shown(key)} is not a flag name; use letters, digits and _ . + - only")
+        items = value if isinstance(value, list) else [value]
+        for item in items:
+            if isinstance(item, Mapping):
+                check_arg_keys(item, f"{where}.{key}", extra=extra)
 
 
 def check_no_nul(value: Any, where: str) -> None:
@@ -258,25 +290,31 @@ def check_relative_name(value: str) -> str:
     """``value`` when it is a relative path with no ``..``, ``.`` or empty part, on one line: joined to the job dir
     it names something inside it (``/etc`` or ``../..`` would reach ``rm -rf`` outside)."""
     check_one_line(value, "name")
-    parts = value.split("/")
-    if value.startswith("/") or any(part in ("", ".", "..") for part in parts):
+    if value.startswith("/") or any(part in ("", ".", "..") for part in value.split("/")):
         raise ValueError(
-            f"{shown(value)} names a path outside the job dir; give a relative name inside it, without '..' "
-            "or a leading '/' (e.g. 'aiperf_artifacts')"
+            "names a path outside the job dir; give a relative name inside it, without '..' or a leading '/' "
+            "(e.g. 'aiperf_artifacts')"
         )
     return value
 
 
-def check_absolute_path(value: str) -> str:
-    """``value`` when it is one absolute path a container mount can take: no ``..`` part, no ``:``, ``,``,
-    whitespace or control character (each would change which mount pyxis makes)."""
+def check_absolute_path(value: str, what: str = "") -> str:
+    """``value`` when it is one absolute path (a mount's source or destination, a dir in the container): no ``..``
+    part, no ``:``, ``,``, whitespace or control character (each would change which mount pyxis makes).
+    ``what`` names the value in the message where no field does (pydantic echoes the value itself)."""
     if not value.startswith("/") or ".." in value.split("/") or re.search(r"[:,\s\x00-\x1f\x7f]", value):
+        named = f"{what} {shown(value)} " if what else ""
         raise ValueError(
-            f"{shown(value)} is not one absolute path a container can mount (it must start with '/', and hold "
-            "no '..' part, ':', ',', whitespace or newline)"
+            f"{named}is not one absolute path a container can mount (it must start with '/', and hold no '..' "
+            "part, ':', ',', whitespace or newline)"
         )
     return value
+
+
+def _absolute_or_empty(value: str) -> str:
+    return value if value == "" else check_absolute_path(value)
 
 
 RelativeName = Annotated[str, AfterValidator(check_relative_name)]
 AbsolutePath = Annotated[str, AfterValidator(check_absolute_path)]
+AbsolutePathOrEmpty = Annotated[str, AfterValidator(_absolute_or_empty)]  # "": the workload's default

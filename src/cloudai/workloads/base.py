@@ -64,7 +64,7 @@ from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 
 from pydantic import BaseModel, BeforeValidator, ValidationError
 
-from cloudai.config.fields import number_problems, shown
+from cloudai.config.fields import check_absolute_path, number_problems, shown
 from cloudai.config.messages import toml_value
 from cloudai.config.test import GitRepoSpec
 from cloudai.config.tomlfile import problems_from
@@ -146,6 +146,10 @@ class Workload(ABC):
     hardware: ClassVar[Literal["cpu", "gpu"]] = "gpu"
     mpi: ClassVar[bool] = True  # False: not an MPI program's launch (Slurm renders no ``--mpi``; CloudAI's fio)
     value_lists: ClassVar[frozenset[str]] = frozenset()  # list-valued cmd_args that are one value, not a sweep
+    # True: no job can be built for a point that breaks ``constraint`` (a plain test breaking it is refused at load,
+    # exit 2); False: the rule steers the search, a plain test breaking it runs as CloudAI runs it.
+    hard_rule: ClassVar[bool] = False
+    mounted_env: ClassVar[tuple[str, ...]] = ()  # extra_env_vars whose value the job mounts: one absolute path each
 
     @abstractmethod
     def argv(self, args: Mapping[str, Any], job: JobContext) -> list[str]: ...
@@ -215,7 +219,7 @@ class Workload(ABC):
             values = dim.choices if isinstance(dim, Categorical) else (dim.clip(dim.low), dim.clip(dim.high))
             trial_points += [{dim.name: v} for v in values]
             args.setdefault(dim.name, values[0])
-        problems: dict[str, Problem] = {}
+        problems: dict[str, Problem] = {p.field: p for p in self._mounted_env_problems(space, file, prefix)}
         for point in trial_points:
             values = _nested({**args, **point})
             for path, message in number_problems(values):  # bounds by name, for every workload (issue 35)
@@ -234,6 +238,22 @@ class Workload(ABC):
                     message = _as_written(p.message, space, p.field)
                     problems.setdefault(field, Problem(p.file, field, message, p.hint))
         return list(problems.values())
+
+    def _mounted_env_problems(self, space: Space, file: Path | None, prefix: str) -> list[Problem]:
+        """Each candidate of a ``mounted_env`` variable is one absolute path (a newline there split the mount)."""
+        found: list[Problem] = []
+        for name in self.mounted_env:
+            knob = f"extra_env_vars.{name}"
+            dims = [d for d in space.dims if d.name == knob and isinstance(d, Categorical)]
+            values = [space.fixed[knob]] if knob in space.fixed else list(dims[0].choices) if dims else []
+            for value in values:
+                try:
+                    check_absolute_path(str(value), name)
+                except ValueError as exc:
+                    field = f"{prefix.removesuffix('cmd_args')}{knob}"
+                    found.append(Problem(str(file) if file else None, field, str(exc), "give the directory's path"))
+                    break
+        return found
 
     def read_metrics(self, job_dir: Path) -> dict[str, float]:
         return read_metrics_file(job_dir / METRICS_FILE)

@@ -12,7 +12,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from cloudai.config.fields import AbsolutePath, RelativeName
+from cloudai.config.fields import AbsolutePathOrEmpty, RelativeName
 
 
 def _alias(name: str) -> Any:
@@ -201,9 +201,8 @@ class AIDynamoArgs(BaseModel):
     }
 
     docker_image_url: str
-    storage_cache_dir: Literal[""] | AbsolutePath | list[Literal[""] | AbsolutePath] | None = (
-        "/tmp"  # mounted at itself
-    )
+    # mounted at itself; "" is CloudAI's default base (cache_config.DEFAULT_CACHE_BASE)
+    storage_cache_dir: AbsolutePathOrEmpty | list[AbsolutePathOrEmpty] | None = "/tmp"
     dynamo: DynamoArgs
     hicache: dict[str, Any] | None = None  # SGLang HiCache storage-backend config, passed whole (cache_config)
     lmcache: dict[str, Any] | None = None  # LMCache config, passed whole (cache_config)

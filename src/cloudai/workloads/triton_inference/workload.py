@@ -70,6 +70,7 @@ def client_argv(model: TritonInferenceArgs, artifact_dir: Path) -> list[str]:
 class TritonInference(Workload):
     name = "TritonInference"
     args_model = TritonInferenceArgs
+    mounted_env = tuple(var for var, _ in _REQUIRED_ENV)
     produces_metrics = True
     metrics = profile_export.METRICS
     units = profile_export.UNITS
