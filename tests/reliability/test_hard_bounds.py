@@ -156,10 +156,10 @@ REFUSED = [
     ("nccl", '"x;touch /tmp/p" = 1', "", "", "cmd_args", "not a flag name"),
     ("sleep", "", "", '[extra_cmd_args]\n"--iters" = -5\n', "extra_cmd_args", "0..2147483647"),
     ("sleep", "seconds = 1", "", f'[extra_env_vars]\nBIG = "{"x" * 140_000}"\n', "extra_env_vars", "131072 bytes"),
-    ("sleep", "seconds = 1", "num_nodes = [1, 2]\nnodes = ['n1']", "", "Tests[0]", "sweeps the node count"),
+    ("nccl", "iters = 10", "num_nodes = [1, 2]\nnodes = ['n1']", "", "Tests[0]", "sweeps the node count"),
     (
-        "sleep",
-        "seconds = [1, 2]",
+        "nccl",
+        "iters = [10, 20]",
         'agent = "optuna"\nagent_steps = 2\nagent_config = { pruner = { type = "hyperband", min_resource = 8, '
         "max_resource = 2 } }",
         "",
