@@ -32,6 +32,7 @@ FILES = {
     "sleep": TREE / "common" / "test" / "sleep.toml",
     "osu": REPO / "tests" / "workloads" / "cloudai_conf" / "test" / "osu_test.toml",
     "moe": TREE / "experimental" / "test" / "moe_benchmark_HT.toml",
+    "ddlb": TREE / "experimental" / "test" / "ddlb_test.toml",
 }
 TEXTS = {
     "triton": 'name = "triton"\ntest_template_name = "TritonInference"\n[cmd_args]\nserver_docker_image_url = "s"\n'
@@ -85,6 +86,8 @@ BOUNDS = [
     ("nccl", "warmup_iters = [5, -3]", "cmd_args.warmup_iters", "0..2147483647"),  # a list: element-wise
     ("nccl", "iters = { low = -10, high = 10, dtype = 'int' }", "cmd_args.iters", "0..2147483647"),  # range ends
     ("nccl", "iters = { low = 0.5, high = 10.5, dtype = 'int' }", "cmd_args.iters", "whole numbers"),
+    ("ddlb", "m = 0", "cmd_args.m", "1..2147483647"),  # a declared field whose name says nothing: PositiveCount
+    ("deepep", "hidden = -7168\nseed = -1", "cmd_args.hidden", "1..2147483647"),
     ("sleep", "seconds = 1e15", "cmd_args.seconds", "[0, 31622400]"),
 ]
 

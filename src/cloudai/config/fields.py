@@ -216,7 +216,13 @@ _RULES: tuple[tuple[re.Pattern[str], Bound], ...] = tuple(
         (r"n?gpus|num_gpus|.*gpus_per_node|num_processes(_per_node)?|nproc_per_node|num_tasks_per_node", GPUS),
         (r"(.*_)?num_nodes", NODES),
         (r"num_(experts|prompts|workers|layers|tokens|topk)|(.*_)?batch_size|gb|mb|(.*_)?concurrency", POSITIVE),
-        (r"chunk_?size|request_count|(.*_)?replicas", POSITIVE),
+        (r"chunk_?size|request_count|(.*_)?replicas|nthreads", POSITIVE),
+        (
+            r"(.*_)?(hidden|hidden_size|hidden_dims|model_dims|dims_per_head|vocab_size|max_position_embeddings)",
+            POSITIVE,
+        ),
+        (r"(.*_)?(seq_length|seq_len|sequence_length)|(input_|output_)?tokens", POSITIVE),
+        (r"(.*_)?seed", Bound("a seed", 0, MAX_SEED)),
         (r"num_.*|(.*_)?iters|(.*_)?iterations|(.*_)?warmups?(_iters)?|max_steps|.*_count", COUNT),
         (r"(.*_)?seconds|.*_secs|.*_timeout(_s)?|timeout", SECONDS),
     )
@@ -276,12 +282,13 @@ def _bounded(bound: Bound) -> AfterValidator:
     return AfterValidator(check)
 
 
-ParallelSize = Annotated[int, Strict(), _bounded(PARALLEL)]
-Port = Annotated[int, Strict(), _bounded(PORT)]
-Fraction = Annotated[float, Field(allow_inf_nan=False), _bounded(FRACTION)]
-PositiveCount = Annotated[int, Strict(), _bounded(POSITIVE)]
-Count = Annotated[int, Strict(), _bounded(COUNT)]
-Seconds = Annotated[int, Strict(), _bounded(SECONDS)]
+# The same bounds as field types, for a declared field whose name says nothing (DDLB's ``m``) or that a workload
+# reads before ``validate`` could (a model validated on its own). Not strict: CloudAI's files write "8" for 8.
+ParallelSize = Annotated[int, _bounded(PARALLEL)]
+Port = Annotated[int, _bounded(PORT)]
+PositiveCount = Annotated[int, _bounded(POSITIVE)]
+Count = Annotated[int, _bounded(COUNT)]
+Seconds = Annotated[int, _bounded(SECONDS)]
 
 
 # Names that become paths (issue 35): a name a workload joins to its job dir (an artifact dir it ``rm -rf``s and
