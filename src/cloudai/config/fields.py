@@ -212,7 +212,7 @@ _RULES: tuple[tuple[re.Pattern[str], Bound], ...] = tuple(
     for pattern, bound in (
         (r"(.*_)?(parallel_size|parallelism)|(.*_)?(tp|pp|cp|ep|dp|vp|etp)(_size)?|et", PARALLEL),
         (r"(.*_)?ports?", PORT),
-        (r".*_(utilization|fraction)(_.*)?|.*_ratio_static", FRACTION),
+        (r".*_(utilization|fraction)(_.*)?", FRACTION),
         (r"n?gpus|num_gpus|.*gpus_per_node|num_processes(_per_node)?|nproc_per_node|num_tasks_per_node", GPUS),
         (r"(.*_)?num_nodes", NODES),
         (r"num_(experts|prompts|workers|layers|tokens|topk)|(.*_)?batch_size|gb|mb|(.*_)?concurrency", POSITIVE),

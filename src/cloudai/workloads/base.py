@@ -21,6 +21,14 @@ A workload is system-agnostic: it never starts processes itself. Contract:
   trial would run (its nodes, the system's GPUs per node), for rules such as "tp*pp*cp divides the GPUs".
   The search uses it before any trial (``cloudai.workloads.validity``): a grid skips such points, a sampler
   redraws, a space without a valid point is refused at load time.
+* ``hard_rule``: True when no job can be built for a point that breaks ``constraint`` (NixlEP's plan on nodes that
+  cannot hold it): a plain test breaking it is refused at load too. Default False: a plain test runs as given, as
+  CloudAI runs it (its reference configs break some rules).
+* ``mounted_env``: ``extra_env_vars`` whose value the job mounts (Triton's ``NIM_CACHE_PATH``): each candidate must be
+  one absolute path, checked by ``validate``.
+* ``validate`` also holds every number of every candidate to the range its name says (``config.fields.bound_of``:
+  parallel sizes >= 1, ports 1..65535, fractions in (0, 1], counts, seconds; never NaN or infinite), pass-through
+  flags included, so a new workload gets the bounds without declaring them.
 * ``constraint_mask(columns, resources)`` (optional): the same rule over many points at once, so a 10^6-point
   grid is counted in well under a second: ``columns`` maps every flat knob name to a numpy array (one entry per
   point), ``resources`` is a ``ResourceColumns``; returns a bool array, True where the point is valid, or None
