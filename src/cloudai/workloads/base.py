@@ -227,7 +227,7 @@ class Workload(ABC):
             values = dim.choices if isinstance(dim, Categorical) else (dim.clip(dim.low), dim.clip(dim.high))
             trial_points += [{dim.name: v} for v in values]
             args.setdefault(dim.name, values[0])
-        problems: dict[str, Problem] = {p.field: p for p in self._mounted_env_problems(space, file, prefix)}
+        problems: dict[str, Problem] = {p.field or prefix: p for p in self._mounted_env_problems(space, file, prefix)}
         for point in trial_points:
             values = _nested({**args, **point})
             for path, message in number_problems(values):  # bounds by name, for every workload (issue 35)
