@@ -251,13 +251,16 @@ def _as_number(value: Any) -> float | None:
 
 def number_problem(name: str, value: Any) -> str | None:
     """Why ``value`` given for ``name`` is no number a job can take: NaN or infinite anywhere, or outside the
-    range ``bound_of(name)`` says (a string of digits counts: ``port = "-1"``); None when it is fine."""
+    range ``bound_of(name)`` says (under such a name a string of digits counts too: ``port = "-1"``); None when it
+    is fine."""
+    bound = bound_of(name)
+    if isinstance(value, str) and bound is None:
+        return None  # text under a name that says nothing is text ("nan" may be a mode's name)
     number = _as_number(value)
     if number is None:
         return None
     if not math.isfinite(number):
         return f"must be a finite number (got {shown(value)})"
-    bound = bound_of(name)
     return bound.problem(number) if bound is not None else None
 
 
