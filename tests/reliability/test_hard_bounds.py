@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from tests.cli_fork import run_cli
 from tests.conftest import REPO
 
 from cloudai.errors import ConfigError
@@ -179,3 +180,19 @@ def test_the_rest_of_the_corpus_is_refused(tmp_path: Path) -> None:
         if not any(field in p.split(": ")[0] and says in p for p in problems):
             missed.append((test, hostile[:80], test_extra[:80], problems))
     assert not missed, "\n".join(map(str, missed))
+
+
+def test_run_refuses_an_env_value_linux_cannot_pass(tmp_path: Path) -> None:
+    """Through ``cloudai run`` (it was exit 1 without a message: the job's exec failed with E2BIG)."""
+    tests = tmp_path / "tests"
+    tests.mkdir()
+    big = "x" * 140_000
+    (tests / "t.toml").write_text(
+        f'name = "t"\ntest_template_name = "Sleep"\n[cmd_args]\nseconds = 0\n[extra_env_vars]\nBIG = "{big}"\n'
+    )
+    (tmp_path / "s.toml").write_text('name = "s"\n[[Tests]]\nid = "t"\ntest_name = "t"\n')
+    argv = ["run", "--tests-dir", "tests", "--test-scenario", "s.toml", "--output-dir", "out"]
+    result = run_cli(argv, tmp_path)
+    assert result.returncode == 2, result.stderr
+    assert "extra_env_vars.BIG is 140005 bytes long" in result.stderr
+    assert not (tmp_path / "out").exists()
