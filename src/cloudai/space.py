@@ -338,6 +338,8 @@ def _parse_range(name: str, spec: Mapping[str, Any]) -> Range:
         raise ValueError(f"dtype must be 'float' or 'int', not {dtype!r}")
     if dtype == "int" and math.ceil(low) > math.floor(high):
         raise ValueError(f"the int range [{low}, {high}] holds no integer; widen it or use dtype = 'float'")
+    if dtype == "int" and not (float(low).is_integer() and float(high).is_integer()):
+        raise ValueError(f"an int range's low and high must be whole numbers, not {low!r} and {high!r}")
     log = spec.get("log", False)
     if not isinstance(log, bool):
         raise ValueError("log must be true or false")

@@ -35,7 +35,7 @@ from __future__ import annotations
 from typing import Literal
 
 import optuna
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 
 class PrunerConfig(BaseModel):
@@ -50,6 +50,15 @@ class PrunerConfig(BaseModel):
     min_resource: int = Field(default=1, ge=1)  # SH/hyperband: progress steps of the first rung
     max_resource: int | None = Field(default=None, ge=1)  # hyperband: None = the most steps seen
     reduction_factor: int | None = Field(default=None, ge=2)  # SH/hyperband: 1 / the share kept per rung
+
+    @model_validator(mode="after")
+    def _rungs_in_order(self) -> PrunerConfig:
+        if self.max_resource is not None and self.max_resource < self.min_resource:
+            raise ValueError(
+                f"max_resource ({self.max_resource}) is below min_resource ({self.min_resource}): Hyperband's last "
+                "rung must not come before its first; raise max_resource or leave it unset (the most steps seen)"
+            )
+        return self
 
 
 def build_pruner(config: PrunerConfig) -> optuna.pruners.BasePruner:

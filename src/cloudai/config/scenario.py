@@ -15,7 +15,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from cloudai.config.fields import NodeCount, StrictPositiveInt, check_dir_name, check_mounts
+from cloudai.config.fields import NodeCount, StrictPositiveInt, check_dir_name, check_mounts, shown
 from cloudai.config.hostlist import check_hostlists, check_node_specs, listed_and_excluded
 from cloudai.config.objectives import Constraint, Objective, default_reward, observed_metrics, parse_constraint
 from cloudai.config.test import (
@@ -93,6 +93,11 @@ class ScenarioEntry(AgentFields):
         both = listed_and_excluded(self.nodes, self.exclude_nodes)
         if both:
             raise ValueError(f"node(s) {', '.join(both[:5])} both in nodes and in exclude_nodes: keep one")
+        if self.nodes and isinstance(self.num_nodes, list):
+            raise ValueError(
+                f"nodes pins the job to {shown(self.nodes)} while num_nodes = {self.num_nodes} sweeps the node "
+                "count: give num_nodes one value, or drop nodes"
+            )
         return self
 
 

@@ -15,7 +15,15 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from cloudai.config.fields import Seed, StrictPositiveInt, check_env, check_mounts, check_no_nul
+from cloudai.config.fields import (
+    Seed,
+    StrictPositiveInt,
+    check_arg_keys,
+    check_env,
+    check_mounts,
+    check_no_nul,
+    number_problem,
+)
 from cloudai.config.tomlfile import read_toml, validate
 from cloudai.errors import ConfigError, Problem
 
@@ -132,6 +140,7 @@ class AgentFields(BaseModel):
 def checked_cmd_args(cmd_args: dict[str, Any]) -> dict[str, Any]:
     """``cmd_args`` of a test or a scenario entry: no NUL in any string (no process could receive it)."""
     check_no_nul(cmd_args, "cmd_args")
+    check_arg_keys(cmd_args, "cmd_args")
     return cmd_args
 
 
@@ -139,6 +148,18 @@ def checked_extra_cmd_args(extra: dict[str, Any] | str | None) -> dict[str, Any]
     """``extra_cmd_args`` as a string is split into words like a shell would (never run by one): it must split
     (an unbalanced quote is refused here, not met as a crash once the run began) and hold no NUL."""
     check_no_nul(extra, "extra_cmd_args")
+    if isinstance(extra, dict):
+        nested = [key for key, value in extra.items() if isinstance(value, dict)]
+        if nested:
+            raise ValueError(
+                f"extra_cmd_args.{nested[0]} is a table; each extra_cmd_args entry is one flag and its value "
+                '(write a dotted key, e.g. "a.b" = 1)'
+            )
+        check_arg_keys(extra, "extra_cmd_args", extra=True)
+        for key, value in extra.items():
+            problem = number_problem(key, value)
+            if problem:
+                raise ValueError(f"extra_cmd_args.{key} {problem}")
     if isinstance(extra, str):
         try:
             shlex.split(extra)

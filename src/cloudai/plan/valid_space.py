@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from cloudai.errors import Problem
 from cloudai.workloads import WORKLOADS
+from cloudai.workloads.base import constraint_of
 from cloudai.workloads.validity import ValidPoints
 
 if TYPE_CHECKING:
@@ -38,6 +39,9 @@ def check_valid_spaces(checked: Mapping[str, CheckedEntry], gpus_per_node: int |
     """One problem per agent-driven test whose space has no valid point."""
     problems = []
     for item in checked.values():
+        if not item.live_rl and not item.agent_driven:
+            problems += _plain_problem(item, gpus_per_node)  # only a workload whose rule is hard_rule
+            continue
         rule = entry_rule(item, gpus_per_node)
         if rule is None or rule.count() != 0:
             continue
@@ -55,3 +59,25 @@ def check_valid_spaces(checked: Mapping[str, CheckedEntry], gpus_per_node: int |
             )
         )
     return problems
+
+
+def _plain_problem(checked: CheckedEntry, gpus_per_node: int | None) -> list[Problem]:
+    """A plain test's one point breaking a ``hard_rule`` would build no job (NixlEP's plan on nodes that cannot
+    hold it was an internal error, exit 1): refused at load with the rule's reason. A plain test breaking any
+    other rule still runs, as CloudAI runs it (its reference configs do)."""
+    entry = checked.entry
+    workload = WORKLOADS.get(entry.workload)()
+    if not workload.hard_rule:
+        return []
+    point = checked.space.full({})
+    why = constraint_of(workload, point, gpus_per_node, nodes_set="num_nodes" in entry.scenario_fields)
+    if why is None:
+        return []
+    return [
+        Problem(
+            str(entry.scenario_file),
+            f"{entry.field_prefix}.cmd_args",
+            f"'{entry.id}' breaks {entry.workload}'s rule: {why}",
+            "change the values (or num_nodes) so the job fits",
+        )
+    ]

@@ -21,6 +21,14 @@ A workload is system-agnostic: it never starts processes itself. Contract:
   trial would run (its nodes, the system's GPUs per node), for rules such as "tp*pp*cp divides the GPUs".
   The search uses it before any trial (``cloudai.workloads.validity``): a grid skips such points, a sampler
   redraws, a space without a valid point is refused at load time.
+* ``hard_rule``: True when no job can be built for a point that breaks ``constraint`` (NixlEP's plan on nodes that
+  cannot hold it): a plain test breaking it is refused at load too. Default False: a plain test runs as given, as
+  CloudAI runs it (its reference configs break some rules).
+* ``mounted_env``: ``extra_env_vars`` whose value the job mounts (Triton's ``NIM_CACHE_PATH``): each candidate must be
+  one absolute path, checked by ``validate``.
+* ``validate`` also holds every number of every candidate to the range its name says (``config.fields.bound_of``:
+  parallel sizes >= 1, ports 1..65535, fractions in (0, 1], counts, seconds; never NaN or infinite), pass-through
+  flags included, so a new workload gets the bounds without declaring them.
 * ``constraint_mask(columns, resources)`` (optional): the same rule over many points at once, so a 10^6-point
   grid is counted in well under a second: ``columns`` maps every flat knob name to a numpy array (one entry per
   point), ``resources`` is a ``ResourceColumns``; returns a bool array, True where the point is valid, or None
@@ -64,7 +72,7 @@ from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 
 from pydantic import BaseModel, BeforeValidator, ValidationError
 
-from cloudai.config.fields import shown
+from cloudai.config.fields import check_absolute_path, number_problems, shown
 from cloudai.config.messages import toml_value
 from cloudai.config.test import GitRepoSpec
 from cloudai.config.tomlfile import problems_from
@@ -147,6 +155,10 @@ class Workload(ABC):
     hardware: ClassVar[Literal["cpu", "gpu"]] = "gpu"
     mpi: ClassVar[bool] = True  # False: not an MPI program's launch (Slurm renders no ``--mpi``; CloudAI's fio)
     value_lists: ClassVar[frozenset[str]] = frozenset()  # list-valued cmd_args that are one value, not a sweep
+    # True: no job can be built for a point that breaks ``constraint`` (a plain test breaking it is refused at load,
+    # exit 2); False: the rule steers the search, a plain test breaking it runs as CloudAI runs it.
+    hard_rule: ClassVar[bool] = False
+    mounted_env: ClassVar[tuple[str, ...]] = ()  # extra_env_vars whose value the job mounts: one absolute path each
 
     @abstractmethod
     def argv(self, args: Mapping[str, Any], job: JobContext) -> list[str]: ...
@@ -221,10 +233,14 @@ class Workload(ABC):
             values = dim.choices if isinstance(dim, Categorical) else (dim.clip(dim.low), dim.clip(dim.high))
             trial_points += [{dim.name: v} for v in values]
             args.setdefault(dim.name, values[0])
-        problems: dict[str, Problem] = {}
+        problems: dict[str, Problem] = {p.field or prefix: p for p in self._mounted_env_problems(space, file, prefix)}
         for point in trial_points:
+            values = _nested({**args, **point})
+            for path, message in number_problems(values):  # bounds by name, for every workload (issue 35)
+                field = f"{prefix}.{path}"
+                hint = "give a value in that range" if "finite" not in message else "give a finite number"
+                problems.setdefault(field, Problem(str(file) if file else None, field, message, hint))
             try:
-                values = _nested({**args, **point})
                 self.args_model.model_validate(values)
                 wrong = _bad_image(self.container_image(values))
                 if wrong:
@@ -236,6 +252,22 @@ class Workload(ABC):
                     message = _as_written(p.message, space, p.field)
                     problems.setdefault(field, Problem(p.file, field, message, p.hint))
         return list(problems.values())
+
+    def _mounted_env_problems(self, space: Space, file: Path | None, prefix: str) -> list[Problem]:
+        """Each candidate of a ``mounted_env`` variable is one absolute path (a newline there split the mount)."""
+        found: list[Problem] = []
+        for name in self.mounted_env:
+            knob = f"extra_env_vars.{name}"
+            dims = [d for d in space.dims if d.name == knob and isinstance(d, Categorical)]
+            values = [space.fixed[knob]] if knob in space.fixed else list(dims[0].choices) if dims else []
+            for value in values:
+                try:
+                    check_absolute_path(str(value), name)
+                except ValueError as exc:
+                    field = f"{prefix.removesuffix('cmd_args')}{knob}"
+                    found.append(Problem(str(file) if file else None, field, str(exc), "give the directory's path"))
+                    break
+        return found
 
     def read_metrics(self, job_dir: Path) -> dict[str, float]:
         return read_metrics_file(job_dir / METRICS_FILE)

@@ -12,6 +12,8 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from cloudai.config.fields import AbsolutePathOrEmpty, RelativeName
+
 
 def _alias(name: str) -> Any:
     """A field read as ``name`` or with dashes (``worker-initialized-regex``), written with dashes."""
@@ -128,7 +130,7 @@ class Benchmark(BaseModel):
     name: str
     cmd: str
     script: Any = None  # CloudAI's installed wrapper script: accepted; cloudai runs the benchmark itself
-    report_name: str | None = _aliased("report_name", None)
+    report_name: RelativeName | None = _aliased("report_name", None)
     args: Args = Field(default_factory=Args)
     extra_args: str | None = _aliased("extra_args", None)
 
@@ -150,8 +152,8 @@ class AIPerf(Benchmark):
     name: str = "aiperf"
     cmd: str = "aiperf profile"
     setup_cmd: str | None = _aliased("setup_cmd", None)
-    report_name: str | None = _aliased("report_name", "aiperf_report.csv")
-    artifact_dir_name: str = _aliased("artifact_dir_name", "aiperf_artifacts")
+    report_name: RelativeName | None = _aliased("report_name", "aiperf_report.csv")
+    artifact_dir_name: RelativeName = _aliased("artifact_dir_name", "aiperf_artifacts")
     health_check_between_phases: bool = _aliased("health_check_between_phases", True)
     continue_on_phase_failure: bool = _aliased("continue_on_phase_failure", False)
     between_phase_cmd: str | None = _aliased("between_phase_cmd", "true")
@@ -162,11 +164,11 @@ class AIPerfPhase(BaseModel):
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
-    name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9_.-]+$")
+    name: RelativeName = Field(min_length=1, pattern=r"^[A-Za-z0-9_.-]+$")  # a dir under the artifact dir
     cmd: str | None = None
     setup_cmd: str | None = _aliased("setup_cmd", None)
-    report_name: str | None = _aliased("report_name", None)
-    artifact_dir_name: str | None = _aliased("artifact_dir_name", None)
+    report_name: RelativeName | None = _aliased("report_name", None)
+    artifact_dir_name: RelativeName | None = _aliased("artifact_dir_name", None)
     args: Args = Field(default_factory=Args)
     extra_args: str | None = _aliased("extra_args", None)
     between_phase_cmd: str | None = _aliased("between_phase_cmd", None)
@@ -180,7 +182,7 @@ class AIPerfAccuracy(BaseModel):
     cli: str
     script: Any = None
     setup_cmd: str | None = _aliased("setup_cmd", None)
-    artifact_dir_name: str = _aliased("artifact_dir_name", "aiperf_accuracy_artifacts")
+    artifact_dir_name: RelativeName = _aliased("artifact_dir_name", "aiperf_accuracy_artifacts")
 
 
 class LMCacheController(BaseModel):
@@ -199,7 +201,8 @@ class AIDynamoArgs(BaseModel):
     }
 
     docker_image_url: str
-    storage_cache_dir: str | list[str] | None = "/tmp"
+    # mounted at itself; "" is CloudAI's default base (cache_config.DEFAULT_CACHE_BASE)
+    storage_cache_dir: AbsolutePathOrEmpty | list[AbsolutePathOrEmpty] | None = "/tmp"
     dynamo: DynamoArgs
     hicache: dict[str, Any] | None = None  # SGLang HiCache storage-backend config, passed whole (cache_config)
     lmcache: dict[str, Any] | None = None  # LMCache config, passed whole (cache_config)

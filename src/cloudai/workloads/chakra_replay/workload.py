@@ -16,6 +16,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from cloudai.config.fields import AbsolutePath
 from cloudai.errors import WorkloadError
 from cloudai.workloads.base import JobContext, Workload, cloudai_extra_args, read_stdout, write_metrics
 from cloudai.workloads.chakra_replay import parse
@@ -30,7 +31,7 @@ class ChakraReplayArgs(BaseModel):
     docker_image_url: str = Field(min_length=1)
     mpi: str = "pmix"
     trace_type: str = "et"
-    trace_path: str | None = None
+    trace_path: AbsolutePath | None = None  # mounted at itself
     num_replays: int = Field(default=1, ge=1)
 
 

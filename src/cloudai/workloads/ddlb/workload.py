@@ -18,6 +18,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from cloudai.config.fields import PositiveCount
 from cloudai.errors import WorkloadError
 from cloudai.workloads.base import JobContext, Workload, cloudai_extra_args, read_stdout, write_metrics
 from cloudai.workloads.ddlb import parse
@@ -31,9 +32,9 @@ class DDLBArgs(BaseModel):
 
     docker_image_url: str = Field(min_length=1)
     primitive: str = Field(min_length=1)
-    m: int = 1024
-    n: int = 128
-    k: int = 1024
+    m: PositiveCount = 1024  # the GEMM's sizes: names too short for a rule by name
+    n: PositiveCount = 128
+    k: PositiveCount = 1024
     dtype: str = Field(min_length=1)
     num_iterations: int = 50
     num_warmups: int = 5

@@ -22,6 +22,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from cloudai.config.fields import ParallelSize, PositiveCount
 from cloudai.steps import Run, Shell, Step
 from cloudai.workloads.base import JobContext, Workload, cloudai_extra_args
 
@@ -55,11 +56,11 @@ class DeepEPArgs(BaseModel):
     legacy_tests_root: str | None = None
     elastic_tests_root: str | None = None
     python_executable: str = "python"
-    num_processes: int = 8
+    num_processes: ParallelSize = 8
     num_tokens: int = 4096
     hidden: int = 7168
     num_topk: int = 8
-    num_experts: int = 256
+    num_experts: PositiveCount = 256
     # v1 (legacy) flags
     num_topk_groups: int | None = None
     allow_mnnvl: bool = False

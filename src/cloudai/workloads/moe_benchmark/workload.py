@@ -20,6 +20,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from cloudai.config.fields import AbsolutePath
 from cloudai.steps import Run, Shell, Step
 from cloudai.workloads.base import JobContext, Workload
 from cloudai.workloads.heredoc import write_lines
@@ -70,8 +71,8 @@ class MoEBenchmarkArgs(BaseModel):
     v2_num_sms: int = 12
     v2_num_qps: int = 0
     v2_prefer_overlap_with_compute: bool = False
-    config_file_path: str = "/tmp/config.yaml"
-    results_dir: str = "/workspace/DeepEP/results"
+    config_file_path: AbsolutePath = "/tmp/config.yaml"  # mount destinations in the container
+    results_dir: AbsolutePath = "/workspace/DeepEP/results"
 
 
 def config_yaml(model: MoEBenchmarkArgs) -> str:

@@ -21,6 +21,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from cloudai.config.fields import Count
 from cloudai.errors import WorkloadError
 from cloudai.workloads.base import JobContext, SizeText, Workload, cloudai_extra_args, read_stdout, write_metrics
 from cloudai.workloads.nccl_test import parse
@@ -79,8 +80,8 @@ class NcclTestArgs(BaseModel):
     op: Literal["sum", "prod", "min", "max", "avg", "all"] = "sum"
     datatype: Literal["uint8", "float"] = "float"
     root: int = 0
-    iters: int = 20
-    warmup_iters: int = 5
+    iters: Count = 20
+    warmup_iters: Count = 5
     agg_iters: int = 1
     average: int = 1
     parallel_init: int = 0

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from cloudai.config.fields import RelativeName, check_absolute_path
 
 
 class _Open(BaseModel):
@@ -43,10 +45,18 @@ class TrainingModel(_Open):
     pipeline_model_parallel_size: int = 4
     data: TrainingModelData = Field(default_factory=TrainingModelData)
 
+    @model_validator(mode="after")
+    def _tokenizer_path(self) -> TrainingModel:
+        """``tokenizer.model`` is mounted into the container at itself: one absolute path."""
+        tokenizer = (self.model_extra or {}).get("tokenizer")
+        if isinstance(tokenizer, dict) and isinstance(tokenizer.get("model"), str):
+            check_absolute_path(tokenizer["model"], "tokenizer.model")
+        return self
+
 
 class TrainingRun(_Open):
     time_limit: str = "3:00:00"
-    name: str = "run"
+    name: RelativeName = "run"  # the launcher's results dir under the job dir
 
 
 class Training(_Open):

@@ -90,6 +90,7 @@ def _wait_all(names: list[str], removal: bool) -> Shell:
 class NixlEP(Workload):
     name = "NixlEP"
     args_model = NixlEPArgs
+    hard_rule = True  # steps() cannot place a plan the nodes cannot hold
     produces_metrics = True
     metrics = parse.METRICS
     units = parse.UNITS

@@ -16,6 +16,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from cloudai.config.fields import AbsolutePath, RelativeName
 from cloudai.errors import WorkloadError
 from cloudai.workloads.base import JobContext, SizeText, Workload, cloudai_extra_args, read_stdout, write_metrics
 from cloudai.workloads.osu_bench import parse
@@ -54,8 +55,8 @@ class OSUBenchArgs(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     docker_image_url: str
-    benchmarks_dir: str
-    benchmark: str
+    benchmarks_dir: AbsolutePath
+    benchmark: RelativeName  # run as <benchmarks_dir>/<benchmark>: '../../bin/x' would run another program
     message_size: SizeText | None = None  # "128" (max), "2:128" (min:max), "2:" (min)
     iterations: int | None = None
     warmup: int | None = None

@@ -24,6 +24,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from cloudai.config.fields import Port, PositiveCount, Seconds
 from cloudai.steps import Run, Shell, Step, Var, WaitHttp
 from cloudai.workloads import profile_export
 from cloudai.workloads.base import ONE_NODE, JobContext, Resources, Workload, write_metrics
@@ -44,13 +45,13 @@ class TritonInferenceArgs(BaseModel):
     endpoint_type: Literal["chat"] = "chat"
     service_kind: Literal["openai"] = "openai"
     streaming: bool = True
-    port: int = 8000
-    num_prompts: int = 20
-    input_sequence_length: int = 128
-    output_sequence_length: int = 128
-    concurrency: int = 1
+    port: Port = 8000
+    num_prompts: PositiveCount = 20
+    input_sequence_length: PositiveCount = 128
+    output_sequence_length: PositiveCount = 128
+    concurrency: PositiveCount = 1
     tokenizer: str
-    sleep_seconds: int = 3300
+    sleep_seconds: Seconds = 3300
 
 
 def client_argv(model: TritonInferenceArgs, artifact_dir: Path) -> list[str]:
@@ -70,6 +71,7 @@ def client_argv(model: TritonInferenceArgs, artifact_dir: Path) -> list[str]:
 class TritonInference(Workload):
     name = "TritonInference"
     args_model = TritonInferenceArgs
+    mounted_env = tuple(var for var, _ in _REQUIRED_ENV)
     produces_metrics = True
     metrics = profile_export.METRICS
     units = profile_export.UNITS
