@@ -97,6 +97,10 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
+    if not hasattr(config, "workerinput"):
+        from tests.docs.reader import remove_created  # what the doc snippets wrote in the repository
+
+        remove_created()
     record = _session_file()
     if hasattr(config, "workerinput") or not record.exists():
         return
