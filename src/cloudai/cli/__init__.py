@@ -275,6 +275,8 @@ def list_(kind: str | None, verbose: bool) -> None:
     """List the workloads, agents, reward functions, systems and reports available (CloudAI: list agents|reports)."""
     from cloudai.cli.listing import listing
 
+    setup_logging(False, None)  # `cloudai --log-file FILE list`: FILE is opened (or refused) as for any command
+
     for line in listing([kind.lower()] if kind else list(LIST_KINDS), verbose):
         click.echo(line)
 

@@ -29,6 +29,7 @@ from cloudai.config.test import (
     checked_env_vars,
     checked_extra_cmd_args,
 )
+from cloudai.config.kinds import check_kind
 from cloudai.config.timelimit import parse_time_limit
 from cloudai.config.tomlfile import read_toml, validate
 from cloudai.errors import ConfigError, Problem, did_you_mean
@@ -239,7 +240,9 @@ def scan_scenario(
 ) -> tuple[Scenario, list[Problem]]:
     """The scenario with the entries that merged, and every problem (``load_scenario`` without the stop):
     the rest of a plan can still be checked, so one run reports everything wrong at once."""
-    config: ScenarioConfig = validate(ScenarioConfig, read_toml(path), path)
+    data = read_toml(path)
+    check_kind(data, path, "scenario")
+    config: ScenarioConfig = validate(ScenarioConfig, data, path)
     problems: list[Problem] = []
     entries: list[RunEntry] = []
     for index, raw in enumerate(config.Tests):
