@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from cloudai.config.fields import NodeCount, StrictPositiveInt, check_dir_name, check_mounts
 from cloudai.config.hostlist import check_hostlists, check_node_specs, listed_and_excluded
+from cloudai.config.kinds import check_kind
 from cloudai.config.objectives import Constraint, Objective, default_reward, observed_metrics, parse_constraint
 from cloudai.config.test import (
     ARG_TABLES,
@@ -29,7 +30,6 @@ from cloudai.config.test import (
     checked_env_vars,
     checked_extra_cmd_args,
 )
-from cloudai.config.kinds import check_kind
 from cloudai.config.timelimit import parse_time_limit
 from cloudai.config.tomlfile import read_toml, validate
 from cloudai.errors import ConfigError, Problem, did_you_mean

@@ -20,9 +20,9 @@ from cloudai.cli import cli
 from cloudai.config.test import load_test
 from cloudai.envs.rewards import REWARDS, reward_of
 from cloudai.errors import WorkloadError
+from cloudai.installables import MARKER
 from cloudai.workloads.aiconfigurator import Aiconfigurator, AiconfiguratorArgs
 from cloudai.workloads.aiconfigurator.args import request
-from cloudai.installables import MARKER
 from cloudai.workloads.aiconfigurator.catalog import CATALOG_FILE, ENV, problem
 
 HERE = Path(__file__).resolve().parent
