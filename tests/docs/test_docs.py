@@ -106,3 +106,14 @@ def test_the_extractor_finds_every_language_and_honours_the_opt_out(tmp_path: Pa
     found = snippets(doc, tmp_path)
     assert [(s.lang, s.line, s.skip) for s in found] == [("bash", 2, None), ("python", 10, "needs a GPU cluster"),
                                                          ("toml", 13, None)]  # fmt: skip
+
+
+def test_a_reader_has_not_activated_the_venv() -> None:
+    """How ``PATH=stand-in:$PATH cloudai run`` passed here and was ``command not found`` for readers: the doc test
+    ran with the venv's ``bin`` on PATH. A reader's shell finds ``uv``, and ``cloudai`` only through it."""
+    shell = {"PATH": f"{REPO / '.venv' / 'bin'}:/no/a:/no/b", "VIRTUAL_ENV": str(REPO / ".venv"),
+             "UV": "/opt/uv/bin/uv", "UV_RUN_RECURSION_DEPTH": "1", "CLOUDAI_REPORT": "inline"}  # fmt: skip
+    env = reader.reader_env(shell)
+    assert env == {"PATH": "/no/a:/no/b:/opt/uv/bin"}
+    done = reader.run("bash", "command -v cloudai || echo 'not on PATH'\n")
+    assert done.stdout == "not on PATH\n", done.stdout
