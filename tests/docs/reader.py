@@ -3,9 +3,9 @@
 * **Where**: a fresh ``bash`` (``-e``: a reader stops at the first failing command) in the repository root.
 * **What**: the block's text as it is, ``uv run`` and all; a Python block is pasted into ``uv run python -``.
 * **Environment**: the one pytest was started from, less what ``uv run`` and the suite put there (the venv's
-  ``bin`` first on PATH, ``VIRTUAL_ENV``, ``UV*``, ``CLOUDAI_*``, ``PYTEST_*``, ``PYTHONPATH``): a reader's shell
-  has not activated the venv, which is how ``PATH=stand-in:$PATH cloudai run`` passed here and failed for readers.
-  ``PYTHONPYCACHEPREFIX`` stays (where bytecode is cached, not what runs).
+  ``bin`` first on PATH, ``VIRTUAL_ENV``, ``UV``, ``UV_RUN_RECURSION_DEPTH``, ``CLOUDAI_*``, ``PYTEST_*``,
+  ``PYTHONPATH``): a reader's shell has not activated the venv, which is how ``PATH=stand-in:$PATH cloudai run``
+  passed here and failed for readers. ``PYTHONPYCACHEPREFIX`` stays (where bytecode is cached, not what runs).
 * **Servers**: a block after ``<!-- docs: server -->`` is a server the reader leaves running in one terminal
   while the next blocks run in another. It runs in a private network namespace (``unshare -n``: the documented
   port, 8000, is free there and nobody else's), is up once its output names ``127.0.0.1:<port>``, and the client
@@ -31,7 +31,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 TIMEOUT = 180
-_DROPPED_PREFIXES = ("UV", "VIRTUAL_ENV", "CLOUDAI_", "PYTEST_", "PYTHONPATH")
+_DROPPED = {"UV", "UV_RUN_RECURSION_DEPTH", "VIRTUAL_ENV", "PYTHONPATH"}  # what `uv run pytest` adds, and sys.path
+_DROPPED_PREFIXES = ("CLOUDAI_", "PYTEST_")  # the suite's own (CLOUDAI_REPORT=inline, the session id, xdist's)
 
 
 def reader_env(environ: dict[str, str] | None = None) -> dict[str, str]:
@@ -39,7 +40,7 @@ def reader_env(environ: dict[str, str] | None = None) -> dict[str, str]:
     environ = dict(os.environ if environ is None else environ)
     venv_bins = {str(Path(sys.prefix) / "bin"), str(REPO / ".venv" / "bin")}
     uv = environ.get("UV")  # `uv run pytest`: the reader has that uv (the README's first step)
-    env = {k: v for k, v in environ.items() if not k.startswith(_DROPPED_PREFIXES)}
+    env = {k: v for k, v in environ.items() if k not in _DROPPED and not k.startswith(_DROPPED_PREFIXES)}
     path = [p for p in env.get("PATH", "").split(os.pathsep) if p and p.rstrip("/") not in venv_bins]
     if uv and shutil.which("uv", path=os.pathsep.join(path)) is None:
         path.append(str(Path(uv).parent))
