@@ -102,10 +102,13 @@ def test_the_extractor_finds_every_language_and_honours_the_opt_out(tmp_path: Pa
     doc.write_text(
         "text\n```bash\necho a \\\n  b\n```\n```\nnot a snippet\n```\n"
         "<!-- docs: skip needs a GPU cluster -->\n```python\nimport nothing\n```\n```toml\na = 1\n```\n"
+        "<!-- docs: server -->\n```bash\nuv run cloudai serve --port 8000\n```\n"
     )
     found = snippets(doc, tmp_path)
-    assert [(s.lang, s.line, s.skip) for s in found] == [("bash", 2, None), ("python", 10, "needs a GPU cluster"),
-                                                         ("toml", 13, None)]  # fmt: skip
+    assert [(s.lang, s.line, s.skip, s.server) for s in found] == [
+        ("bash", 2, None, False), ("python", 10, "needs a GPU cluster", False), ("toml", 13, None, False),
+        ("bash", 17, None, True),
+    ]  # fmt: skip
 
 
 def test_a_reader_has_not_activated_the_venv() -> None:
