@@ -1,13 +1,14 @@
 """Shared helpers (run the real CLI in a subprocess, write TOML files) and the session's one Slurm.
 
 Slurm: ``@pytest.mark.slurm`` tests anywhere in the suite run against a real Slurm; no other test needs one.
-``SLURM_CONF`` set (``.ci/run`` starts the local Slurm and exports it): that cluster is used, and a controller
-that does not answer FAILS the tests. Not set, as root: the first test that needs it starts the repository's own
+``SLURM_CONF`` set (``.ci/run`` starts the local Slurm and exports it): that cluster is used, and a controller that
+does not answer FAILS the tests. Not set, as root: the first test that needs it starts the repository's own
 ``tools/start-local-slurm.sh`` (under a file lock, so pytest-xdist workers share one; it installs the Debian
-packages if missing) and the session stops it at the end (only if it started it). Not root, or the script
-cannot start it (no packages, no registry, a port taken): the Slurm tests, and only they, are skipped, each with
-the same loud reason. ``CLOUDAI_REQUIRE_SLURM=1`` (set by ``.ci/run``) turns that skip into a failure: a CI that
-silently skipped them would prove nothing.
+packages if missing) in a directory of this session's own, on free ports, and the session stops it at the end (only
+if it started it): two checkouts' suites on one machine each have their own and never stop the other's. Not root, or
+the script cannot start it (no packages, no registry, a port taken): the Slurm tests, and only they, are skipped,
+each with the same loud reason. ``CLOUDAI_REQUIRE_SLURM=1`` (set by ``.ci/run``) turns that skip into a failure: a
+CI that silently skipped them would prove nothing.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import fcntl
 import functools
 import os
 import shlex
+import shutil
 import signal
 import subprocess
 import sys
@@ -79,6 +81,11 @@ def _session_file() -> Path:
     return Path(tempfile.gettempdir()) / f"cloudai-tests-slurm-{os.environ['CLOUDAI_TEST_SESSION']}.env"
 
 
+def local_slurm_dir(session: str) -> Path:
+    """The directory of the local Slurm that test session ``session`` starts (config, daemons' state, logs)."""
+    return Path(tempfile.gettempdir()) / f"cloudai-tests-slurm-{session}"
+
+
 def pytest_configure(config: pytest.Config) -> None:
     if not hasattr(config, "workerinput"):  # the controller (or a run without xdist): workers inherit it
         os.environ.setdefault("CLOUDAI_TEST_SESSION", str(os.getpid()))
@@ -97,11 +104,15 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
+    if not hasattr(config, "workerinput"):
+        from tests.docs.reader import remove_created  # what the doc snippets wrote in the repository
+
+        remove_created()
     record = _session_file()
     if hasattr(config, "workerinput") or not record.exists():
         return
     if "started=1" in record.read_text().splitlines():
-        subprocess.run(["bash", str(TOOLS / "stop-local-slurm.sh")], capture_output=True, timeout=120, check=False)
+        stop_local_slurm(os.environ["CLOUDAI_TEST_SESSION"])
     record.unlink(missing_ok=True)
 
 
@@ -109,11 +120,14 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     items.sort(key=lambda item: item.name == TIMEOUT_TEST)  # stable: everything else keeps its order
 
 
-def _start_local_slurm() -> list[str] | str:
-    """Start the local Slurm: the ``export K=V`` lines it prints, plus ``started=1`` if this call started it;
-    or why it could not (a string)."""
+def start_local_slurm(session: str) -> list[str] | str:
+    """Start test session ``session``'s local Slurm (in ``local_slurm_dir(session)``, on free ports): the
+    ``export K=V`` lines it prints, plus ``started=1`` if this call started it; or why it could not (a string)."""
     script = TOOLS / "start-local-slurm.sh"
-    env = {**os.environ, "LOCAL_SLURM_INSTALL": "1", "LOCAL_SLURM_CPUS": "8"}
+    env = {**os.environ, "LOCAL_SLURM_INSTALL": "1", "LOCAL_SLURM_CPUS": "8",
+           "LOCAL_SLURM_DIR": str(local_slurm_dir(session))}  # fmt: skip
+    for fixed in ("LOCAL_SLURM_CTLD_PORT", "LOCAL_SLURM_SLURMD_PORT"):
+        env.pop(fixed, None)  # free ones, chosen by the script
     try:
         done = subprocess.run(["bash", str(script)], env=env, capture_output=True, text=True, timeout=900, check=False)
     except (OSError, subprocess.TimeoutExpired) as exc:
@@ -123,6 +137,15 @@ def _start_local_slurm() -> list[str] | str:
         return f"{script} failed (exit {done.returncode}): {tail}"
     lines = [line for line in done.stdout.splitlines() if line.startswith("export ")]
     return [*lines, "started=1"] if "slurmctld started" in done.stderr else lines
+
+
+def stop_local_slurm(session: str) -> None:
+    """Stop test session ``session``'s local Slurm (only the daemons its directory's pid files name) and remove
+    its directory."""
+    where = local_slurm_dir(session)
+    subprocess.run(["bash", str(TOOLS / "stop-local-slurm.sh"), str(where)], capture_output=True, timeout=120,
+                   check=False)  # fmt: skip
+    shutil.rmtree(where, ignore_errors=True)
 
 
 def _export(lines: list[str]) -> None:
@@ -154,7 +177,7 @@ def _why_no_slurm() -> str | None:
     with open(record.with_suffix(".lock"), "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # one worker starts it; the others read what it recorded
         if not record.exists():
-            started = _start_local_slurm()
+            started = start_local_slurm(os.environ["CLOUDAI_TEST_SESSION"])
             record.write_text(started if isinstance(started, str) else "\n".join(started) + "\n")
         text = record.read_text()
     if not text.startswith("export "):

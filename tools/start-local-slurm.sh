@@ -14,7 +14,9 @@
 #
 # BASEDIR defaults to $LOCAL_SLURM_DIR, else ${TMPDIR:-/tmp}/local-slurm.
 # Everything lives under it: etc/slurm.conf, munge/ (key), run/ (socket, pid
-# files), log/ (daemon logs + jobcomp.txt), state/, spool/.
+# files), log/ (daemon logs + jobcomp.txt), state/, spool/. Clusters in
+# different BASEDIRs are independent (two checkouts' suites each start their
+# own: tests/conftest.py gives each test session its own BASEDIR).
 #
 # stdout carries only shell `export` lines (so eval works); progress and
 # errors go to stderr. The same lines are written to BASEDIR/env.sh.
@@ -38,7 +40,10 @@
 #   LOCAL_SLURM_CPUS=N          CPUs each node advertises instead of the real
 #                               count (adds SlurmdParameters=config_overrides)
 #                               so more 1-CPU jobs run at once on 2 cores
-#   LOCAL_SLURM_CTLD_PORT=6817  LOCAL_SLURM_SLURMD_PORT=6818 (first slurmd)
+#   LOCAL_SLURM_CTLD_PORT=N     LOCAL_SLURM_SLURMD_PORT=M (first slurmd): the
+#                               ports; unset, the ones BASEDIR's running daemons
+#                               use, else free ones (no fixed default: another
+#                               BASEDIR's cluster may hold 6817/6818)
 #   LOCAL_SLURM_MIN_JOB_AGE=300 seconds a finished job stays visible to
 #                               scontrol show job / squeue -t all
 set -euo pipefail
@@ -59,8 +64,6 @@ SOCK=$RUN/munge.socket
 KEY=$BASE/munge/munge.key
 TIMEOUT=${LOCAL_SLURM_TIMEOUT:-60}
 NNODES=${LOCAL_SLURM_NODES:-1}
-CTLD_PORT=${LOCAL_SLURM_CTLD_PORT:-6817}
-SLURMD_PORT=${LOCAL_SLURM_SLURMD_PORT:-6818}
 MIN_JOB_AGE=${LOCAL_SLURM_MIN_JOB_AGE:-300}
 T0=$(date +%s.%N)
 case "$NNODES" in ''|*[!0-9]*|0) die "LOCAL_SLURM_NODES must be a positive integer";; esac
@@ -120,7 +123,6 @@ else
   NODES=()
   for i in $(seq 1 "$NNODES"); do NODES+=("$prefix$i"); done
   NODESPEC="$prefix[1-$NNODES]"
-  PORTSPEC="Port=[$SLURMD_PORT-$((SLURMD_PORT + NNODES - 1))]"
 fi
 PF_MUNGE=$RUN/munged.pid
 PF_CTLD=$RUN/slurmctld.pid
@@ -136,6 +138,37 @@ for pf in "$RUN"/slurmd-*.pid; do
   n=$(basename "$pf" .pid); n=${n#slurmd-}
   alive "$pf" "$(n_slurmd "$n")" && any_running=1
 done
+
+# --- ports --------------------------------------------------------------------
+# Given, else those of this BASEDIR's running cluster (idempotent restarts), else free ones: a port nothing
+# listens on, for slurmctld and the NNODES consecutive slurmd ports.
+conf_port() { [ -f "$CONF" ] && sed -n "s/^$1=//p" "$CONF" | head -n 1; }
+CTLD_PORT=${LOCAL_SLURM_CTLD_PORT:-}
+SLURMD_PORT=${LOCAL_SLURM_SLURMD_PORT:-}
+if [ "$any_running" = 1 ]; then
+  CTLD_PORT=${CTLD_PORT:-$(conf_port SlurmctldPort)}
+  SLURMD_PORT=${SLURMD_PORT:-$(conf_port SlurmdPort)}
+fi
+ports_free() { # FIRST COUNT
+  local p
+  for p in $(seq "$1" $(($1 + $2 - 1))); do port_busy "$p" && return 1; done
+  return 0
+}
+pick_port() { # COUNT: the first of COUNT free consecutive ports in 20000-59999
+  local p _
+  for _ in $(seq 1 100); do
+    p=$((20000 + (RANDOM * 32768 + RANDOM) % 40000))
+    ports_free "$p" "$1" && { echo "$p"; return 0; }
+  done
+  return 1
+}
+[ -n "$CTLD_PORT" ] || CTLD_PORT=$(pick_port 1) || die "no free port for slurmctld"
+overlaps() { [ "$SLURMD_PORT" -le "$CTLD_PORT" ] && [ "$CTLD_PORT" -lt $((SLURMD_PORT + NNODES)) ]; }
+while [ -z "$SLURMD_PORT" ] || overlaps; do
+  [ -z "${LOCAL_SLURM_SLURMD_PORT:-}" ] || die "the slurmd ports from $SLURMD_PORT include slurmctld's $CTLD_PORT"
+  SLURMD_PORT=$(pick_port "$NNODES") || die "no $NNODES free ports for slurmd"
+done
+[ "$NNODES" -eq 1 ] || PORTSPEC="Port=[$SLURMD_PORT-$((SLURMD_PORT + NNODES - 1))]"
 
 if [ "${LOCAL_SLURM_CLEAN:-0}" = 1 ]; then
   if [ "$any_running" = 1 ]; then

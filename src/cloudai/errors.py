@@ -11,11 +11,16 @@ Deep code raises; only ``cli`` turns an error into a message and an exit code.
     ├── AgentError               exit 1, an agent broke its contract or crashed
     ├── InstallError             exit 1, `cloudai install` could not install something (registry, uv, disk)
     └── Interrupted              exit 130, Ctrl-C / SIGTERM: started jobs were cancelled
+
+``Stopped`` is not one of them: it is the ``KeyboardInterrupt`` a SIGTERM handler raises where Ctrl-C raises
+Python's own, so every ``except KeyboardInterrupt`` stops the run the same way and the messages can say which.
 """
 
 from __future__ import annotations
 
 import difflib
+import signal
+import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -98,9 +103,34 @@ class InstallError(CloudAIError):
 
 
 class Interrupted(CloudAIError):
-    """The user interrupted the run (SIGINT/SIGTERM); what was started has been stopped."""
+    """The user interrupted the run (SIGINT/SIGTERM); what was started has been stopped.
+
+    Raised while handling a ``Stopped`` (a SIGTERM), a message that starts with "interrupted" (Ctrl-C's word)
+    says "stopped by SIGTERM" instead: whoever sent it (``kill``, a scheduler, systemd) sees their signal.
+    """
 
     exit_code = 130
+
+    def __init__(self, message: str) -> None:
+        handling = sys.exc_info()[1]
+        if isinstance(handling, Stopped) and message.startswith("interrupted"):
+            message = f"stopped by {handling.signal_name}{message.removeprefix('interrupted')}"
+        super().__init__(message)
+
+
+class Stopped(KeyboardInterrupt):
+    """A stop signal other than SIGINT (SIGTERM), raised as ``KeyboardInterrupt``; ``signal_name`` names it."""
+
+    def __init__(self, signal_name: str) -> None:
+        super().__init__(signal_name)
+        self.signal_name = signal_name
+
+
+def raise_stopped(signum: int, frame: object) -> None:
+    """A signal handler: ``Stopped`` for SIGTERM (``KeyboardInterrupt`` itself for SIGINT)."""
+    if signum == signal.SIGINT:
+        raise KeyboardInterrupt
+    raise Stopped(signal.Signals(signum).name)
 
 
 def did_you_mean(word: str, choices: Iterable[str]) -> str:

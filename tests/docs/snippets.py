@@ -9,7 +9,15 @@ fence, which Markdown renders as nothing::
     ```bash
     ...
 
-The reason is required: it is shown as the test's skip reason.
+The reason is required: it is shown as the test's skip reason. A snippet that starts a server the reader
+leaves running (in one terminal, while the next snippets run in another) says so the same way::
+
+    <!-- docs: server -->
+    ```bash
+    uv run cloudai serve ... --port 8000
+    ...
+
+The snippets after it that talk to its address run while it is up.
 """
 
 from __future__ import annotations
@@ -21,6 +29,7 @@ from pathlib import Path
 LANGS = {"bash": "bash", "sh": "bash", "shell": "bash", "python": "python", "toml": "toml"}
 _FENCE = re.compile(r"^(?P<fence>```+|~~~+)\s*(?P<lang>[\w+-]*)")
 _SKIP = re.compile(r"^<!--\s*docs:\s*skip\s+(?P<why>\S.*?)\s*-->\s*$")
+_SERVER = re.compile(r"^<!--\s*docs:\s*server\s*-->\s*$")
 
 
 @dataclass(frozen=True)
@@ -30,6 +39,7 @@ class Snippet:
     lang: str  # bash, python or toml
     text: str
     skip: str | None = None
+    server: bool = False  # a long-running server (``<!-- docs: server -->``)
 
     @property
     def id(self) -> str:
@@ -50,19 +60,10 @@ def snippets(path: Path, root: Path) -> list[Snippet]:
         end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith(fence)), len(lines))
         lang = LANGS.get(match["lang"].lower())
         if lang is not None:
-            skip = _SKIP.match(lines[start - 1].strip()) if start > 0 else None
+            before = lines[start - 1].strip() if start > 0 else ""
+            skip = _SKIP.match(before)
             text = "\n".join(lines[start + 1 : end]) + "\n"
-            found.append(Snippet(str(path.relative_to(root)), start + 1, lang, text, skip["why"] if skip else None))
+            found.append(Snippet(str(path.relative_to(root)), start + 1, lang, text, skip["why"] if skip else None,
+                                 _SERVER.match(before) is not None))  # fmt: skip
         index = end + 1
     return found
-
-
-def commands(text: str) -> list[str]:
-    """The commands of a shell snippet: continuation lines joined, comments, blanks and ``$ `` prompts dropped."""
-    joined = re.sub(r"\s*\\\n\s*", " ", text)
-    out = []
-    for line in joined.splitlines():
-        line = line.strip().removeprefix("$ ")
-        if line and not line.startswith("#"):
-            out.append(line)
-    return out

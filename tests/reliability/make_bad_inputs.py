@@ -640,7 +640,7 @@ dse(
 )
 dse(
     "dse_agent_on_sleep",
-    [IN_TEST, "toml: test_template_name", "'Sleep' reports no metrics"],
+    [IN_TEST, "toml: cmd_args.seconds", "seconds = [0, 1] makes this a search", "'Sleep' reports no metrics"],
     "seconds = [0, 1]\n",
     RS,
     tmpl="Sleep",

@@ -20,7 +20,7 @@ import click
 from cloudai.cli.logs import LOG, VERBOSE, debug_log, log_file_option, log_options, log_plan, say, setup_logging
 from cloudai.cli.running import How, run_in
 from cloudai.cli.signals import interrupts_end_the_run
-from cloudai.errors import CloudAIError, ConfigError
+from cloudai.errors import CloudAIError, ConfigError, Stopped
 
 if TYPE_CHECKING:
     from cloudai.plan.load import Plan
@@ -43,8 +43,9 @@ class _Group(click.Group):
             for line in exc.problems if isinstance(exc, ConfigError) and exc.problems else [exc]:
                 click.echo(f"error: {line}", err=True)
             ctx.exit(exc.exit_code)
-        except KeyboardInterrupt:
-            click.echo("error: interrupted", err=True)
+        except KeyboardInterrupt as exc:
+            click.echo(f"error: stopped by {exc.signal_name}" if isinstance(exc, Stopped) else "error: interrupted",
+                       err=True)  # fmt: skip
             ctx.exit(130)
         except OSError as exc:  # disk full, permissions: the user's to fix, not a bug to trace
             if VERBOSE["on"]:
@@ -273,6 +274,8 @@ LIST_KINDS = ("workloads", "agents", "rewards", "systems", "reports")
 def list_(kind: str | None, verbose: bool) -> None:
     """List the workloads, agents, reward functions, systems and reports available (CloudAI: list agents|reports)."""
     from cloudai.cli.listing import listing
+
+    setup_logging(False, None)  # `cloudai --log-file FILE list`: FILE is opened (or refused) as for any command
 
     for line in listing([kind.lower()] if kind else list(LIST_KINDS), verbose):
         click.echo(line)

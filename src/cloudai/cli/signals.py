@@ -7,6 +7,8 @@ import os
 import signal
 from collections.abc import Iterator
 
+from cloudai.errors import raise_stopped
+
 
 @contextlib.contextmanager
 def interrupts_end_the_run() -> Iterator[None]:
@@ -22,10 +24,11 @@ def interrupts_end_the_run() -> Iterator[None]:
 
     def handler(signum: int, frame: object) -> None:
         seen["n"] += 1
+        what = "interrupted" if signum == signal.SIGINT else f"stopped by {signal.Signals(signum).name}"
         if seen["n"] == 1:
-            os.write(2, b"interrupted: stopping the running jobs, then the summary and how to resume\n")
-            raise KeyboardInterrupt
-        os.write(2, b"interrupted again: still stopping (the records stay whole); please wait\n")
+            os.write(2, f"{what}: stopping the running jobs, then the summary and how to resume\n".encode())
+            raise_stopped(signum, frame)
+        os.write(2, f"{what} again: still stopping (the records stay whole); please wait\n".encode())
 
     previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:

@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from cloudai.config.fields import NodeCount, StrictPositiveInt, check_dir_name, check_mounts, shown
 from cloudai.config.hostlist import check_hostlists, check_node_specs, listed_and_excluded
+from cloudai.config.kinds import check_kind
 from cloudai.config.objectives import Constraint, Objective, default_reward, observed_metrics, parse_constraint
 from cloudai.config.test import (
     ARG_TABLES,
@@ -244,7 +245,9 @@ def scan_scenario(
 ) -> tuple[Scenario, list[Problem]]:
     """The scenario with the entries that merged, and every problem (``load_scenario`` without the stop):
     the rest of a plan can still be checked, so one run reports everything wrong at once."""
-    config: ScenarioConfig = validate(ScenarioConfig, read_toml(path), path)
+    data = read_toml(path)
+    check_kind(data, path, "scenario")
+    config: ScenarioConfig = validate(ScenarioConfig, data, path)
     problems: list[Problem] = []
     entries: list[RunEntry] = []
     for index, raw in enumerate(config.Tests):

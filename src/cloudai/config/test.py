@@ -24,6 +24,7 @@ from cloudai.config.fields import (
     check_no_nul,
     number_problem,
 )
+from cloudai.config.kinds import check_kind, kind_of, scenarios_in_tests_dir
 from cloudai.config.tomlfile import read_toml, validate
 from cloudai.errors import ConfigError, Problem
 
@@ -222,9 +223,15 @@ def scan_tests(tests_dir: Path) -> TestFiles:
             hint="pass the directory that holds it to --tests-dir",
         )
     found = TestFiles()
-    for path in sorted(tests_dir.rglob("*.toml")):
+    files = sorted(tests_dir.rglob("*.toml"))
+    scenarios: list[Path] = []
+    for path in files:
         try:
-            test = load_test(path)
+            data = read_toml(path)
+            if kind_of(data) == "scenario":
+                scenarios.append(path)
+                continue
+            test = test_from(data, path)
         except ConfigError as exc:
             found.problems += exc.problems
             found.broken.setdefault(_claimed_name(path), []).extend(exc.problems)
@@ -240,6 +247,7 @@ def scan_tests(tests_dir: Path) -> TestFiles:
             found.broken.setdefault(test.name, []).append(problem)
             continue
         found.tests[test.name] = (test, path)
+    found.problems += scenarios_in_tests_dir(tests_dir, scenarios, len(files))
     return found
 
 
@@ -260,4 +268,10 @@ def _claimed_name(path: Path) -> str:
 
 
 def load_test(path: Path) -> WorkloadConfig:
-    return validate(WorkloadConfig, read_toml(path), path)
+    return test_from(read_toml(path), path)
+
+
+def test_from(data: dict[str, Any], path: Path) -> WorkloadConfig:
+    """The test file ``path`` holding ``data``; a scenario or a system file is told so, not "unknown field"."""
+    check_kind(data, path, "test")
+    return validate(WorkloadConfig, data, path)

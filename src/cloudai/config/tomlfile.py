@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Mapping
 from pathlib import Path
 from types import UnionType
@@ -21,7 +22,7 @@ M = TypeVar("M", bound=BaseModel)
 def read_toml(path: Path) -> dict[str, Any]:
     """The parsed file, or a ``ConfigError`` that says what is wrong with it and where."""
     if not path.exists():
-        raise ConfigError("file not found", file=path, hint="check the path")
+        raise ConfigError("file not found", file=path, hint=_nearby(path))
     if path.is_dir():
         raise ConfigError("is a directory, expected a TOML file", file=path)
     try:
@@ -38,6 +39,20 @@ def read_toml(path: Path) -> dict[str, Any]:
         raise ConfigError(f"TOML syntax error at line {exc.lineno}, column {exc.colno}: {exc.msg}", file=path) from None
     except (IndexError, ValueError, RecursionError) as exc:  # the toml package's less tidy failures
         raise ConfigError(f"TOML syntax error: {exc}", file=path) from None
+
+
+def _nearby(path: Path) -> str:
+    """A missing file's hint: the closest TOML files beside where it was looked for (a typo, a missing
+    ``.toml``), or the part of the path that does not exist."""
+    parent = path.parent
+    if not parent.is_dir():
+        missing = next(p for p in [parent, *parent.parents] if p.parent.is_dir() or p == p.parent)
+        return f"{missing} does not exist either: check the path"
+    names = sorted(p.name for p in parent.glob("*.toml"))
+    close = difflib.get_close_matches(path.name, names, n=3, cutoff=0.75)
+    if not close:
+        return f"check the path ({parent} has {len(names)} TOML file(s), none with a close name)"
+    return f"did you mean {' or '.join(str(parent / name) for name in close)}?"
 
 
 def toml_path(loc: tuple[str | int, ...]) -> str:

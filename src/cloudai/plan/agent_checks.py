@@ -14,13 +14,14 @@ from typing import TYPE_CHECKING
 from pydantic import ValidationError
 
 from cloudai.agents import AGENTS
+from cloudai.config.messages import toml_value
 from cloudai.config.scenario import RunEntry
 from cloudai.config.tomlfile import problems_from
 from cloudai.envs.rewards import GROWS_WITH_METRIC, REWARDS
 from cloudai.errors import ConfigError, Problem, did_you_mean
 from cloudai.plan.env_param_checks import check_env_params
 from cloudai.plan.points import check_enqueue
-from cloudai.space import Range, Space
+from cloudai.space import Categorical, Range, Space
 from cloudai.workloads import WORKLOADS
 
 if TYPE_CHECKING:
@@ -125,7 +126,7 @@ def check_agent_entry(entry: RunEntry, space: Space, live: bool) -> list[Problem
             for p in problems_from(exc, agent_cls.config_model, None)
         ]
     if not live:
-        problems += _check_metrics(entry)
+        problems += _check_metrics(entry, space)
         problems += _check_space(entry, space, agent_cls)
     problems += check_env_params(entry, space, agent_cls)
     if live:
@@ -137,23 +138,36 @@ def check_agent_entry(entry: RunEntry, space: Space, live: bool) -> list[Problem
     return problems
 
 
-def _check_metrics(entry: RunEntry) -> list[Problem]:
+def _check_metrics(entry: RunEntry, space: Space) -> list[Problem]:
     declared = getattr(WORKLOADS.get(entry.workload), "metrics", None)
     if declared is not None and not declared:
-        return [
-            Problem(
-                str(entry.scenario_file),
-                f"{entry.field_prefix}.test_template_name",
-                f"{entry.workload!r} reports no metrics, so an agent has nothing to optimise",
-                "make the test plain (no list or range values), or use a workload that writes metrics.json",
-            )
-        ]
+        return [_nothing_to_optimise(entry, space)]
     return check_metric_names(
         entry.workload,
         entry.agent.metrics,
         str(entry.scenario_file),
         f"{entry.field_prefix}.agent_metrics",
         lambda name: _metric_field(entry, name),
+    )
+
+
+def _nothing_to_optimise(entry: RunEntry, space: Space) -> Problem:
+    """A search over a workload without metrics, reported at the value that made it a search (``num_nodes =
+    [1, 2]`` is the scenario's mistake, not the test file's ``test_template_name``)."""
+    no_metrics = f"{entry.workload!r} reports no metrics, so an agent has nothing to optimise"
+    if not space.dims:  # agent-driven by its agent fields alone
+        hint = "make the test plain (no agent fields, no list or range values), or use a workload that writes metrics"
+        return Problem(str(entry.scenario_file), f"{entry.field_prefix}.test_template_name", no_metrics, hint)
+    dim = space.dims[0]
+    value = list(dim.choices) if isinstance(dim, Categorical) else entry.knobs.get(dim.name)
+    others = f" (and {', '.join(d.name for d in space.dims[1:])})" if len(space.dims) > 1 else ""
+    one = dim.choices[0] if isinstance(dim, Categorical) else dim.low
+    return Problem(
+        str(entry.scenario_file),
+        entry.knob_field(dim.name),
+        f"{dim.name} = {toml_value(value)}{others} makes this a search (a list or range is a knob), but {no_metrics}",
+        f"give one value ({dim.name} = {toml_value(one)}) to run it as a plain test, or use a workload that writes "
+        "metrics",
     )
 
 

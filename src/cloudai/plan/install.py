@@ -72,7 +72,8 @@ def install_problems(plan: Any, *, required: bool) -> list[Problem]:
             found = None if missing else workload.installed_problem(args, install_path)
             if found:
                 field = f"{entry.field_prefix}.cmd_args.{found[0]}"
-                problems.setdefault(field, Problem(str(entry.scenario_file), field, found[1], _FIX))
+                problem = Problem(str(entry.scenario_file), field, found[1], _FIX)
+                problems.setdefault(field, entry.attribute([problem])[0])  # a test file's value: that file's
     return list(problems.values())
 
 
@@ -81,7 +82,8 @@ _FIX = "use one of those, or `cloudai install` a release that has it"
 
 def _not_installed(entry: Any, field: str, item: Installable, install_path: Path) -> Problem:
     message = f"{entry.workload} needs {item.describe()}, not installed at {item.path(install_path)}"
-    return Problem(str(entry.scenario_file), field, message, "run `cloudai install` with the same options first")
+    problem = Problem(str(entry.scenario_file), field, message, "run `cloudai install` with the same options first")
+    return entry.attribute([problem])[0]
 
 
 def install_all(needs: Needs, *, dry: bool, echo: Echo) -> None:

@@ -27,7 +27,7 @@ from typing import Any
 
 from starlette.requests import Request  # at module level: FastAPI resolves the routes' annotations here
 
-from cloudai.errors import CloudAIError, Interrupted
+from cloudai.errors import CloudAIError, Interrupted, raise_stopped
 from cloudai.serve.calls import MAX_BODY
 from cloudai.serve.sandboxes import Board, Full
 from cloudai.serve.wire import Guard
@@ -121,7 +121,7 @@ def run_control_plane(app: Guard, board: Board, sock: socket.socket) -> None:
 
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on", timeout_graceful_shutdown=5))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, name="cloudai-lease-http", daemon=True)
-    previous = signal.signal(signal.SIGTERM, _raise_interrupt)
+    previous = signal.signal(signal.SIGTERM, raise_stopped)
     try:
         thread.start()
         while thread.is_alive():
@@ -137,7 +137,3 @@ def run_control_plane(app: Guard, board: Board, sock: socket.socket) -> None:
         board.stop_all()
         signal.signal(signal.SIGTERM, previous)
     raise CloudAIError("the control plane's HTTP server stopped on its own; run with -v for its log")
-
-
-def _raise_interrupt(signum: int, frame: object) -> None:
-    raise KeyboardInterrupt

@@ -15,7 +15,7 @@ import socket
 import threading
 from typing import TYPE_CHECKING
 
-from cloudai.errors import CloudAIError, ConfigError, Interrupted
+from cloudai.errors import CloudAIError, ConfigError, Interrupted, raise_stopped
 from cloudai.serve.calls import MAX_BODY
 
 if TYPE_CHECKING:
@@ -59,7 +59,7 @@ def run(app: ServeApp, sock: socket.socket, *, max_body: int = MAX_BODY) -> None
         finally:
             hub.calls.stop()  # uvicorn ended on its own (e.g. a startup failure): so does the main loop
 
-    previous = signal.signal(signal.SIGTERM, _raise_interrupt)
+    previous = signal.signal(signal.SIGTERM, raise_stopped)
     thread = threading.Thread(target=serve, name="cloudai-serve-http", daemon=True)
     try:
         thread.start()
@@ -78,7 +78,3 @@ def run(app: ServeApp, sock: socket.socket, *, max_body: int = MAX_BODY) -> None
         signal.signal(signal.SIGTERM, previous)
     hub.close_env()
     raise CloudAIError("the HTTP server stopped on its own; run with -v for its log")
-
-
-def _raise_interrupt(signum: int, frame: object) -> None:
-    raise KeyboardInterrupt

@@ -6,6 +6,7 @@ The tests that run the real package are in ``test_aiconfigurator_env.py``.
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 from typing import Any
@@ -13,14 +14,16 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 from pydantic import ValidationError
+from tests.conftest import REPO
 
 from cloudai.cli import cli
 from cloudai.config.test import load_test
 from cloudai.envs.rewards import REWARDS, reward_of
 from cloudai.errors import WorkloadError
+from cloudai.installables import MARKER
 from cloudai.workloads.aiconfigurator import Aiconfigurator, AiconfiguratorArgs
 from cloudai.workloads.aiconfigurator.args import request
-from cloudai.workloads.aiconfigurator.catalog import problem
+from cloudai.workloads.aiconfigurator.catalog import CATALOG_FILE, ENV, problem
 
 HERE = Path(__file__).resolve().parent
 CONF = HERE / "cloudai_conf"
@@ -149,3 +152,30 @@ def test_slurm_dry_run_runs_one_task_of_the_environments_python(tmp_path: Path) 
     srun = next(line for line in scripts[0].read_text().splitlines() if line.startswith("srun "))
     assert "--ntasks=1 " in srun and "/aiconfigurator-0.12.0/bin/python " in srun and "runner.py trial " in srun
     assert '"model_path": "meta-llama/Meta-Llama-3.1-70B"' in srun
+
+
+def test_an_unknown_model_is_the_test_files_and_names_the_closest_few(tmp_path: Path) -> None:
+    """The model comes from the test file, so the test file is blamed (naming the entry that used it), and of the
+    ~110 models a release ships the message names the closest few, not all of them on one line."""
+    install = tmp_path / "install"
+    env = ENV.path(install)
+    (env / "bin").mkdir(parents=True)
+    (env / "bin" / "python").touch()  # the catalog below answers; nothing runs it
+    (env / MARKER).write_text(json.dumps(ENV._wanted()))
+    many = {**CATALOG, "models": [*CATALOG["models"], *(f"org/model-{i}" for i in range(108))]}
+    (env / CATALOG_FILE).write_text(json.dumps(many))
+    system = tmp_path / "system.toml"
+    system.write_text(f'name = "s"\nscheduler = "standalone"\ninstall_path = "{install}"\n')
+    test = tmp_path / "tests" / "agg.toml"
+    test.parent.mkdir()
+    test.write_text((REPO / "conf/aiconfigurator/test/aiconf_pareto_agg.toml").read_text()
+                    .replace('"meta-llama/Meta-Llama-3.1-70B"', '"meta-llama/Meta-Lama-3.1-70B"'))  # fmt: skip
+    scenario = tmp_path / "s.toml"
+    scenario.write_text('name = "s"\n[[Tests]]\nid = "agg"\ntest_name = "aiconf_pareto_agg"\n')
+    code, output = invoke("run", "--system-config", system, "--tests-dir", test.parent, "--test-scenario", scenario,
+                          "--output-dir", tmp_path / "results")  # fmt: skip
+    assert code == 2, output
+    assert f"error: {test}: cmd_args.model_name: 'meta-llama/Meta-Lama-3.1-70B' is not a model" in output
+    assert f"used by Tests[0] (id 'agg') of {scenario}" in output
+    assert "did you mean 'meta-llama/Meta-Llama-3.1-70B'? closest of the 112 it ships:" in output
+    assert output.count("org/model-") <= 5

@@ -31,8 +31,11 @@ CACHE = HERE.parents[2] / ".cache" / "install"
 
 @contextlib.contextmanager
 def inside(path: Path) -> Iterator[None]:
-    """CloudAI's system file says ``install_path = "./install"``: run from a dir whose ``install`` is the cache."""
+    """CloudAI's system file says ``install_path = "./install"``: run from a dir whose ``install`` is the cache
+    (made if missing: a fresh clone has no ``.cache``, and ``cloudai install`` cannot install through a link to
+    nothing)."""
     path.mkdir(parents=True, exist_ok=True)
+    CACHE.mkdir(parents=True, exist_ok=True)
     if not (path / "install").exists():
         (path / "install").symlink_to(CACHE, target_is_directory=True)
     before = Path.cwd()
@@ -55,11 +58,18 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
         code, output = invoke("install", "--system-config", SYSTEM, "--tests-dir", CONF / "test",
                               "--test-scenario", CONF / "test_scenario" / "dse_aiconfigurator_disagg.toml")  # fmt: skip
     if code != 0 or not ENV.installed(CACHE):
-        pytest.skip(f"aiconfigurator {ENV.packages[0]} could not be installed (PyPI unreachable?): {output[-300:]}")
+        pytest.skip(f"`cloudai install` of aiconfigurator {ENV.packages[0]} into {CACHE} failed (exit {code}), "
+                    f"its output ends: {output[-300:]}")  # fmt: skip
     proc = worker.start(CACHE)
     yield CACHE
     if proc is not None:
         worker.stop(proc)
+
+
+def test_a_fresh_clone_gets_an_install_dir_to_install_into(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(globals(), "CACHE", tmp_path / "clone" / ".cache" / "install")
+    with inside(tmp_path / "run"):
+        assert Path("install").resolve().is_dir()  # was a link to a .cache/install the clone lacks
 
 
 def trajectory(results: Path) -> list[dict[str, str]]:

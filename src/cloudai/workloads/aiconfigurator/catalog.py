@@ -73,8 +73,17 @@ def default_version(args: AiconfiguratorArgs, known: dict[str, Any]) -> str:
     return args.version or known["defaults"][args.system][args.backend]
 
 
+SHOWN = 5  # names a message lists; the release ships ~90 models, which on one line help nobody
+
+
 def _choices(word: str, choices: Any) -> str:
+    """The closest few of ``choices`` (all of them when there are few), and how many there are."""
     names = sorted(choices)
-    close = difflib.get_close_matches(word, names, n=1, cutoff=0.6)
-    lead = f"did you mean {close[0]!r}? " if close else ""
-    return f"{lead}available: {', '.join(names)}"
+    if len(names) <= SHOWN:
+        close = difflib.get_close_matches(word, names, n=1, cutoff=0.6)
+        return (f"did you mean {close[0]!r}? " if close else "") + f"available: {', '.join(names)}"
+    close = difflib.get_close_matches(word, names, n=SHOWN, cutoff=0.6)
+    if not close:
+        close = difflib.get_close_matches(word.lower(), names, n=SHOWN, cutoff=0.0)
+        return f"closest of the {len(names)} it ships: {', '.join(close)}"
+    return f"did you mean {close[0]!r}? closest of the {len(names)} it ships: {', '.join(close)}"
