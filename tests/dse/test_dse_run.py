@@ -284,7 +284,7 @@ def test_a_field_an_earlier_cloudai_did_not_record_resumes_at_its_default(case: 
     data["fingerprints"]["t"]["system.global_env_vars.A"] = "1"
     manifest.write_text(json.dumps(data))
     result = invoke([*c.args(), "--resume", str(c.run_dir())])
-    assert result.exit_code == 2 and "system.global_env_vars.A: \"1\" -> (unset)" in result.output, result.output
+    assert result.exit_code == 2 and 'system.global_env_vars.A: "1" -> (unset)' in result.output, result.output
 
 
 def test_resume_of_another_scenario_is_refused(case: Callable[..., Case], tmp_path: Any) -> None:

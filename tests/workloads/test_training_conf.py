@@ -123,6 +123,7 @@ def test_megatron_bridge_token_from_the_environment_is_written_nowhere(tmp_path:
     assert done.returncode == 0, done.stderr
     assert secret not in done.stdout + done.stderr
     files = [p for p in tmp_path.rglob("*") if p.is_file()]
-    assert any(p.name == "debug.log" for p in files) and [p for p in files if secret in p.read_text(errors="replace")] == []
+    assert any(p.name == "debug.log" for p in files)
+    assert [p for p in files if secret in p.read_text(errors="replace")] == []
     [script] = tmp_path.glob("*/megatron_bridge_qwen_30b/0/sbatch.sh")
     assert ' -hf "${HF_TOKEN}" ' in script.read_text()
