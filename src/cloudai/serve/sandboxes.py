@@ -13,7 +13,8 @@ releases every lease (the control plane's exit). Releasing stops the child's pro
 after ``STOP_S``. Every method is thread-safe.
 
 A sandbox dies with its control plane, however that ends (SIGKILL included): each child is started with a
-parent-death signal (Linux ``prctl(PR_SET_PDEATHSIG, SIGKILL)``, set between fork and exec). The kernel sends it
+parent-death signal (Linux ``prctl(PR_SET_PDEATHSIG, SIGTERM)``, set between fork and exec; SIGTERM, so a
+``cloudai serve`` child stops its trial and its jobs on its usual way out). The kernel sends it
 when the *thread* that forked the child ends, so every child is forked by one long-lived thread of the board
 (``_spawner``), never by the short-lived thread that waits for the sandbox to start.
 """
@@ -234,13 +235,13 @@ _PR_SET_PDEATHSIG = 1
 
 
 def _die_with_parent() -> Callable[[], None] | None:
-    """The child's preexec: SIGKILL it when its parent thread ends; exit at once if the parent already ended (the
+    """The child's preexec: SIGTERM it when its parent thread ends; exit at once if the parent already ended (the
     signal is set too late to come). None where there is no ``prctl`` (not Linux): children may then outlive a
     SIGKILLed control plane."""
     prctl = getattr(ctypes.CDLL(None, use_errno=True), "prctl", None) if sys.platform == "linux" else None
     if prctl is None:
         return None
-    parent, kill = os.getpid(), int(signal.SIGKILL)
+    parent, kill = os.getpid(), int(signal.SIGTERM)
 
     def preexec() -> None:  # between fork and exec: nothing but two system calls
         prctl(_PR_SET_PDEATHSIG, kill, 0, 0, 0)
