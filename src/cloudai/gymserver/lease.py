@@ -15,15 +15,15 @@ removed once it is released, so ``release_recorded`` (``cloudai run --resume``) 
 ``<name>`` is the id percent-escaped (``record_name``: two ids never share a record). An id is data from the
 control plane: one that is empty, over ``MAX_ID`` bytes, holds ``/``, ``..`` or a control character is refused
 (``GymServerError`` naming the control plane) and that sandbox is released.
+``acquire`` releases what it took when it fails or is interrupted. A release is retried; one that still fails is a
+``GymServerError`` naming the sandbox, the record and how to free it by hand; never a silent leak. The POST that
+creates a sandbox is never retried (a lost reply may have created one); GETs and DELETEs are. ``Authorization:
+Bearer <token>`` (from ``$token_var``) goes on every call; the token never appears in a message or a record.
 
 Bounds (``cloudai.gymserver.bounded``): every call ends by a total deadline (``timeout_s``; ``acquire`` as a whole,
 its POST included, by ``lease_timeout_s``), however slowly the control plane sends, and reads at most ``MAX_REPLY``
 bytes. What the control plane says (an error, an id, a URL) reaches messages only through
 ``cloudai.untrusted.printable``: cut and without control characters.
-``acquire`` releases what it took when it fails or is interrupted. A release is retried; one that still fails is a
-``GymServerError`` naming the sandbox, the record and how to free it by hand; never a silent leak. The POST that
-creates a sandbox is never retried (a lost reply may have created one); GETs and DELETEs are. ``Authorization:
-Bearer <token>`` (from ``$token_var``) goes on every call; the token never appears in a message or a record.
 
 Thread safety: one ``LeaseClient`` may serve many environments at once; ``acquire``/``release``/``close`` may be
 called from any thread (the bookkeeping is under a lock, and httpx's client is thread-safe).
@@ -109,8 +109,9 @@ class LeaseClient:
             first = self._sandbox(reply, "lease")
         except GymServerError as exc:  # a sandbox may exist under that id: release it if the id can name it
             given = reply.get("id") if isinstance(reply, dict) else None
-            note = self._release_after_failure(Lease(given, self.control_url)) if isinstance(given, str) else ""
-            raise GymServerError(f"{exc}; {note}") if note else exc from None
+            if isinstance(given, str) and given and (note := self._release_after_failure(Lease(given, ""))):
+                raise GymServerError(f"{exc}; {note}") from None
+            raise
         lease = Lease(first["id"], self.control_url)
         try:
             self._hold(lease)
