@@ -24,6 +24,10 @@ import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from cloudai.untrusted import printable
+
+MAX_MESSAGE = 4000  # characters of a GymServerError: its server-given parts are cut to far less at their source
+
 
 class CloudAIError(Exception):
     """Base class. ``exit_code`` is what the CLI exits with when this reaches it."""
@@ -85,13 +89,16 @@ class SubmissionError(SystemError_):
 
 
 class GymServerError(CloudAIError):
-    """A live environment failed. ``where`` is the URL or class, ``call`` the method that failed."""
+    """A live environment failed. ``where`` is the URL or class, ``call`` the method that failed.
+
+    Its message quotes a server (its error, its reply): it is made printable and cut (``cloudai.untrusted``), so
+    what a server sent cannot flood, forge a line on or drive the terminal, nor reach a file raw."""
 
     def __init__(self, message: str, *, where: str = "", call: str = "") -> None:
         self.where = where
         self.call = call
         prefix = " ".join(part for part in (call, where and f"({where})") if part)
-        super().__init__(f"{prefix}: {message}" if prefix else message)
+        super().__init__(printable(f"{prefix}: {message}" if prefix else message, MAX_MESSAGE))
 
 
 class AgentError(CloudAIError):

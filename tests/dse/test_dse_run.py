@@ -270,6 +270,23 @@ def test_resume_of_a_finished_run_runs_nothing(case: Callable[..., Case]) -> Non
     assert len(c.trajectory()) == 12
 
 
+def test_a_field_an_earlier_cloudai_did_not_record_resumes_at_its_default(case: Callable[..., Case]) -> None:
+    """A run.json from before ``system.global_env_vars`` existed: absent then, its default ({}) now, no change
+    (refused as "the tests changed" before); a recorded value that differs is named with both values."""
+    c = case(GRID)
+    assert invoke(c.args()).exit_code == 0
+    manifest = c.run_dir() / "run.json"
+    data = json.loads(manifest.read_text())
+    del data["fingerprints"]["t"]["system.global_env_vars"]
+    manifest.write_text(json.dumps(data))
+    result = invoke([*c.args(), "--resume", str(c.run_dir())])
+    assert result.exit_code == 0, result.output
+    data["fingerprints"]["t"]["system.global_env_vars.A"] = "1"
+    manifest.write_text(json.dumps(data))
+    result = invoke([*c.args(), "--resume", str(c.run_dir())])
+    assert result.exit_code == 2 and 'system.global_env_vars.A: "1" -> (unset)' in result.output, result.output
+
+
 def test_resume_of_another_scenario_is_refused(case: Callable[..., Case], tmp_path: Any) -> None:
     c = case(GRID)
     assert invoke(c.args()).exit_code == 0

@@ -138,6 +138,34 @@ def test_serve_lease_as_a_user_starts_it_replaces_a_dead_sandbox_and_sigterm_sto
             proc.communicate()
 
 
+def test_a_sigkilled_serve_lease_takes_its_sandboxes_along(tmp_path: Path) -> None:
+    """SIGKILL of ``cloudai serve --lease`` left its ``cloudai serve`` sandboxes running with their ports (issue 35):
+    each now gets SIGTERM when the control plane dies, and stops as on any SIGTERM."""
+    tests, scenario = served_tests(tmp_path)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "cloudai", "serve", "--lease", "0", "--tests-dir", str(tests), "--test-scenario",
+         str(scenario), "--output-dir", str(tmp_path / "out")],
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, cwd=REPO, start_new_session=True,
+    )  # fmt: skip
+    try:
+        assert proc.stdout is not None
+        url = proc.stdout.readline().split(" at ")[1].split()[0]
+        lease = LeaseClient(url, lease_timeout_s=120).acquire()  # ready: its own cloudai serve answers /health
+        children = _children(scenario, proc.pid)
+        assert children and httpx.get(f"{lease.url}/health").status_code == 200
+        proc.kill()
+        proc.wait(30)
+        assert gone_within(children, 60)
+        with pytest.raises(httpx.ConnectError):
+            httpx.get(f"{lease.url}/health")  # its port is free
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(30)
+        for pid in _children(scenario, proc.pid):
+            os.kill(pid, signal.SIGKILL)
+
+
 def _live(url: str, token: str) -> list[str]:
     """The ids of the leases the control plane holds (its ``GET /sandboxes``)."""
     reply = httpx.get(f"{url}/sandboxes", headers={"Authorization": f"Bearer {token}"})

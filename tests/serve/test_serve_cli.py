@@ -186,3 +186,12 @@ def test_listening_beyond_loopback_needs_a_token_or_insecure(tmp_path: Path) -> 
     assert "--host: serving on 0.0.0.0 (beyond loopback) needs a token" in refused.stderr
     assert "CLOUDAI_SERVE_TOKEN" in refused.stderr and "--insecure" in refused.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_a_token_of_whitespace_only_is_refused(tmp_path: Path) -> None:
+    tests, scenario = write_tomls(tmp_path)
+    args = ["serve", "--tests-dir", tests, "--test-scenario", scenario, "--output-dir", tmp_path / "out"]
+    refused = cloudai(*args, "--port", "0", env={**os.environ, "CLOUDAI_SERVE_TOKEN": " \t "})
+    assert refused.returncode == 2, refused.stderr
+    assert "CLOUDAI_SERVE_TOKEN: $CLOUDAI_SERVE_TOKEN holds only whitespace" in refused.stderr
+    assert not (tmp_path / "out").exists()

@@ -103,3 +103,27 @@ def test_nemo_launcher_scenario_dry_runs_each_node_count(tmp_path: Path) -> None
     assert " training=nemotron/nemotron_15b " in four and " env_vars.NVTE_FUSED_ATTN=1" in four
     assert """'container_mounts=["/path/to/nemotron_2_256k.model:/path/to/nemotron_2_256k.model"]'""" in four
     assert "srun" not in four  # the launcher runs in the batch shell and submits its own job
+
+
+def test_megatron_bridge_token_from_the_environment_is_written_nowhere(tmp_path: Path) -> None:
+    """``hf_token = ""`` with ``HF_TOKEN`` set: the script says ``-hf "${HF_TOKEN}"`` (the job inherits it); the
+    token is in no file of the results dir (sbatch.sh, debug.log, run.json) and not on the terminal."""
+    import os
+    import subprocess
+    import sys
+
+    secret = "hf_SECRET_0f9e8d7c6b5a"
+    root = TRAINING / "experimental" / "megatron_bridge"
+    scenario = root / "test_scenario" / "megatron_bridge_r0.3.0_qwen_30b.toml"
+    done = subprocess.run(
+        [sys.executable, "-m", "cloudai", "dry-run", "-v", "--system-config", str(SYSTEM), "--tests-dir",
+         str(root / "test" / "h100"), "--test-scenario", str(scenario), "--output-dir", str(tmp_path)],
+        env={**os.environ, "HF_TOKEN": secret}, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert secret not in done.stdout + done.stderr
+    files = [p for p in tmp_path.rglob("*") if p.is_file()]
+    assert any(p.name == "debug.log" for p in files)
+    assert [p for p in files if secret in p.read_text(errors="replace")] == []
+    [script] = tmp_path.glob("*/megatron_bridge_qwen_30b/0/sbatch.sh")
+    assert ' -hf "${HF_TOKEN}" ' in script.read_text()

@@ -417,6 +417,9 @@ def serve(
 
     hide_env_var(token_var)  # the trials this server runs never inherit its token
     token = os.environ.get(token_var) or None
+    if token is not None and not token.strip():  # "  " would be a token anyone guesses at once
+        raise ConfigError(f"${token_var} holds only whitespace", field=token_var,
+                          hint=f"set {token_var} to a secret (e.g. `openssl rand -hex 32`), or unset it")  # fmt: skip
     if token is None and host not in ("127.0.0.1", "localhost", "::1"):
         if not insecure:  # a trial is a real job on this machine: not for anyone on the network to start
             raise ConfigError(

@@ -12,7 +12,8 @@ The sibling of ``CloudAIGymEnv``, built by ``cloudai.run.dse.build_env`` from th
   (a remote ``null``) is recorded as ``failed`` with the penalty reward; a step whose
   ``info["status"]`` the server set to ``failed``, ``constraint`` or ``timeout`` (``cloudai
   serve`` does, over the wire) is recorded with that status, its ``info["reason"]`` and the
-  penalty reward; every other step is ``ok``. Nothing is cached: a live environment moves on between two equal actions.
+  penalty reward (the reason made printable and cut: ``cloudai.untrusted``); every other step is ``ok``.
+  Nothing is cached: a live environment moves on between two equal actions.
 * Episodes honour ``done``. ``reset()`` starts an episode (the first one, after ``done``, and
   after ``--resume``, whose server state is gone): the ``episode`` column increments, step
   numbers do not restart. A ``step`` after ``done`` without a ``reset`` resets first.
@@ -57,6 +58,7 @@ from cloudai.gymserver.spaces import narrow_space, to_dimension
 from cloudai.space import Space, flatten, is_range
 from cloudai.trajectory.episodes import EpisodeLog
 from cloudai.trajectory.records import TrajectoryWriter
+from cloudai.untrusted import printable
 
 DEFAULT_METRICS = ("default",)
 SYNC_S = 0.2  # rows are flushed each step, fsync'ed at most this often: a step takes microseconds
@@ -71,7 +73,7 @@ def step_status(reward: Any, info: Mapping[str, Any]) -> tuple[str, str]:
     """(status, reason) of a server step: the server's own non-ok status wins, then the reward decides."""
     reported = info.get("status")
     if reported in _SERVER_STATUSES:
-        return str(reported), str(info.get("reason") or f"the server reported {reported}")
+        return str(reported), printable(info.get("reason") or f"the server reported {reported}")
     number = as_number(reward)
     if number is not None and math.isfinite(number):
         return "ok", ""

@@ -10,12 +10,20 @@ The lease protocol (JSON over HTTP; ``cloudai serve --lease`` is one such contro
 * A control plane that expires idle leases says so in ``idle_timeout_s``; ``keep_alive`` renews with a GET once a
   third of it has passed.
 
-Guarantees: a lease is recorded as ``<record_dir>/leases/<id>.json`` the moment its id is known and the record is
+Guarantees: a lease is recorded as ``<record_dir>/leases/<name>.json`` the moment its id is known and the record is
 removed once it is released, so ``release_recorded`` (``cloudai run --resume``) frees what a SIGKILLed run left.
+``<name>`` is the id percent-escaped (``record_name``: two ids never share a record). An id is data from the
+control plane: one that is empty, over ``MAX_ID`` bytes, holds ``/``, ``..`` or a control character is refused
+(``GymServerError`` naming the control plane) and that sandbox is released.
 ``acquire`` releases what it took when it fails or is interrupted. A release is retried; one that still fails is a
 ``GymServerError`` naming the sandbox, the record and how to free it by hand; never a silent leak. The POST that
 creates a sandbox is never retried (a lost reply may have created one); GETs and DELETEs are. ``Authorization:
 Bearer <token>`` (from ``$token_var``) goes on every call; the token never appears in a message or a record.
+
+Bounds (``cloudai.gymserver.bounded``): every call ends by a total deadline (``timeout_s``; ``acquire`` as a whole,
+its POST included, by ``lease_timeout_s``), however slowly the control plane sends, and reads at most ``MAX_REPLY``
+bytes. What the control plane says (an error, an id, a URL) reaches messages only through
+``cloudai.untrusted.printable``: cut and without control characters.
 
 Thread safety: one ``LeaseClient`` may serve many environments at once; ``acquire``/``release``/``close`` may be
 called from any thread (the bookkeeping is under a lock, and httpx's client is thread-safe).
@@ -23,6 +31,7 @@ called from any thread (the bookkeeping is under a lock, and httpx's client is t
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
@@ -37,6 +46,8 @@ from urllib.parse import quote
 
 from cloudai.atomicfile import atomic_write
 from cloudai.errors import GymServerError
+from cloudai.gymserver.bounded import Overdue, Reply, TooLarge, client_limits, fetch
+from cloudai.untrusted import printable
 
 if TYPE_CHECKING:
     import httpx
@@ -44,6 +55,9 @@ if TYPE_CHECKING:
 log = logging.getLogger("cloudai.gymserver.lease")
 RECORDS = "leases"  # <record_dir>/leases/<id>.json: the leases a run holds
 _STATUSES = ("pending", "ready", "failed")
+MAX_REPLY = 1 << 20  # a lease call's reply is one small JSON object
+MAX_ID = 256  # bytes of a lease id (UTF-8)
+_NAME_MAX = 200  # characters of a record file's name before the id is hashed instead
 
 
 @dataclass(frozen=True)
@@ -89,11 +103,19 @@ class LeaseClient:
 
     def acquire(self) -> Lease:
         """A ready sandbox: POST, then GET with backoff until ready. Failure or interrupt: released, then raised."""
-        first = self._sandbox(self._call("POST", "/sandboxes", "lease", body=self._body), "lease")
+        deadline = time.monotonic() + self._lease_timeout_s
+        reply = self._call("POST", "/sandboxes", "lease", body=self._body, deadline=deadline)
+        try:
+            first = self._sandbox(reply, "lease")
+        except GymServerError as exc:  # a sandbox may exist under that id: release it if the id can name it
+            given = reply.get("id") if isinstance(reply, dict) else None
+            if isinstance(given, str) and given and (note := self._release_after_failure(Lease(given, ""))):
+                raise GymServerError(f"{exc}; {note}") from None
+            raise
         lease = Lease(first["id"], self.control_url)
         try:
             self._hold(lease)
-            ready = self._wait_ready(first)
+            ready = self._wait_ready(first, deadline)
             lease = Lease(lease.id, self.control_url, ready["url"], _number(ready.get("idle_timeout_s")))
             self._hold(lease)
         except BaseException as exc:  # an interrupt, a failed or slow start, a record that cannot be written
@@ -110,18 +132,19 @@ class LeaseClient:
             if attempt:
                 time.sleep(0.1 * 2 ** (attempt - 1))
             try:
-                response = self._client().delete(_path(lease.id))
-            except Exception as exc:  # transport errors: retried
+                response = self._fetch("DELETE", _path(lease.id), None, time.monotonic() + self._timeout_s)
+            except Exception as exc:  # transport errors, a reply too slow or too large: retried
                 cause = _describe(exc)
                 continue
             if response.status_code < 300 or response.status_code == 404:
                 self._drop(lease)
                 return
-            cause = f"HTTP {response.status_code}: {response.text[:200]}"
+            cause = f"HTTP {response.status_code}: {_text(response)}"
         where = f"; its record stays in {self._record(lease)}" if self._records is not None else ""
+        by_hand = printable(self.control_url + _path(lease.id))
         raise self._error(
-            f"sandbox {lease.id} NOT released after {self._release_tries} tries (last: {cause}){where}; "
-            f"`cloudai run --resume` retries it, or release it by hand: DELETE {self.control_url}/sandboxes/{lease.id}",
+            f"sandbox {printable(lease.id)} NOT released after {self._release_tries} tries (last: {cause}){where}; "
+            f"`cloudai run --resume` retries it, or release it by hand: DELETE {by_hand}",
             "release",
         )
 
@@ -133,7 +156,8 @@ class LeaseClient:
     def alive(self, lease: Lease) -> bool:
         """Whether the sandbox still answers ``GET /health`` (one try, short timeout)."""
         try:
-            response = self._client().get(f"{lease.url}/health", timeout=min(2.0, self._timeout_s))
+            response = fetch(self._client(), "GET", f"{lease.url}/health", deadline_s=min(2.0, self._timeout_s),
+                             max_bytes=MAX_REPLY)  # fmt: skip
         except Exception:
             return False
         return response.status_code == 200
@@ -150,7 +174,7 @@ class LeaseClient:
         try:
             self._call("GET", _path(lease.id), "renew")
         except GymServerError as exc:
-            log.warning("renewing sandbox %s failed: %s", lease.id, exc)
+            log.warning("renewing sandbox %s failed: %s", printable(lease.id), exc)
 
     def close(self) -> None:
         """Release every lease still held; raise one ``GymServerError`` listing those that could not be."""
@@ -169,13 +193,13 @@ class LeaseClient:
 
     # -- the protocol ----------------------------------------------------------------------------
 
-    def _wait_ready(self, sandbox: dict[str, Any]) -> dict[str, Any]:
-        deadline, delay = time.monotonic() + self._lease_timeout_s, 0.02
+    def _wait_ready(self, sandbox: dict[str, Any], deadline: float) -> dict[str, Any]:
+        delay = 0.02
         while True:
             if sandbox["status"] == "ready":
                 return sandbox
             if sandbox["status"] == "failed":
-                error = sandbox.get("error") or "no error given"
+                error = printable(sandbox.get("error") or "no error given")
                 raise self._error(f"sandbox {sandbox['id']} failed to start: {error}", "lease")
             remaining = deadline - time.monotonic()
             if remaining <= 0:
@@ -186,17 +210,26 @@ class LeaseClient:
                 )
             time.sleep(min(delay, remaining))
             delay = min(delay * 2, 1.0)
-            sandbox = self._sandbox(self._call("GET", _path(sandbox["id"]), "lease"), "lease")
+            if time.monotonic() < deadline:  # else the loop says it is not ready
+                sandbox = self._sandbox(self._call("GET", _path(sandbox["id"]), "lease", deadline=deadline), "lease")
 
-    def _call(self, method: str, path: str, call: str, body: dict[str, Any] | None = None) -> Any:
-        """One JSON call; a GET is retried on transport errors and 5xx, a POST never."""
+    def _call(
+        self, method: str, path: str, call: str, body: dict[str, Any] | None = None, deadline: float | None = None
+    ) -> Any:
+        """One JSON call, ended by ``deadline`` (monotonic; each try by ``timeout_s`` at most); a GET is retried on
+        transport errors and 5xx, a POST never. A reply over ``MAX_REPLY`` bytes is an error at once."""
         tries = 3 if method == "GET" else 1
         cause = ""
         for attempt in range(tries):
             if attempt:
                 time.sleep(0.1 * 2 ** (attempt - 1))
+            end = min(time.monotonic() + self._timeout_s, deadline or float("inf"))
+            if end <= time.monotonic():
+                break
             try:
-                response = self._client().request(method, path, json=body)
+                response = self._fetch(method, path, body, end)
+            except TooLarge as exc:
+                raise self._error(f"{method} {path}: {exc}: a lease reply is one small JSON object", call) from None
             except Exception as exc:
                 cause = _describe(exc)
                 continue
@@ -204,9 +237,12 @@ class LeaseClient:
                 cause = f"HTTP {response.status_code}"
                 continue
             return self._reply(response, f"{method} {path}", call)
-        raise self._error(f"{method} {path} failed {tries} time(s) (last: {cause})", call)
+        raise self._error(f"{method} {path} failed {tries} time(s) (last: {cause or 'out of time'})", call)
 
-    def _reply(self, response: httpx.Response, request: str, call: str) -> Any:
+    def _fetch(self, method: str, path: str, body: dict[str, Any] | None, end: float) -> Reply:
+        return fetch(self._client(), method, path, body=body, deadline_s=end - time.monotonic(), max_bytes=MAX_REPLY)
+
+    def _reply(self, response: Reply, request: str, call: str) -> Any:
         status = response.status_code
         if status in (401, 403):
             var = self._token_var
@@ -219,17 +255,20 @@ class LeaseClient:
         try:
             return response.json()
         except ValueError:
-            raise self._error(f"{request}: malformed JSON: {response.text[:200]!r}", call) from None
+            raise self._error(f"{request}: malformed JSON: {printable(repr(response.text), 200)}", call) from None
 
     def _sandbox(self, body: Any, call: str) -> dict[str, Any]:
         """A control plane's sandbox object, checked: an id, a known status, a URL when ready."""
         if not isinstance(body, dict) or not isinstance(body.get("id"), str) or not body["id"]:
-            raise self._error(f"malformed sandbox (no string 'id'): {str(body)[:200]!r}", call)
+            raise self._error(f"malformed sandbox (no string 'id'): {printable(body, 200)}", call)
+        if why := id_problem(body["id"]):
+            raise self._error(f"the control plane gave a malformed lease id {printable(body['id'], 60)}: {why}", call)
         if body.get("status") not in _STATUSES:
-            raise self._error(f"sandbox {body['id']}: status {body.get('status')!r} is none of {_STATUSES}", call)
+            status = printable(repr(body.get("status")), 60)
+            raise self._error(f"sandbox {body['id']}: status {status} is none of {_STATUSES}", call)
         url = body.get("url")
-        if body["status"] == "ready" and (not isinstance(url, str) or not re.match(r"^https?://[^/\s]+", url)):
-            raise self._error(f"sandbox {body['id']} is ready without an http(s) 'url': {url!r}", call)
+        if body["status"] == "ready" and (not isinstance(url, str) or not re.match(r"^https?://[^/\s]+\S*$", url)):
+            raise self._error(f"sandbox {body['id']} is ready without an http(s) 'url': {printable(repr(url))}", call)
         return {**body, "url": url.rstrip("/") if isinstance(url, str) else ""}
 
     # -- bookkeeping -----------------------------------------------------------------------------
@@ -259,7 +298,7 @@ class LeaseClient:
 
     def _record(self, lease: Lease) -> Path:
         assert self._records is not None
-        return self._records / f"{re.sub(r'[^A-Za-z0-9._-]', '_', lease.id)}.json"
+        return self._records / f"{record_name(lease.id)}.json"
 
     def _client(self) -> httpx.Client:
         with self._lock:
@@ -267,7 +306,8 @@ class LeaseClient:
                 import httpx
 
                 headers = {"Authorization": f"Bearer {self._token}"} if self._token else {}
-                self._http = httpx.Client(base_url=self.control_url, headers=headers, timeout=self._timeout_s)
+                self._http = httpx.Client(base_url=self.control_url, headers=headers, timeout=self._timeout_s,
+                                          limits=client_limits())  # fmt: skip
             return self._http
 
     def _error(self, message: str, call: str) -> GymServerError:
@@ -290,12 +330,36 @@ def release_recorded(run_dir: Path) -> list[str]:
                              record_dir=path.parent.parent)  # fmt: skip
         try:
             client.release(lease)
-            lines.append(f"released sandbox {lease.id} ({lease.control_url}), left by the earlier run")
+            path.unlink(missing_ok=True)  # a record an earlier cloudai named otherwise
+            lines.append(f"released sandbox {printable(lease.id)} ({lease.control_url}), left by the earlier run")
         except GymServerError as exc:
             lines.append(f"warning: {exc}")
         finally:
             client.close()
     return lines
+
+
+def id_problem(lease_id: str) -> str:
+    """Why a control plane's lease id cannot be used as one ("" when it can): it names a record file and goes
+    into URLs and messages, so it is short, printable, and no path."""
+    if not lease_id:
+        return "it is empty"
+    if len(lease_id.encode(errors="surrogatepass")) > MAX_ID:
+        return f"it is over {MAX_ID} bytes"
+    if "/" in lease_id or "\\" in lease_id or ".." in lease_id:
+        return "it holds '/', '\\' or '..'"
+    if not lease_id.isprintable():
+        return "it holds a control character"
+    return ""
+
+
+def record_name(lease_id: str) -> str:
+    """The record file's name (no suffix) for ``lease_id``: the id percent-escaped (reversible, so two ids never
+    share a name), or, past ``_NAME_MAX`` characters, ``%%`` and its SHA-256 (no escaped id holds ``%%``)."""
+    name = quote(lease_id, safe="")
+    if len(name) <= _NAME_MAX:
+        return name
+    return "%%" + hashlib.sha256(lease_id.encode(errors="surrogatepass")).hexdigest()
 
 
 def _path(lease_id: str) -> str:
@@ -307,17 +371,20 @@ def _number(value: Any) -> float | None:
     return float(value) if isinstance(value, int | float) and not isinstance(value, bool) and value > 0 else None
 
 
-def _text(response: httpx.Response) -> str:
-    """A control plane's error: its JSON ``error``/``detail`` if it gave one, else the start of the body."""
+def _text(response: Reply) -> str:
+    """A control plane's error, made printable: its JSON ``error``/``detail`` if it gave one, else the start of the
+    body."""
     try:
         body = response.json()
     except ValueError:
-        return response.text[:200] or "(empty body)"
+        return printable(response.text, 200) or "(empty body)"
     if isinstance(body, dict) and (body.get("error") or body.get("detail")):
-        return str(body.get("error") or body.get("detail"))[:300]
-    return str(body)[:200]
+        return printable(body.get("error") or body.get("detail"))
+    return printable(body, 200)
 
 
 def _describe(exc: BaseException) -> str:
-    text = str(exc)
+    if isinstance(exc, Overdue):
+        return str(exc)
+    text = printable(exc)
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__

@@ -11,7 +11,9 @@ confirmation, enqueued points: how the run proceeds, not what a trial measures).
 
 ``resume_changes`` lists every difference as ``Tests[0] 'a': cmd_args.message_size: 1 -> 2``;
 ``cloudai.run.dse.check_resume`` refuses the resume (exit 2) when there is any. A ``run.json``
-written before fingerprints existed has none: such a run resumes as before.
+written before fingerprints existed has none: such a run resumes as before. A field an earlier cloudai did not
+record (``system.global_env_vars`` before it existed) is no change while it holds its default now: a key absent
+from the recorded fingerprint is compared with ``default_fingerprint``, not with null.
 """
 
 from __future__ import annotations
@@ -55,6 +57,15 @@ def entry_fingerprint(entry: RunEntry, system_config: object) -> dict[str, Any]:
     return json.loads(json.dumps(_flat(parts), sort_keys=True, default=str))
 
 
+def default_fingerprint(system_config: object) -> dict[str, Any]:
+    """What a field absent from an earlier cloudai's fingerprint held then: the system knobs' defaults (an entry's
+    own fields were always recorded; one added later reads as unset, null)."""
+    fields = getattr(type(system_config), "model_fields", {})
+    system = {name: fields[name].get_default(call_default_factory=True) if name in fields else None
+              for name in JOB_SYSTEM_KNOBS}  # fmt: skip
+    return json.loads(json.dumps(_flat({"system": system}), sort_keys=True, default=str))
+
+
 def resume_changes(recorded: Mapping[str, Any], entries: list[RunEntry], system_config: object) -> list[str]:
     """``id -> fingerprint`` recorded in run.json against the entries now; one line per changed field."""
     lines = []
@@ -63,10 +74,11 @@ def resume_changes(recorded: Mapping[str, Any], entries: list[RunEntry], system_
         if not isinstance(old, dict):
             continue
         new = entry_fingerprint(entry, system_config)
-        for key in sorted(set(old) | set(new)):  # a field absent on one side is unset (null)
-            if old.get(key) != new.get(key):
-                before, after = _show(old.get(key)), _show(new.get(key))
-                lines.append(f"{entry.field_prefix} '{entry.id}': {key}: {before} -> {after}")
+        defaults = default_fingerprint(system_config)
+        for key in sorted(set(old) | set(new)):  # a field absent now is unset (null); absent then, its default
+            before = old[key] if key in old else defaults.get(key)
+            if before != new.get(key):
+                lines.append(f"{entry.field_prefix} '{entry.id}': {key}: {_show(before)} -> {_show(new.get(key))}")
     return lines
 
 

@@ -18,7 +18,8 @@ Differences from a stock OpenEnv server, each on purpose:
   or while WebSocket sessions hold every slot, gets 409: trials run one at a time.
 * ``max_sessions`` WebSocket sessions at most (default 1); past it the handshake is
   accepted and answered with a ``CAPACITY_REACHED`` error, then closed (as OpenEnv does).
-* Bearer-token auth on every route when a token is given; bodies over ``max_body`` -> 413;
+* Bearer-token auth on every route when a token is given (wrong tokens answered ever later); bodies over
+  ``max_body`` -> 413 (``cloudai.serve.guard``);
   an action with an unknown, missing, fixed or out-of-space knob -> ``VALIDATION_ERROR``
   (422 over HTTP).
 
@@ -42,6 +43,7 @@ from cloudai.envs.knobs import observation_leaves, validate_point
 from cloudai.errors import CloudAIError, ConfigError
 from cloudai.serve import wire
 from cloudai.serve.calls import MAX_BODY, EnvCalls, ShuttingDown
+from cloudai.serve.guard import Guard
 
 if TYPE_CHECKING:
     from fastapi import FastAPI
@@ -191,7 +193,7 @@ class Hub:
             await asyncio.wrap_future(done)
 
 
-class ServeApp(wire.Guard):
+class ServeApp(Guard):
     """The ASGI app ``create_app`` returns: the guarded FastAPI app plus the ``hub`` that owns the env."""
 
     def __init__(self, app: Any, hub: Hub, *, token: str | None, max_body: int) -> None:

@@ -29,8 +29,8 @@ from starlette.requests import Request  # at module level: FastAPI resolves the 
 
 from cloudai.errors import CloudAIError, Interrupted, raise_stopped
 from cloudai.serve.calls import MAX_BODY
+from cloudai.serve.guard import Guard
 from cloudai.serve.sandboxes import Board, Full
-from cloudai.serve.wire import Guard
 
 _WILDCARD = re.compile(r"^(?P<scheme>https?://)(0\.0\.0\.0|\[::\])(?P<rest>:\d+.*)$")
 

@@ -11,21 +11,30 @@ Limits: at most ``max_leases`` pending or ready sandboxes (``Full`` beyond: HTTP
 naming it for ``idle_timeout_s`` is released by ``expire`` (the control plane calls it periodically); ``stop_all``
 releases every lease (the control plane's exit). Releasing stops the child's process group: SIGTERM, then SIGKILL
 after ``STOP_S``. Every method is thread-safe.
+
+A sandbox dies with its control plane, however that ends (SIGKILL included): each child is started with a
+parent-death signal (Linux ``prctl(PR_SET_PDEATHSIG, SIGTERM)``, set between fork and exec; SIGTERM, so a
+``cloudai serve`` child stops its trial and its jobs on its usual way out). The kernel sends it
+when the *thread* that forked the child ends, so every child is forked by one long-lived thread of the board
+(``_spawner``), never by the short-lived thread that waits for the sandbox to start.
 """
 
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import logging
 import os
 import re
 import signal
 import subprocess
+import sys
 import threading
 import time
 import uuid
 from collections import deque
 from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -82,6 +91,7 @@ class Board:
         self.idle_timeout_s, self.start_timeout_s = idle_timeout_s, start_timeout_s
         self._lock = threading.Lock()
         self._sandboxes: dict[str, Sandbox] = {}
+        self._spawner = ThreadPoolExecutor(1, thread_name_prefix="sandbox-spawner")  # the children's parent thread
 
     def lease(self, environment: str | None, options: Mapping[str, Any]) -> Sandbox:
         """Take a lease and start its sandbox in the background (``argv`` errors are raised here, as given)."""
@@ -157,14 +167,7 @@ class Board:
             if sandbox.released:
                 raise _StartFailed("released before it started")
             try:
-                sandbox.proc = subprocess.Popen(
-                    argv,
-                    stdin=subprocess.DEVNULL,
-                    stdout=subprocess.PIPE,
-                    stderr=subprocess.STDOUT,
-                    text=True,
-                    start_new_session=True,  # its own process group: stopping it stops whatever it started
-                )
+                sandbox.proc = self._spawner.submit(_popen, argv).result()
             except OSError as exc:
                 raise _StartFailed(f"cannot start {argv[0]}: {exc.strerror or exc}") from None
 
@@ -213,6 +216,39 @@ class Board:
 
 class _StartFailed(Exception):
     pass
+
+
+def _popen(argv: list[str]) -> subprocess.Popen[str]:
+    """Start a sandbox's process (in the spawner thread: see the module docstring)."""
+    return subprocess.Popen(
+        argv,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,  # its own process group: stopping it stops whatever it started
+        preexec_fn=_die_with_parent(),
+    )
+
+
+_PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent() -> Callable[[], None] | None:
+    """The child's preexec: SIGTERM it when its parent thread ends; exit at once if the parent already ended (the
+    signal is set too late to come). None where there is no ``prctl`` (not Linux): children may then outlive a
+    SIGKILLed control plane."""
+    prctl = getattr(ctypes.CDLL(None, use_errno=True), "prctl", None) if sys.platform == "linux" else None
+    if prctl is None:
+        return None
+    parent, kill = os.getpid(), int(signal.SIGTERM)
+
+    def preexec() -> None:  # between fork and exec: nothing but two system calls
+        prctl(_PR_SET_PDEATHSIG, kill, 0, 0, 0)
+        if os.getppid() != parent:
+            os._exit(1)
+
+    return preexec
 
 
 def _drain(proc: subprocess.Popen[str], lines: deque[str]) -> None:

@@ -1,4 +1,4 @@
-"""The JSON ``cloudai serve`` speaks, as pure functions, plus the ASGI guard (bearer token, body size).
+"""The JSON ``cloudai serve`` speaks, as pure functions (the ASGI guard in front of it: ``cloudai.serve.guard``).
 
 Shapes follow ``openenv-core`` 0.3.0 (``openenv.core.env_server.types``):
 
@@ -16,12 +16,10 @@ Shapes follow ``openenv-core`` 0.3.0 (``openenv.core.env_server.types``):
 
 from __future__ import annotations
 
-import hmac
 import json
 import logging
 import math
-import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from cloudai.errors import ConfigError
@@ -185,84 +183,6 @@ def action_errors(exc: ConfigError) -> list[dict[str, Any]]:
 
 def dumps(message: Mapping[str, Any]) -> str:
     return json.dumps(message, separators=(",", ":"), default=str)
-
-
-class Guard:
-    """ASGI middleware: bearer-token check (constant-time) and a request-body size limit.
-
-    Unauthorized HTTP requests get 401 and a ``WWW-Authenticate: Bearer`` header; an
-    unauthorized WebSocket handshake is denied with an HTTP 401 response. Bodies over
-    ``max_body`` bytes get 413: the server's HTTP parser holds a body to its Content-Length, so
-    checking the header suffices; chunked bodies (no length) are refused with 411.
-    The token is never logged, echoed or written.
-    """
-
-    def __init__(
-        self, app: Any, *, token: str | None, max_body: int, clock: Callable[[], float] = time.monotonic
-    ) -> None:
-        self.app = app
-        self._token = token.encode() if token else None
-        self.max_body = max_body
-        self.refusals = RefusalLog(clock)
-
-    def _authorized(self, scope: Mapping[str, Any]) -> bool:
-        if self._token is None:
-            return True
-        header = dict(scope.get("headers") or []).get(b"authorization", b"")
-        scheme, _, credentials = header.partition(b" ")
-        return scheme.lower() == b"bearer" and hmac.compare_digest(credentials.strip(), self._token)
-
-    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        if scope["type"] not in ("http", "websocket"):
-            return await self.app(scope, receive, send)
-        if not self._authorized(scope):
-            self.refusals.note(scope)
-            return await self._deny(scope, receive, send, 401, "missing or wrong bearer token")
-        if scope["type"] == "websocket":
-            return await self.app(scope, receive, send)
-        headers = dict(scope.get("headers") or [])
-        declared = headers.get(b"content-length")
-        if declared is None and b"chunked" in headers.get(b"transfer-encoding", b"").lower():
-            return await self._deny(scope, receive, send, 411, "send a Content-Length (chunked bodies are refused)")
-        if declared is not None and (not declared.isdigit() or int(declared) > self.max_body):
-            return await self._deny(scope, receive, send, 413, f"request body over {self.max_body} bytes")
-        return await self.app(scope, receive, send)
-
-    async def _deny(self, scope: Any, receive: Any, send: Any, status: int, message: str) -> None:
-        from starlette.responses import JSONResponse
-
-        headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
-        response = JSONResponse({"detail": message}, status_code=status, headers=headers)
-        if scope["type"] == "websocket":
-            await receive()  # websocket.connect
-            if "websocket.http.response" not in scope.get("extensions", {}):
-                await send({"type": "websocket.close", "code": 1008})
-                return
-        await response(scope, receive, send)
-
-
-class RefusalLog:
-    """One WARNING per client (host) per ``every_s`` for refused requests: unauthenticated clients
-    cannot fill the log. The table of clients is bounded (oldest dropped first)."""
-
-    def __init__(self, clock: Callable[[], float] = time.monotonic, every_s: float = 60.0, size: int = 4096) -> None:
-        self.clock, self.every_s, self.size = clock, every_s, size
-        self._last: dict[str, float] = {}
-
-    def note(self, scope: Mapping[str, Any]) -> bool:
-        """Log this refusal unless its client was logged within ``every_s``; whether it was logged."""
-        client = scope.get("client") or ("unknown", 0)
-        host, now = str(client[0]), self.clock()
-        last = self._last.get(host)
-        if last is not None and now - last < self.every_s:
-            return False
-        self._last.pop(host, None)
-        self._last[host] = now
-        while len(self._last) > self.size:
-            del self._last[next(iter(self._last))]
-        kind = "WebSocket handshake" if scope.get("type") == "websocket" else "request"
-        log.warning("refused %s from %s: missing or wrong bearer token (next note in %gs)", kind, host, self.every_s)
-        return True
 
 
 class _HandshakeRefusedFilter(logging.Filter):

@@ -2,7 +2,9 @@
 
 Only fields the test sets reach the command (CloudAI passes ``model_fields_set`` plus a few forced ones), so a
 default here documents the launcher's own default rather than adding a flag. ``hf_token`` falls back to the
-``HF_TOKEN`` environment variable and one of them is required, as in CloudAI.
+``HF_TOKEN`` environment variable and one of them is required, as in CloudAI; the fallback stays a reference
+(``"${HF_TOKEN}"`` in the script, expanded by the job's shell from the environment the job inherits), so the
+token is in no file cloudai writes, no log line and no terminal output.
 """
 
 from __future__ import annotations
@@ -96,10 +98,10 @@ class MegatronBridgeArgs(BaseModel):
     @field_validator("hf_token", mode="after")
     @classmethod
     def _token(cls, value: str) -> str:
-        token = value.strip() or os.environ.get("HF_TOKEN", "").strip()
-        if not token:
+        """The token as written ("" when it comes from ``HF_TOKEN``: never copied out of the environment)."""
+        if not (value.strip() or os.environ.get("HF_TOKEN", "").strip()):
             raise ValueError("a Hugging Face token is required: set HF_TOKEN in the environment or cmd_args.hf_token")
-        return token
+        return value.strip()
 
     @field_validator("model_family_name", "model_recipe_name", mode="after")
     @classmethod

@@ -6,6 +6,9 @@ A field reaches the command only when the test sets it (or CloudAI forces it: th
 for its job, so the step times are in its log); the Hydra overrides close the line, CloudAI's tensorboard
 defaults first, then ``extra_cmd_args``.
 
+``-hf`` is ``"${HF_TOKEN}"`` unless the test wrote a token itself: the job inherits ``HF_TOKEN`` from the
+environment cloudai runs in, so the value reaches no script, log or terminal (CloudAI wrote it into the script).
+
 Where CloudAI reads its system, the command reads the allocation it runs in: ``-p "$SLURM_JOB_PARTITION"`` (the
 launcher's job goes where the batch script runs); no ``-a`` (the inner job takes Slurm's default account).
 """
@@ -20,6 +23,7 @@ from cloudai.steps import Var
 from cloudai.workloads.base import JobContext
 from cloudai.workloads.megatron_bridge.args import MegatronBridgeArgs
 
+HF_TOKEN = Var("${HF_TOKEN}")  # the token from the job's environment: its value is never written
 FORCED = {"model_family_name", "model_recipe_name", "num_gpus", "gpus_per_node", "hf_token", "save_config_filepath"}
 TENSORBOARD = {
     "logger.tensorboard_dir": "/nemo_run/tb_logs",
@@ -87,7 +91,7 @@ def launcher_args(model: MegatronBridgeArgs, job: JobContext, mounts: list[str])
     p.field("compute_dtype", "-c")
     p.field("task", "--task")
     for name, flag in _WANDB:
-        p.field(name, flag)
+        p.field(name, flag, (model.hf_token or HF_TOKEN) if name == "hf_token" else None)
     p.switch("dryrun", "-d")
     p.field("num_gpus", "-ng")
     if job.gpus_per_node:
