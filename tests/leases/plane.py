@@ -1,17 +1,19 @@
 """A small lease control plane of the tests' own (FastAPI + uvicorn on 127.0.0.1): each lease a stock openenv-core
 server, so cloudai's lease client is checked against a control plane it did not write.
 
-``Plane.mode`` says how it behaves: ``ok`` (a sandbox is ready at once), ``hold`` (pending until ``go`` is set:
-a sandbox that never becomes ready), ``fail`` (``failed`` with an error), ``401``/``500``/``garbage`` (every
-lease request answered so). ``release_failures``: how many DELETEs answer 500 before one succeeds. A sandbox is
-the stock app (``tests.gym.openenv_app``) under uvicorn in a thread, or, with ``process_args``, in a process of its
-own (``--die-at N``: it dies mid-episode). ``live()`` is the core assertion's count: leases not released.
+``Plane.mode`` says how it behaves: ``ok`` (a sandbox is ready at once), ``hold`` (pending until ``go`` is set, or its
+id is put in ``ready``: a sandbox that never becomes ready, or one that is slow to), ``fail`` (``failed`` with an
+error), ``401``/``500``/``garbage`` (every lease request answered so). ``release_failures``: how many DELETEs answer
+500 before one succeeds. A sandbox is the stock app (``tests.gym.openenv_app``) under uvicorn in a thread, or, with
+``process_args``, in a process of its own (``--die-at N``: it dies mid-episode). ``live()`` is the core assertion's
+count: leases not released.
 """
 
 from __future__ import annotations
 
 import itertools
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -57,6 +59,9 @@ class Plane:
         self.release_failures = 0
         self.process_args: tuple[str, ...] | None = None
         self.go = threading.Event()
+        self.ready: set[str] = set()  # held sandboxes let start one by one (mode hold)
+        self.start_s: float | None = None  # mode hold: a sandbox is ready this long after it was asked for
+        self._asked: dict[str, float] = {}
         self.requests: list[str] = []
         self._ids = itertools.count(1)
 
@@ -90,9 +95,10 @@ class Plane:
             lease_id = f"sb-{next(self._ids)}"
             with self._lock:
                 self.sandboxes[lease_id] = None
+                self._asked[lease_id] = time.monotonic()
             if self.mode == "fail":
                 return JSONResponse({"id": lease_id, "status": "failed", "error": "image pull failed: no such image"})
-            if self.mode == "ok" or self.go.is_set():
+            if self.mode == "ok" or self.go.is_set() or lease_id in self.ready:
                 self._start(lease_id)
             return JSONResponse(self._status(lease_id), status_code=201)
 
@@ -100,7 +106,7 @@ class Plane:
         def status(lease_id: str) -> Response:
             if lease_id not in self.sandboxes:
                 return JSONResponse({"error": "no such sandbox"}, status_code=404)
-            if self.sandboxes[lease_id] is None and self.go.is_set():
+            if self.sandboxes[lease_id] is None and (self.go.is_set() or lease_id in self.ready or self._due(lease_id)):
                 self._start(lease_id)
             return JSONResponse(self._status(lease_id))
 
@@ -118,6 +124,9 @@ class Plane:
             return JSONResponse({"id": lease_id, "status": "released"})
 
         return app
+
+    def _due(self, lease_id: str) -> bool:
+        return self.start_s is not None and time.monotonic() - self._asked[lease_id] >= self.start_s
 
     def _start(self, lease_id: str) -> None:
         server = ThreadServer() if self.process_args is None else OpenEnvServer(*self.process_args)

@@ -4,6 +4,8 @@ per lease): a whole lease, and each way it fails. After every test the control p
 from __future__ import annotations
 
 import math
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -12,6 +14,7 @@ import pytest
 from tests.leases.plane import Plane, plane
 
 from cloudai.errors import GymServerError
+from cloudai.gym.from_toml import load_env
 from cloudai.gymserver.factory import create_gym_server
 from cloudai.gymserver.lease import LeaseClient, release_recorded
 from cloudai.gymserver.leased import LeasedGymServer
@@ -214,3 +217,51 @@ def test_a_gymnasium_trainer_sees_a_dead_sandbox_as_truncated(control: tuple[Pla
     assert truncated and not terminated and "sandbox sb-1 died mid-episode" in info["cloudai"]["reason"]
     assert board.live() == 0
     env.close()
+
+
+def _until(condition: Any, what: str, timeout: float = 60.0) -> None:
+    """Wait for ``condition()`` (a bounded poll of the plane's state, not a timing assumption)."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.01)
+
+
+def test_leases_are_taken_at_once_and_a_lane_steps_as_soon_as_its_sandbox_is_ready(
+    control: tuple[Plane, str], tmp_path: Path
+) -> None:
+    """Issue 38 item 1: with max_parallel = 4, four leases are requested before any sandbox is ready (one after
+    another they cost four start-ups before the first step), the first ready one steps while the others still
+    start, and every lease is released at the end."""
+    board, url = control
+    board.mode = "hold"
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "t.toml").write_text(
+        'name = "t"\ntest_template_name = "LiveRL"\nagent = "random_search"\nagent_steps = 4\n'
+        "agent_config = { max_parallel = 4 }\n"
+        f'[cmd_args]\nlive_rl_mode = true\nenv_lease_url = "{url}"\nenv_lease_environment = "knobs"\n'
+        "env_timeout_s = 30\nbatch = [1, 2]\nuse_cache = true\nratio = 1.0\nthreads = 2\n"
+    )
+    (tmp_path / "s.toml").write_text('name = "s"\n[[Tests]]\nid = "t"\ntest_name = "t"\n')
+    made: list[Any] = []
+    opening = threading.Thread(target=lambda: made.append(load_env(tmp_path / "tests", tmp_path / "s.toml",
+                                                                   output_dir=tmp_path / "out").env))  # fmt: skip
+    opening.start()
+    _until(lambda: board.live() == 4, "four leases requested at once")  # while none is ready
+    assert all(server is None for server in board.sandboxes.values())
+    board.ready.add("sb-3")  # one sandbox starts; the run begins on it
+    opening.join(60)
+    (env,) = made
+    try:
+        steps = [env.step_async({"batch": 2}) for _ in range(4)]
+        first = env.step_wait()
+        assert len(first) == 1 and first[0].status == "ok"  # stepped while three sandboxes were still starting
+        assert sum(server is None for server in board.sandboxes.values()) == 3
+        board.go.set()
+        done = first
+        while len(done) < 4:
+            done += env.step_wait()
+        assert sorted(f.step for f in done) == steps and {f.status for f in done} == {"ok"}
+    finally:
+        env.close()
+    assert board.live() == 0

@@ -42,7 +42,7 @@ import math
 import numbers
 import time
 from collections.abc import Callable, Mapping
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, as_completed, wait
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -95,7 +95,7 @@ class _Lane:
     """One environment instance and its episode: what a live step runs on."""
 
     env_id: int
-    server: GymServer
+    server: GymServer | None  # None while ``starting``
     episode: int = 0  # the global episode number of its current (or last) episode
     episodes: int = 0  # how many episodes it started (its own count: ``episode_in_env``)
     in_episode: int = 0  # steps taken in the current episode
@@ -104,6 +104,7 @@ class _Lane:
     env: dict[str, Any] = field(default_factory=dict)  # env_params in force this episode
     env_from: int = 0  # the step the held env_params apply from
     busy: bool = False
+    starting: Future[GymServer] | None = None  # a lease still being granted (``_open_lanes``)
 
 
 @dataclass
@@ -144,22 +145,23 @@ class LiveGymEnv(BaseGym):
         cmd_args = {k: v for k, v in entry.cmd_args.items() if k not in self.env_names}
         declared = flatten(cmd_args)
         wanted = None if tuple(entry.agent.metrics) == DEFAULT_METRICS else list(entry.agent.metrics)
-        self.server = create_gym_server(cmd_args, metrics=wanted, prefix=prefix, record_dir=setup.out_dir)
+        self._leasing: ThreadPoolExecutor | None = None  # the threads that take leases at once
+        self._lanes = self._open_lanes(
+            lambda: create_gym_server(cmd_args, metrics=wanted, prefix=prefix, record_dir=setup.out_dir),
+            max(1, setup.max_in_flight),
+            at_once=bool(cmd_args.get("env_lease_url")),
+        )
+        self.server = _server(self._lanes[0])
         kind = type(self.server)
         self._where = getattr(self.server, "url", None) or f"{kind.__module__}.{kind.__qualname__}"
-        self._lanes = [_Lane(0, self.server)]
         try:
             self.action_space, self._fixed = self._spaces(declared, prefix)
             names = self._call("observation_space", self.server.observation_space)
             self.layout = ObservationLayout(names)  # one column per value, a box leaf of width n its n columns
             self.metrics = tuple(self.layout.select(wanted, f"{entry.field_prefix}.agent_metrics"))
             self._slots = [self.layout.columns.index(m) for m in self.metrics]
-            for env_id in range(1, max(1, setup.max_in_flight)):  # the other environments: the same server kind
-                server = create_gym_server(cmd_args, metrics=wanted, prefix=prefix, record_dir=setup.out_dir)
-                self._lanes.append(_Lane(env_id, server))
         except BaseException:
-            for lane in self._lanes:
-                close_server(lane.server)
+            self._close_lanes()
             raise
         self.max_in_flight = len(self._lanes)
         encode = getattr(self.server, "encode_observation", None)
@@ -292,11 +294,50 @@ class LiveGymEnv(BaseGym):
                 self._write(self._unwritten.pop(step))  # type: ignore[arg-type]
         finally:
             try:
-                for lane in self._lanes:
-                    close_server(lane.server)
+                self._close_lanes()
             finally:
                 self.writer.close()
                 self.episodes.close()
+
+    # -- lanes -------------------------------------------------------------------------------
+
+    def _open_lanes(self, make: Callable[[], GymServer], count: int, *, at_once: bool) -> list[_Lane]:
+        """``count`` environments. Leased ones (``at_once``) are requested together: a sandbox takes a while to
+        start, so N leases one after another cost N starts before the first step. The first one ready becomes
+        lane 0 (the spaces are read from it); the others stay pending (``_Lane.starting``) and a step given to
+        one runs as soon as its sandbox is ready. Other kinds are made here, in order (an in-process env's
+        constructor need not be thread-safe)."""
+        if not at_once or count == 1:
+            servers: list[GymServer] = []
+            try:
+                for _ in range(count):
+                    servers.append(make())
+            except BaseException:
+                for server in servers:
+                    close_server(server)
+                raise
+            return [_Lane(env_id, server) for env_id, server in enumerate(servers)]
+        self._leasing = ThreadPoolExecutor(count, thread_name_prefix="cloudai-lease")
+        futures = [self._leasing.submit(make) for _ in range(count)]
+        try:
+            first = next(as_completed(futures))
+            first.result()  # a lease that failed fails the run here, before anything is written
+        except BaseException:
+            _close_started(futures)
+            raise
+        rest = [f for f in futures if f is not first]
+        return [_Lane(0, first.result()), *(_Lane(k, None, starting=f) for k, f in enumerate(rest, 1))]
+
+    def _close_lanes(self) -> None:
+        """Close every environment, waiting for the ones still starting (a lease granted late is released too)."""
+        try:
+            for lane in self._lanes:
+                if lane.server is not None:
+                    close_server(lane.server)
+        finally:
+            _close_started([lane.starting for lane in self._lanes if lane.starting is not None])
+            if self._leasing is not None:
+                self._leasing.shutdown(wait=True)
 
     # -- one lane ----------------------------------------------------------------------------
 
@@ -312,17 +353,22 @@ class LiveGymEnv(BaseGym):
         lane.env_from = step
         if sampler:
             options = {**(options or {}), "env_params": dict(lane.env)}
-        raw, info = self._call("reset", lambda: lane.server.reset(seed=seed, options=options))
+        server = _server(lane)
+        raw, info = self._call("reset", lambda: server.reset(seed=seed, options=options))
         lane.fresh = lane.open = True
         lane.in_episode = 0
         return self._observe(self.layout.flat(raw)[0]), {**info, "episode": lane.episode, "env_params": dict(lane.env)}
 
     def _run(self, lane: _Lane, step: int, action: dict[str, Any]) -> _Done:
-        """One step of ``lane`` (in the caller's or a worker thread); nothing written."""
+        """One step of ``lane`` (in the caller's or a worker thread; on a lane still starting, once it is ready);
+        nothing written."""
+        if lane.starting is not None:
+            lane.server, lane.starting = lane.starting.result(), None
         if not lane.open:
             self._reset(lane, step)
         started = time.monotonic()
-        raw, reward, ended, server_info = self._call("step", lambda: lane.server.step({**self._fixed, **action}))
+        server = _server(lane)
+        raw, reward, ended, server_info = self._call("step", lambda: server.step({**self._fixed, **action}))
         done = bool(ended)
         lane.fresh, lane.open = False, not done
         lane.in_episode += 1
@@ -413,6 +459,23 @@ class _EpisodeSampler(EnvParamSampler):
     def sample(self, step: int) -> dict[str, Any]:
         held = self._held(step)
         return held if held is not None else self._draw(step)
+
+
+def _server(lane: _Lane) -> GymServer:
+    assert lane.server is not None, "a lane still starting is waited for in _run"
+    return lane.server
+
+
+def _close_started(futures: list[Future[GymServer]]) -> None:
+    """Close the servers of ``futures`` once each is made (one that failed to start has nothing to close)."""
+    for future in futures:
+        if future.cancel():
+            continue
+        try:
+            server = future.result()
+        except BaseException:  # its error was the lease's, reported where it was waited for
+            continue
+        close_server(server)
 
 
 def _feedback(done: _Done) -> Feedback:
