@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from cloudai.gym.flatten import GridActions, UnitBoxActions
     from cloudai.gym.from_toml import load_env, make
     from cloudai.gym.rollouts import AsyncEnv, Transition, make_vec, rollout
+    from cloudai.gymserver.aio import AsyncRemoteEnv, collect, lease_env
     from cloudai.gymserver.factory import create_gym_server, validate_live_rl_args
     from cloudai.gymserver.lease import Lease, LeaseClient
     from cloudai.gymserver.leased import LeasedGymServer
@@ -42,6 +43,9 @@ _EXPORTS = {
     "create_gym_server": "cloudai.gymserver.factory",
     "validate_live_rl_args": "cloudai.gymserver.factory",
     "RemoteGymServer": "cloudai.gymserver.remote",
+    "AsyncRemoteEnv": "cloudai.gymserver.aio",
+    "collect": "cloudai.gymserver.aio",
+    "lease_env": "cloudai.gymserver.aio",
     "Lease": "cloudai.gymserver.lease",
     "LeaseClient": "cloudai.gymserver.lease",
     "LeasedGymServer": "cloudai.gymserver.leased",
@@ -59,6 +63,7 @@ _EXPORTS = {
 
 __all__ = [
     "AsyncEnv",
+    "AsyncRemoteEnv",
     "ContinuousSpace",
     "GridActions",
     "GymServer",
@@ -71,7 +76,9 @@ __all__ = [
     "ServingSim",
     "Transition",
     "UnitBoxActions",
+    "collect",
     "create_gym_server",
+    "lease_env",
     "load_env",
     "make",
     "make_vec",

@@ -53,6 +53,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from cloudai.errors import ConfigError, Problem, did_you_mean
@@ -95,27 +96,21 @@ class RemoteGymServer:
         self.url = self._wire.url
         self._declared = dict(action_fields or {})
         self._metrics = list(metrics) if metrics is not None else None
-        self._dims: dict[str, ActionSpec] | None = None
-        self._fixed: dict[str, Any] = {}
-        self._int_fields: tuple[str, ...] = ()
-        self._names: list[str] = []
-        self._plan: list[tuple[str, int | None]] = []
+        self._schema: SchemaPlan | None = None  # /schema, read once (``_load``)
 
     def __repr__(self) -> str:
         return f"RemoteGymServer({self.url!r})"
 
     def action_space(self) -> dict[str, list[Any] | ContinuousSpace]:
-        return dict(self._load())
+        return dict(self._load().dims)
 
     def observation_space(self) -> list[str]:
-        self._load()
-        return list(self._names)
+        return list(self._load().names)
 
     @property
     def fixed(self) -> dict[str, Any]:
         """Action fields held at a declared value: sent with every step, never chosen by the agent."""
-        self._load()
-        return dict(self._fixed)
+        return dict(self._load().fixed)
 
     def health(self) -> dict[str, Any]:
         """``GET /health`` (``{"status": "healthy"}`` on a stock server)."""
@@ -149,12 +144,7 @@ class RemoteGymServer:
 
     def step(self, action: dict[str, Any] | None = None, **knobs: Any) -> StepResult:
         """One step with ``action`` (a dict) or the knobs as keywords (``step(batch=4, ratio=0.5)``), or both."""
-        self._load()
-        payload = {**self._fixed, **(action or {}), **knobs}
-        for name in self._int_fields:
-            value = payload.get(name)
-            if isinstance(value, float) and value.is_integer():
-                payload[name] = int(value)
+        payload = self._load().payload(action, knobs)
         if self._transport == "http":
             return self._result(self._wire.post("/step", {"action": payload}, "step"), "step")
         return self._result(self._wire.exchange({"type": "step", "data": payload}, "step", "observation"), "step")
@@ -176,50 +166,90 @@ class RemoteGymServer:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _load(self) -> dict[str, ActionSpec]:
+    def _load(self) -> SchemaPlan:
         """Wait for health, read /schema once, derive both spaces."""
-        if self._dims is not None:
-            return self._dims
-        self._wire.wait_healthy()
-        schema = self._wire.get_json("/schema", "schema")
-        action, observation = schema.get("action"), schema.get("observation")
-        if not isinstance(action, dict) or not isinstance(observation, dict):
-            raise self._wire.error("/schema has no 'action' and 'observation' JSON Schemas", "schema")
-        offered, required = action_fields(action, self._declared)
-        problems = [
-            Problem(None, f"cmd_args.{name}", f"the server's action has no field '{name}'", did_you_mean(name, offered))
-            for name in self._declared
-            if name not in offered
-        ]
-        problems += [
-            Problem(
-                None,
-                f"cmd_args.{name}",
-                f"the server's action field '{name}' is required and /schema gives it no bounds or values",
-                f"declare it in cmd_args: a list of values, a {{low, high}} range, or one value ({self.url})",
-            )
-            for name in required
-            if offered[name] is None and name not in self._declared
-        ]
-        if problems:
-            raise ConfigError(problems=problems)
-        dims, self._fixed = narrow_space(offered, self._declared)
-        self._int_fields = tuple(n for n, s in dims.items() if isinstance(s, ContinuousSpace) and s.dtype == "int")
-        self._names, self._plan = observation_plan(observation, self._metrics)
-        self._dims = dims
-        return dims
+        if self._schema is None:
+            self._wire.wait_healthy()
+            plan = plan_of(self._wire.get_json("/schema", "schema"), self._declared, self._metrics, self.url)
+            if isinstance(plan, str):
+                raise self._wire.error(plan, "schema")
+            self._schema = plan
+        return self._schema
 
     def _result(self, data: dict[str, Any], call: str) -> StepResult:
-        observation = data.get("observation")
-        if not isinstance(observation, dict):
-            raise self._wire.error("the reply's data has no 'observation' object", call)
-        raw_reward = data.get("reward")
-        info: dict[str, Any] = {"server_observation": observation, **trial_status(observation)}
-        if raw_reward is None:
-            reward = math.nan
-            info["reward_null"] = True
-        elif isinstance(raw_reward, bool | int | float):
-            reward = float(raw_reward)
-        else:
-            raise self._wire.error(f"reward must be a number, a bool or null, not {raw_reward!r}", call)
-        return StepResult(observe(observation, self._plan), reward, bool(data.get("done", False)), info)
+        result = result_of(data, self._load().plan)
+        if isinstance(result, str):
+            raise self._wire.error(result, call)
+        return result
+
+
+@dataclass(frozen=True)
+class SchemaPlan:
+    """What a server's ``/schema`` says, read once: the agent's knobs, the fields held fixed, the int fields (an
+    integral float is sent as an int) and where each observation column comes from. Shared by the sync and the
+    async client."""
+
+    dims: dict[str, ActionSpec]
+    fixed: dict[str, Any]
+    int_fields: tuple[str, ...]
+    names: list[str]
+    plan: list[tuple[str, int | None]]
+
+    def payload(self, action: Mapping[str, Any] | None, knobs: Mapping[str, Any]) -> dict[str, Any]:
+        """A step's action fields: the fixed ones, then ``action`` and ``knobs``; an integral float of an int field
+        as an int."""
+        payload = {**self.fixed, **(action or {}), **knobs}
+        for name in self.int_fields:
+            value = payload.get(name)
+            if isinstance(value, float) and value.is_integer():
+                payload[name] = int(value)
+        return payload
+
+
+def plan_of(
+    schema: Mapping[str, Any], declared: Mapping[str, Any], metrics: Sequence[str] | None, url: str
+) -> SchemaPlan | str:
+    """The plan of a ``/schema`` reply against the test's declared fields; a ``str`` when the reply is no schema.
+    A declared field the server lacks, or a required one without bounds nobody declared: ``ConfigError``."""
+    action, observation = schema.get("action"), schema.get("observation")
+    if not isinstance(action, dict) or not isinstance(observation, dict):
+        return "/schema has no 'action' and 'observation' JSON Schemas"
+    offered, required = action_fields(action, declared)
+    problems = [
+        Problem(None, f"cmd_args.{name}", f"the server's action has no field '{name}'", did_you_mean(name, offered))
+        for name in declared
+        if name not in offered
+    ]
+    problems += [
+        Problem(
+            None,
+            f"cmd_args.{name}",
+            f"the server's action field '{name}' is required and /schema gives it no bounds or values",
+            f"declare it in cmd_args: a list of values, a {{low, high}} range, or one value ({url})",
+        )
+        for name in required
+        if offered[name] is None and name not in declared
+    ]
+    if problems:
+        raise ConfigError(problems=problems)
+    dims, fixed = narrow_space(offered, declared)
+    int_fields = tuple(n for n, s in dims.items() if isinstance(s, ContinuousSpace) and s.dtype == "int")
+    names, plan = observation_plan(observation, metrics)
+    return SchemaPlan(dims, fixed, int_fields, names, plan)
+
+
+def result_of(data: Mapping[str, Any], plan: Sequence[tuple[str, int | None]]) -> StepResult | str:
+    """A reset or step reply's data as a ``StepResult``; a ``str`` saying what is wrong with it."""
+    observation = data.get("observation")
+    if not isinstance(observation, dict):
+        return "the reply's data has no 'observation' object"
+    raw_reward = data.get("reward")
+    info: dict[str, Any] = {"server_observation": observation, **trial_status(observation)}
+    if raw_reward is None:
+        reward = math.nan
+        info["reward_null"] = True
+    elif isinstance(raw_reward, bool | int | float):
+        reward = float(raw_reward)
+    else:
+        return f"reward must be a number, a bool or null, not {raw_reward!r}"
+    return StepResult(observe(observation, plan), reward, bool(data.get("done", False)), info)

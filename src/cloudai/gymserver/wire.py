@@ -51,7 +51,7 @@ class Wire:
         if not re.match(r"^(https?|wss?)://[^/\s]+", base):
             raise ConfigError(f"{url!r} is not an http(s):// or ws(s):// URL", field="cmd_args.env_url")
         self.url = re.sub(r"^ws", "http", base)
-        self._ws_url = re.sub(r"^http", "ws", self.url) + "/ws"
+        self.ws_url = re.sub(r"^http", "ws", self.url) + "/ws"
         self._token_var = token_var
         self._token = os.environ.get(token_var) or None
         if self._token is not None and not _HEADER_SAFE.fullmatch(self._token):
@@ -66,9 +66,9 @@ class Wire:
             raise ConfigError(
                 f"header(s) {', '.join(repr(b) for b in bad)}: a name is letters, digits and -, a value printable "
                 "ASCII without a newline", field="headers")  # fmt: skip
-        self._headers = {str(k): str(v) for k, v in (headers or {}).items()}  # the caller's (e.g. a gateway's key)
+        self.headers = {str(k): str(v) for k, v in (headers or {}).items()}  # the caller's (e.g. a gateway's key)
         if self._token:  # the token variable's wins over a caller's Authorization header
-            self._headers["Authorization"] = f"Bearer {self._token}"
+            self.headers["Authorization"] = f"Bearer {self._token}"
         self._timeout_s = timeout_s
         self._health_timeout_s = health_timeout_s
         self._retries = max(1, retries)
@@ -92,7 +92,7 @@ class Wire:
         if self._http is None:
             import httpx
 
-            self._http = httpx.Client(base_url=self.url, headers=self._headers, timeout=self._timeout_s)
+            self._http = httpx.Client(base_url=self.url, headers=self.headers, timeout=self._timeout_s)
         return self._http
 
     def wait_healthy(self) -> None:
@@ -177,8 +177,8 @@ class Wire:
 
         try:
             connection = connect(
-                self._ws_url,
-                additional_headers=self._headers,
+                self.ws_url,
+                additional_headers=self.headers,
                 open_timeout=self._timeout_s,
                 close_timeout=min(self._timeout_s, 5.0),
                 compression=None,  # small JSON frames: deflate costs more than it saves
@@ -192,7 +192,7 @@ class Wire:
                 raise self.auth_error(status, "connect") from None
             raise self.error(f"WebSocket handshake refused: HTTP {status}", "connect") from None
         except (InvalidHandshake, OSError, TimeoutError) as exc:
-            raise self.error(f"cannot open {self._ws_url}: {_describe(exc)}", "connect") from None
+            raise self.error(f"cannot open {self.ws_url}: {_describe(exc)}", "connect") from None
 
     def exchange(self, message: dict[str, Any], call: str, expect: str) -> dict[str, Any]:
         """Send one frame, read its one reply. Anything that could desynchronise the session drops it."""
@@ -225,22 +225,11 @@ class Wire:
         except OSError as exc:
             self.drop(f"connection lost during {call}")
             raise self.error(f"connection failed during the {call}: {_describe(exc)}", call) from None
-        try:
-            reply = json.loads(raw)
-            kind, data = reply["type"], reply.get("data") or {}
-            if not isinstance(data, dict):
-                raise TypeError
-        except (ValueError, TypeError, KeyError):
-            self.drop(f"malformed reply to {call}")
-            raise self.error(f"malformed reply (not a JSON message with a type): {str(raw)[:200]!r}", call) from None
-        if kind == "error":
-            code = str(data.get("code", "UNKNOWN"))
-            if code in _ENDS_SESSION:
-                self.drop(f"server error {code}")
-            raise self.error(f"{code}: {data.get('message', '')}{_validation_detail(data)}", call)
-        if kind != expect:
-            self.drop(f"unexpected reply to {call}")
-            raise self.error(f"expected a '{expect}' reply, got '{kind}'", call)
+        data, problem, ends = read_reply(raw, call, expect)
+        if ends:
+            self.drop(ends)
+        if problem:
+            raise self.error(problem, call)
         return data
 
     def drop(self, why: str) -> None:
@@ -265,6 +254,26 @@ class _NoWireDebug(logging.LoggerAdapter):
 
     def isEnabledFor(self, level: int) -> bool:
         return level > logging.DEBUG and self.logger.isEnabledFor(level)
+
+
+def read_reply(raw: str | bytes, call: str, expect: str) -> tuple[dict[str, Any], str, str]:
+    """One reply frame of a session: ``(data, problem, ends)``. ``problem`` ("" when none) is what to raise;
+    ``ends`` ("" when the session goes on) why the session must be dropped: a reply that could leave it out of
+    step (malformed, unexpected) or an error the server ends it with. Shared by the sync and async clients."""
+    try:
+        reply = json.loads(raw)
+        kind, data = reply["type"], reply.get("data") or {}
+        if not isinstance(data, dict):
+            raise TypeError
+    except (ValueError, TypeError, KeyError):
+        return {}, f"malformed reply (not a JSON message with a type): {str(raw)[:200]!r}", f"malformed reply to {call}"
+    if kind == "error":
+        code = str(data.get("code", "UNKNOWN"))
+        ends = f"server error {code}" if code in _ENDS_SESSION else ""
+        return {}, f"{code}: {data.get('message', '')}{_validation_detail(data)}", ends
+    if kind != expect:
+        return {}, f"expected a '{expect}' reply, got '{kind}'", f"unexpected reply to {call}"
+    return data, "", ""
 
 
 def _validation_detail(data: Mapping[str, Any]) -> str:
