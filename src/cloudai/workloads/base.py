@@ -146,6 +146,9 @@ class Workload(ABC):
     hardware: ClassVar[Literal["cpu", "gpu"]] = "gpu"
     mpi: ClassVar[bool] = True  # False: not an MPI program's launch (Slurm renders no ``--mpi``; CloudAI's fio)
     value_lists: ClassVar[frozenset[str]] = frozenset()  # list-valued cmd_args that are one value, not a sweep
+    # Test fields (beside ``ShellCode`` cmd_args) whose text a shell runs as written, on purpose (BashCmd's string
+    # ``extra_cmd_args``, appended to its ``cmd``); every other field reaches a script quoted or is refused at load.
+    shell_code: ClassVar[frozenset[str]] = frozenset()
 
     @abstractmethod
     def argv(self, args: Mapping[str, Any], job: JobContext) -> list[str]: ...
