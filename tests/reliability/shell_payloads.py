@@ -301,9 +301,9 @@ PROBLEM_PREFIX: FieldPath = ()
 
 # --- the stub environment -----------------------------------------------------------------------------------------
 
-REAL = ("bash", "touch", "cat", "mkdir", "chmod", "sed", "head", "tail", "paste", "date", "seq", "tr", "cut", "grep",
+REAL = ("bash", "touch", "cat", "mkdir", "chmod", "sed", "head", "tail", "paste", "seq", "tr", "cut", "grep",
         "dirname", "basename", "tee", "wc", "sort", "ls", "true", "false", "printf", "test", "expr", "awk", "xargs")  # fmt: skip
-NOOP = ("sleep", "curl", "wget", "rm", "rmdir", "mv", "cp", "ln", "dd", "kill", "pkill", "sbatch", "squeue", "scancel",
+NOOP = ("wget", "rm", "rmdir", "mv", "cp", "ln", "dd", "kill", "pkill", "sbatch", "squeue", "scancel",
         "sacct", "sinfo", "nvidia-smi", "docker", "enroot", "git", "pip", "python", "python3", "uv")  # fmt: skip
 RUNNERS = ("srun", "env", "timeout", "nohup", "setsid", "nice", "stdbuf", "numactl", "time", "exec", "mpirun")
 _RUNNER = r"""#!/bin/bash
@@ -320,7 +320,23 @@ done
 [ $# -gt 0 ] || exit 0
 "$@"
 """
-_SCONTROL = '#!/bin/bash\n[ "$1 $2" = "show hostname" ] || [ "$1 $2" = "show hostnames" ] && echo node1\nexit 0\n'
+# A fake clock: ``sleep N`` moves it 100*N seconds on, at once; ``date +%s`` reads it. A script's wait loops
+# (``until ...; do [ $(date +%s) -lt $end ] || exit; sleep 1; done``) end after a few rounds, as on a dead server.
+_SLEEP = """#!/bin/bash
+n=${1%%[!0-9]*}
+off=$(cat "$CLOCK_FILE" 2>/dev/null || echo 0)
+echo $(( off + (${n:-0} + 1) * 100 )) >"$CLOCK_FILE"
+"""
+_DATE = """#!/bin/bash
+off=$(cat "$CLOCK_FILE" 2>/dev/null || echo 0)
+case "$1" in
+    +%s) echo $(( $("$REAL_DATE" +%s) + off )) ;;
+    +%s.%N) t=$("$REAL_DATE" +%s.%N); echo "$(( ${t%.*} + off )).${t#*.}" ;;
+    *) exec "$REAL_DATE" "$@" ;;
+esac
+"""
+_CURL = '#!/bin/bash\necho \'{"id": "m", "data": [{"id": "m"}]}\'\n'  # a server that answers, with a model
+_SCONTROL = '#!/bin/bash\n[ "$1 $2" = "show hostname" ] || [ "$1 $2" = "show hostnames" ] && echo localhost\nexit 0\n'
 
 
 def stub_dir(root: Path) -> Path:
@@ -333,7 +349,8 @@ def stub_dir(root: Path) -> Path:
             (bin_dir / name).symlink_to(real)
     (bin_dir / "sh").symlink_to(shutil.which("bash") or "/bin/bash")
     for name, text in [*((n, "#!/bin/bash\nexit 0\n") for n in NOOP), *((n, _RUNNER) for n in RUNNERS),
-                       ("scontrol", _SCONTROL), ("hostname", "#!/bin/bash\necho node1\n")]:  # fmt: skip
+                       ("scontrol", _SCONTROL), ("hostname", "#!/bin/bash\necho localhost\n"),
+                       ("curl", _CURL), ("sleep", _SLEEP), ("date", _DATE)]:  # fmt: skip
         path = bin_dir / name
         path.write_text(text)
         path.chmod(0o755)
@@ -345,6 +362,7 @@ export -f command_not_found_handle
 while IFS= read -r -d '' script; do
     ( cd "${script%/*}" && exec "$REAL_TIMEOUT" -k 1 20 bash "$script" ) </dev/null >"$script.harness.log" 2>&1
     rc=$?
+    [ -n "$TIME_LOG" ] && printf '%s %s\n' "$SECONDS" "$script" >>"$TIME_LOG"
     if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then printf '%s\n' "$script" >>"$HANG_LOG"; fi
 done <"$SCRIPT_LIST"
 exit 0
@@ -361,7 +379,7 @@ def run_scripts(scripts: list[Path], root: Path) -> list[Path]:
         "PATH": str(bin_dir),
         "HOME": str(root / "home"),
         "TMPDIR": str(root / "home"),
-        "SLURM_JOB_NODELIST": "node1",
+        "SLURM_JOB_NODELIST": "localhost",
         "SLURM_JOB_ID": "1",
         "SLURM_JOB_PARTITION": "debug",
         "SLURM_NNODES": "1",
@@ -369,6 +387,9 @@ def run_scripts(scripts: list[Path], root: Path) -> list[Path]:
         "SCRIPT_LIST": str(listing),
         "HANG_LOG": str(hang),
         "LANG": "C.UTF-8",
+        "CLOCK_FILE": str(root / "clock"),
+        "REAL_DATE": shutil.which("date") or "/bin/date",
+        "TIME_LOG": os.environ.get("CLOUDAI_HARNESS_TIME_LOG", ""),
     }
     (root / "home").mkdir(exist_ok=True)
     subprocess.run([shutil.which("bash") or "/bin/bash", "-c", _DRIVER], env=env, check=True, timeout=600)

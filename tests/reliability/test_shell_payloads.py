@@ -229,13 +229,13 @@ def payload_cases(prefix: str, bases: list[dict[str, Any]], fields: list[StringF
     return cases
 
 
-def check(world: World, tried: int, label: str) -> None:
+def check(world: World, tried: int, label: str, reaches: bool = True) -> None:
     ran, changed, hung = world.execute()
     assert not world.failures, f"{label}: internal errors while rendering:\n" + "\n".join(world.failures)
     assert not ran, f"{label}: payloads ran: {ran}\n" + "\n".join(world.lines_with(ran))
     assert not changed, f"{label}: files changed outside the job dirs: {changed[:10]}"
     assert not hung, f"{label}: scripts hung under the stubs: {hung[:5]}"
-    assert tried > 0 and world.reached > 0, f"{label}: no payload reached a script: the harness is not wired"
+    assert tried > 0 and (world.reached > 0 or not reaches), f"{label}: no payload reached a script: the harness is not wired"
 
 
 @pytest.fixture
@@ -292,4 +292,4 @@ def test_no_payload_runs_from_a_system_field(scheduler: str, base: dict[str, Any
         world.render(plan, None, f"{tag}-sbatch", {e: case for e in jobs})
         if scheduler == "slurm":
             world.render(plan, None, f"{tag}-single", {e: case for e in jobs})
-    check(world, len(fields) * (len(PAYLOADS) + 1), scheduler)
+    check(world, len(fields) * (len(PAYLOADS) + 1), scheduler, reaches=scheduler == "slurm")
