@@ -38,6 +38,22 @@ SHELL_CODE = _RunByShell()
 ShellCode = Annotated[str, SHELL_CODE]
 
 
+def _expandable(value: str) -> str:
+    from cloudai.steps import var_safe
+
+    if not var_safe(value):
+        raise ValueError(
+            f"{shown(value)} may hold only text and $NAME / ${{NAME}} references (the job's shell expands those): "
+            "no $(...), backticks, quotes, backslashes or control characters"
+        )
+    return value
+
+
+# Text a job script puts inside a word the shell expands (CloudAI's ``bench_host = "$SLURM_JOB_MASTER_NODE"``,
+# a URL path): variable references work, nothing else of the shell's is allowed (checked at load, exit 2).
+ExpandableText = Annotated[str, AfterValidator(_expandable)]
+
+
 def _digits_to_int(value: Any) -> Any:
     return int(value) if isinstance(value, str) and value.isascii() and value.isdigit() else value
 
