@@ -301,46 +301,53 @@ PROBLEM_PREFIX: FieldPath = ()
 
 # --- the stub environment -----------------------------------------------------------------------------------------
 
-REAL = ("bash", "touch", "cat", "mkdir", "chmod", "sed", "head", "tail", "paste", "seq", "tr", "cut", "grep",
+REAL = ("bash", "touch", "cat", "mkdir", "chmod", "sed", "head", "tail", "paste", "seq", "tr", "cut", "grep", "date",
         "dirname", "basename", "tee", "wc", "sort", "ls", "true", "false", "printf", "test", "expr", "awk", "xargs")  # fmt: skip
-NOOP = ("wget", "rm", "rmdir", "mv", "cp", "ln", "dd", "kill", "pkill", "sbatch", "squeue", "scancel",
-        "sacct", "sinfo", "nvidia-smi", "docker", "enroot", "git", "pip", "python", "python3", "uv")  # fmt: skip
-RUNNERS = ("srun", "env", "timeout", "nohup", "setsid", "nice", "stdbuf", "numactl", "time", "exec", "mpirun")
-_RUNNER = r"""#!/bin/bash
-# stub: drop the options (and a timeout's duration, VAR=value words), run the command that is left
-name=${0##*/}
-while [ $# -gt 0 ]; do
+NOOP = ("wget", "rm", "rmdir", "mv", "cp", "ln", "dd", "pkill", "sbatch", "squeue", "scancel", "sacct", "sinfo",
+        "nvidia-smi", "docker", "enroot", "git", "pip", "python", "python3", "uv")  # fmt: skip
+RUNNERS = ("srun", "env", "timeout", "nohup", "setsid", "nice", "stdbuf", "numactl", "mpirun")
+# The stubs are bash functions, exported to every bash a script starts (``bash -c``, ``bash aiperf.sh``): no
+# process per call. ``sleep N`` moves a fake clock 100*N seconds on and ``date +%s`` reads it, so a wait loop
+# (``until ...; do [ $(date +%s) -lt $end ] || exit 1; sleep 1; done``) ends after a few rounds, as on a dead server.
+_STUBS = r"""
+command_not_found_handle() { return 0; }
+cloudai_stub_run() {  # NAME ARGS...: drop the options (a timeout's duration; env's VAR=value), run what is left
+    local name=$1; shift
+    while [ $# -gt 0 ]; do
+        case "$1" in
+            -N|-n|-c|-w|-p|-t|-o|-e|-J|-u|-s|-k|--signal|--kill-after) shift 2 ;;
+            -*) shift ;;
+            *=*) [ "$name" = env ] && export "$1"; shift ;;
+            *) if [ "$name" = timeout ] && [[ "$1" =~ ^[0-9.]+[smhd]?$ ]]; then shift; else break; fi ;;
+        esac
+    done
+    [ $# -gt 0 ] || return 0
+    ( "$@" )
+}
+sleep() { local n=${1%%[!0-9]*}; CLOUDAI_CLOCK=$(( ${CLOUDAI_CLOCK:-0} + (${n:-0} + 1) * 100 )); }
+date() {
     case "$1" in
-        -N|-n|-c|-w|-p|-t|-o|-e|-J|-u|-s|-k|--signal|--kill-after) shift 2 ;;
-        -*) shift ;;
-        *=*) if [ "$name" = env ]; then export "$1"; fi; shift ;;
-        *) if [ "$name" = timeout ] && [[ "$1" =~ ^[0-9.]+[smhd]?$ ]]; then shift; else break; fi ;;
+        +%s) echo $(( EPOCHSECONDS + ${CLOUDAI_CLOCK:-0} )) ;;
+        +%s.%N) local t=$EPOCHREALTIME; echo "$(( ${t%.*} + ${CLOUDAI_CLOCK:-0} )).${t#*.}" ;;
+        *) command date "$@" ;;
     esac
-done
-[ $# -gt 0 ] || exit 0
-"$@"
+}
+curl() { echo '{"id": "m", "data": [{"id": "m"}]}'; }  # a server that answers, with a model
+scontrol() { [ "$1" = show ] && echo localhost; return 0; }
+hostname() { echo localhost; }
 """
-# A fake clock: ``sleep N`` moves it 100*N seconds on, at once; ``date +%s`` reads it. A script's wait loops
-# (``until ...; do [ $(date +%s) -lt $end ] || exit; sleep 1; done``) end after a few rounds, as on a dead server.
-_SLEEP = """#!/bin/bash
-n=${1%%[!0-9]*}
-off=$(cat "$CLOCK_FILE" 2>/dev/null || echo 0)
-echo $(( off + (${n:-0} + 1) * 100 )) >"$CLOCK_FILE"
-"""
-_DATE = """#!/bin/bash
-off=$(cat "$CLOCK_FILE" 2>/dev/null || echo 0)
-case "$1" in
-    +%s) echo $(( $("$REAL_DATE" +%s) + off )) ;;
-    +%s.%N) t=$("$REAL_DATE" +%s.%N); echo "$(( ${t%.*} + off )).${t#*.}" ;;
-    *) exec "$REAL_DATE" "$@" ;;
-esac
-"""
-_CURL = '#!/bin/bash\necho \'{"id": "m", "data": [{"id": "m"}]}\'\n'  # a server that answers, with a model
-_SCONTROL = '#!/bin/bash\n[ "$1 $2" = "show hostname" ] || [ "$1 $2" = "show hostnames" ] && echo localhost\nexit 0\n'
+
+
+def stubs() -> str:
+    """The stub functions, each exported."""
+    text = _STUBS + "".join(f"{n}() {{ return 0; }}\n" for n in NOOP)
+    text += "".join(f'{n}() {{ cloudai_stub_run {n} "$@"; }}\n' for n in RUNNERS)
+    names = ["command_not_found_handle", "cloudai_stub_run", "sleep", "date", "curl", "scontrol", "hostname"]
+    return text + f"export -f {' '.join([*names, *NOOP, *RUNNERS])}\n"
 
 
 def stub_dir(root: Path) -> Path:
-    """A PATH for the scripts: real file tools, no-op stubs, runner stubs; nothing else is found."""
+    """A PATH for the scripts: the real file tools; nothing else is found (the rest are the stub functions)."""
     bin_dir = root / "stub-bin"
     bin_dir.mkdir(parents=True, exist_ok=True)
     for name in REAL:
@@ -348,21 +355,14 @@ def stub_dir(root: Path) -> Path:
         if real:
             (bin_dir / name).symlink_to(real)
     (bin_dir / "sh").symlink_to(shutil.which("bash") or "/bin/bash")
-    for name, text in [*((n, "#!/bin/bash\nexit 0\n") for n in NOOP), *((n, _RUNNER) for n in RUNNERS),
-                       ("scontrol", _SCONTROL), ("hostname", "#!/bin/bash\necho localhost\n"),
-                       ("curl", _CURL), ("sleep", _SLEEP), ("date", _DATE)]:  # fmt: skip
-        path = bin_dir / name
-        path.write_text(text)
-        path.chmod(0o755)
     return bin_dir
 
 
-_DRIVER = r"""command_not_found_handle() { return 0; }
-export -f command_not_found_handle
+_DRIVER = r"""
 while IFS= read -r -d '' script; do
     ( cd "${script%/*}" && exec "$REAL_TIMEOUT" -k 1 20 bash "$script" ) </dev/null >"$script.harness.log" 2>&1
     rc=$?
-    [ -n "$TIME_LOG" ] && printf '%s %s\n' "$SECONDS" "$script" >>"$TIME_LOG"
+    [ -n "$TIME_LOG" ] && printf '%s %s\n' "$EPOCHREALTIME" "$script" >>"$TIME_LOG"
     if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then printf '%s\n' "$script" >>"$HANG_LOG"; fi
 done <"$SCRIPT_LIST"
 exit 0
@@ -370,7 +370,7 @@ exit 0
 
 
 def run_scripts(scripts: list[Path], root: Path) -> list[Path]:
-    """Every script by ``bash`` under the stub PATH, one bash driver for all; the scripts that hung."""
+    """Every script by ``bash`` under the stubs, one bash driver for all; the scripts that hung."""
     bin_dir = stub_dir(root) if not (root / "stub-bin").exists() else root / "stub-bin"
     listing = root / "scripts.list"
     listing.write_bytes(b"".join(str(s).encode() + b"\0" for s in scripts))
@@ -387,12 +387,10 @@ def run_scripts(scripts: list[Path], root: Path) -> list[Path]:
         "SCRIPT_LIST": str(listing),
         "HANG_LOG": str(hang),
         "LANG": "C.UTF-8",
-        "CLOCK_FILE": str(root / "clock"),
-        "REAL_DATE": shutil.which("date") or "/bin/date",
         "TIME_LOG": os.environ.get("CLOUDAI_HARNESS_TIME_LOG", ""),
     }
     (root / "home").mkdir(exist_ok=True)
-    subprocess.run([shutil.which("bash") or "/bin/bash", "-c", _DRIVER], env=env, check=True, timeout=600)
+    subprocess.run([shutil.which("bash") or "/bin/bash", "-c", stubs() + _DRIVER], env=env, check=True, timeout=600)
     return [Path(line) for line in hang.read_text().splitlines()] if hang.exists() else []
 
 

@@ -189,8 +189,7 @@ def workload_fields(name: str) -> tuple[list[StringField], list[str]]:
 
 
 def bases_of(name: str, world: World) -> list[dict[str, Any]]:
-    """The contract sample and the first example TOML that loads as a plain test on its own."""
-    bases = [sample_test(name)]
+    """The first shipped/test example TOML that loads as a plain test on its own, else the contract sample."""
     for path, table in examples().get(name, [])[:3]:
         table = {**_tomlable(table), "name": "t"}
         try:
@@ -198,9 +197,8 @@ def bases_of(name: str, world: World) -> list[dict[str, Any]]:
         except (AssertionError, ConfigError):
             continue
         if not any(c.agent_driven for c in plan.checked.values()):
-            bases.append(table)
-            break
-    return bases
+            return [table]
+    return [sample_test(name)]
 
 
 def load_cases(world: World, label: str, cases: dict[str, Case], system_file: Path) -> Plan:
