@@ -108,9 +108,9 @@ class StringField:
         return "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in self.path).lstrip(".")
 
 
-def string_fields(model: type[BaseModel], skip: Iterable[str] = (), prefix: FieldPath = ()) -> tuple[
-    list[StringField], list[str]
-]:
+def string_fields(
+    model: type[BaseModel], skip: Iterable[str] = (), prefix: FieldPath = ()
+) -> tuple[list[StringField], list[str]]:
     """Every string the model takes (``StringField``s), and the ``ShellCode`` fields left out (their names)."""
     found: list[StringField] = []
     shell: list[str] = []
@@ -302,7 +302,8 @@ PROBLEM_PREFIX: FieldPath = ()
 # --- the stub environment -----------------------------------------------------------------------------------------
 
 REAL = ("bash", "touch", "cat", "mkdir", "chmod", "sed", "head", "tail", "paste", "seq", "tr", "cut", "grep", "date",
-        "dirname", "basename", "tee", "wc", "sort", "ls", "true", "false", "printf", "test", "expr", "awk", "xargs")  # fmt: skip
+        "dirname", "basename", "tee", "wc", "sort", "ls", "true", "false", "printf", "test", "expr", "awk",
+        "xargs")  # fmt: skip
 NOOP = ("wget", "rm", "rmdir", "mv", "cp", "ln", "dd", "pkill", "sbatch", "squeue", "scancel", "sacct", "sinfo",
         "nvidia-smi", "docker", "enroot", "git", "pip", "python", "python3", "uv")  # fmt: skip
 RUNNERS = ("srun", "env", "timeout", "nohup", "setsid", "nice", "stdbuf", "numactl", "mpirun")

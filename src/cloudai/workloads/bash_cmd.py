@@ -16,8 +16,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from cloudai.space import flatten
 from cloudai.config.fields import ShellCode
+from cloudai.space import flatten
 from cloudai.steps import Run, Step
 from cloudai.workloads.base import JobContext, Workload
 
