@@ -228,11 +228,9 @@ def make_case(tag: str, base: dict[str, Any], fields: list[StringField], payload
     return case
 
 
-def blamed(problem: Problem, case: Case, prefix: FieldPath = ()) -> list[StringField]:
+def blamed(problem: Problem, case: Case) -> list[StringField]:
     """The fields of ``case`` a problem names: its field, a field under it, or a sibling of a missing one."""
     named = _parse_field(problem.field or "")
-    if named[: len(prefix)] == prefix:
-        named = named[len(prefix) :]
     hits = [f for f in case.set if _prefix(f.path, named) or _prefix(named, f.path)]
     if not hits and len(named) > 1:
         hits = [f for f in case.set if _prefix(named[:-1], f.path)]
@@ -275,7 +273,7 @@ def load_until_accepted(
                 case = owner(problem)
                 if case is None:
                     raise AssertionError(f"a refusal of a file the harness did not write: {problem}") from None
-                hits = blamed(problem, case, PROBLEM_PREFIX) or _culprit(problem, case, write, load)
+                hits = blamed(problem, case) or _culprit(problem, case, write, load)
                 case.drop(hits, problem.message)
     raise AssertionError("still refused after 40 rounds")
 
@@ -294,9 +292,6 @@ def _culprit(problem: Problem, case: Case, write: Callable[[], Any], load: Calla
         if gone:
             return [candidate]
     raise AssertionError(f"a refusal that names no field the harness set: {problem}")
-
-
-PROBLEM_PREFIX: FieldPath = ()
 
 
 # --- the stub environment -----------------------------------------------------------------------------------------

@@ -21,7 +21,7 @@ import json
 import os
 import re
 import tomllib
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -112,6 +112,7 @@ class World:
         self.allowed: list[Path] = []
         self.failures: list[str] = []
         self.reached = 0  # cases whose payload text is in a rendered script
+        self.slurm_file = self.system_file(SLURM, "slurm")
 
     def system_file(self, table: dict[str, Any], name: str) -> Path:
         table = {**table, "install_path": str(self.world / "install"), "output_path": str(self.world / "results")}
@@ -169,11 +170,9 @@ class World:
         return ran, changed_outside(before, after, self.allowed), hung
 
 
-def owner_of(cases: dict[str, Case], tests_dir: Path) -> Any:
-    def owner(problem: Problem) -> Case | None:
-        return cases.get(Path(problem.file or "").stem) if problem.file else None
-
-    return owner
+def owner_of(cases: dict[str, Case]) -> Callable[[Problem], Case | None]:
+    """The case a problem is about: its test file is ``<tag>.toml``."""
+    return lambda problem: cases.get(Path(problem.file).stem) if problem.file else None
 
 
 def dse_excluded(case: Case) -> None:
@@ -225,7 +224,7 @@ def load_cases(world: World, label: str, cases: dict[str, Case], system_file: Pa
         write_toml(scenario, {"name": label, "Tests": entries})
 
     return load_until_accepted(
-        list(cases.values()), write, lambda: load_plan(system_file, tests_dir, scenario), owner_of(cases, tests_dir)
+        list(cases.values()), write, lambda: load_plan(system_file, tests_dir, scenario), owner_of(cases)
     )
 
 
@@ -260,14 +259,12 @@ def check(world: World, cases: list[Case], label: str, reaches: bool = True) -> 
 
 @pytest.fixture
 def world(tmp_path: Path) -> World:
-    w = World(tmp_path)
-    w.slurm_file = w.system_file(SLURM, "slurm")  # type: ignore[attr-defined]
-    return w
+    return World(tmp_path)
 
 
 @pytest.mark.parametrize("name", WORKLOADS.names())
 def test_no_payload_runs_from_a_workload_field(name: str, world: World) -> None:
-    fields, _shell = workload_fields(name)
+    fields, _ = workload_fields(name)  # the ShellCode fields are left out
     bases = bases_of(name, world)
     base_cases = {f"base-{i}": Case(f"base-{i}", b, copy.deepcopy(b)) for i, b in enumerate(bases)}
     base_plan = load_cases(world, "bases", base_cases, world.slurm_file)
