@@ -4,12 +4,12 @@ Nothing here lists a workload's fields: ``string_fields`` walks a pydantic model
 of strings, ``Any``), so a new workload or a new field is tried the day it is registered. A field whose type is
 ``cloudai.config.fields.ShellCode`` (BashCmd's ``cmd``: bash the user writes on purpose) is left out.
 
-A case is one base (a workload's contract sample, or a shipped/test example TOML) with every field it has set to
-one payload at once; each payload touches a canary file named after its case. ``load`` refuses some of them
-(exit 2 naming the field): those fields go back to the base's value and the case is loaded again, until it loads.
+A case is one base (the workload's first example test TOML that loads as a plain test, else its contract
+sample) with every field set to one payload at once; each payload touches a canary file named after its case.
+``load`` refuses some (exit 2 naming the field): those go back to the base's value and the case is loaded again.
 Then the cases are rendered as ``dry-run`` renders them (``sbatch.sh``, ``cmd.sh``, ``single_sbatch.sh``) and every
-script is run by one ``bash`` under ``stub_env``: external commands are no-ops, ``srun`` (and ``env``, ``timeout``,
-...) runs the command it was given, ``touch``/``cat``/``mkdir``/... are real.
+script is run by one ``bash`` with stub functions (``stubs``) and a PATH of file tools: external commands are
+no-ops, ``srun`` (and ``env``, ``timeout``, ...) runs the command it was given, ``touch``/``cat``/``mkdir`` are real.
 """
 
 from __future__ import annotations
@@ -356,7 +356,7 @@ def stub_dir(root: Path) -> Path:
 
 _DRIVER = r"""
 while IFS= read -r -d '' script; do
-    ( cd "${script%/*}" && exec "$REAL_TIMEOUT" -k 1 20 bash "$script" ) </dev/null >"$script.harness.log" 2>&1
+    ( cd "${script%/*}" && exec "$REAL_TIMEOUT" -k 1 60 bash "$script" ) </dev/null >"$script.harness.log" 2>&1
     rc=$?
     [ -n "$TIME_LOG" ] && printf '%s %s\n' "$EPOCHREALTIME" "$script" >>"$TIME_LOG"
     if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then printf '%s\n' "$script" >>"$HANG_LOG"; fi

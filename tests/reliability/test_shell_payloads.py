@@ -21,12 +21,13 @@ import json
 import os
 import re
 import tomllib
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
+from pydantic import BaseModel, ConfigDict
 from tests.contracts.test_workload_contract import SAMPLES
 from tests.reliability.shell_payloads import (
     PAYLOADS,
@@ -50,7 +51,9 @@ from cloudai.errors import ConfigError, Problem
 from cloudai.plan.load import Plan, build_system, load_plan
 from cloudai.run.plain import dry_run_plain
 from cloudai.run.single_sbatch import dry_run_single_sbatch
+from cloudai.steps import Run, Shell, Step
 from cloudai.workloads import WORKLOADS
+from cloudai.workloads.base import JobContext, Workload
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE_DIRS = (REPO / "conf", REPO / "tests" / "workloads", REPO / "tests" / "cloudai_tree")
@@ -86,7 +89,8 @@ def examples() -> dict[str, list[tuple[Path, dict[str, Any]]]]:
 
 
 def sample_test(name: str) -> dict[str, Any]:
-    table: dict[str, Any] = {"name": "t", "test_template_name": name, "cmd_args": copy.deepcopy(SAMPLES[name][0])}
+    sample = SAMPLES[name][0] if name in SAMPLES else {}  # a plugin: its defaults
+    table: dict[str, Any] = {"name": "t", "test_template_name": name, "cmd_args": copy.deepcopy(sample)}
     if name.startswith("JaxToolbox"):
         table["extra_env_vars"] = {"COMBINE_THRESHOLD": "1073741824"}
     return _tomlable(table)
@@ -233,7 +237,7 @@ def payload_cases(prefix: str, bases: list[dict[str, Any]], fields: list[StringF
     cases: dict[str, Case] = {}
     for b, base in enumerate(bases):
         for kind, payload in [*PAYLOADS, *heredoc_payloads(markers)]:
-            tag = f"{prefix}-{b}-{kind}".replace("_", "-").lower()
+            tag = re.sub(r"[^a-z0-9]+", "-", f"{prefix}-{b}-{kind}".lower()).strip("-")
             cases[tag] = make_case(tag, base, fields, payload(world.canary_for(tag)))
     return cases
 
@@ -262,8 +266,8 @@ def world(tmp_path: Path) -> World:
     return World(tmp_path)
 
 
-@pytest.mark.parametrize("name", WORKLOADS.names())
-def test_no_payload_runs_from_a_workload_field(name: str, world: World) -> None:
+def try_workload(name: str, world: World) -> None:
+    """Every string field of workload ``name`` with every payload, rendered and run; fails on any payload that ran."""
     fields, _ = workload_fields(name)  # the ShellCode fields are left out
     bases = bases_of(name, world)
     base_cases = {f"base-{i}": Case(f"base-{i}", b, copy.deepcopy(b)) for i, b in enumerate(bases)}
@@ -278,6 +282,39 @@ def test_no_payload_runs_from_a_workload_field(name: str, world: World) -> None:
     world.render(plan, standalone, "standalone", cases)
     world.render(plan, slurm, "single", cases)
     check(world, list(cases.values()), name)
+
+
+@pytest.mark.parametrize("name", WORKLOADS.names())
+def test_no_payload_runs_from_a_workload_field(name: str, world: World) -> None:
+    try_workload(name, world)
+
+
+class _LeakyArgs(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    label: str = "x"
+
+
+class _Leaky(Workload):
+    """A plugin that pastes a field into a shell step: what the harness must find without being told."""
+
+    name = "_LeakyProbe"
+    args_model = _LeakyArgs
+    hardware = "cpu"
+
+    def argv(self, args: Mapping[str, Any], job: JobContext) -> list[str]:
+        return ["true"]
+
+    def steps(self, args: Mapping[str, Any], job: JobContext) -> Sequence[Step]:
+        return (Shell(f"echo {args.get('label', 'x')}"), Run(("true",)))
+
+
+def test_the_harness_finds_a_new_workloads_unquoted_field(world: World, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Registered, never listed: its ``label`` is found by the model walk and its payloads run (the canary names
+    them), so the harness fails."""
+    monkeypatch.setitem(WORKLOADS._loaded, _Leaky.name, _Leaky)
+    with pytest.raises(AssertionError, match=r"payloads ran: .*leakyprobe-0-subst") as caught:
+        try_workload(_Leaky.name, world)
+    assert "echo $(touch" in str(caught.value)
 
 
 def load_system_case(world: World, case: Case, jobs: dict[str, Case]) -> Plan:
