@@ -123,7 +123,7 @@ class GitRepo(_Marked):
         return {"url": self.url, "commit": self.commit, "init_submodules": self.init_submodules}
 
     def _build(self, target: Path) -> None:
-        _run(["git", "clone", "--quiet", self.url, str(target)], self.describe())
+        _run(["git", "clone", "--quiet", "--", self.url, str(target)], self.describe())  # never an option
         _run(["git", "-C", str(target), "checkout", "--quiet", self.commit], self.describe())
         if self.init_submodules:
             _run(["git", "-C", str(target), "submodule", "update", "--init", "--recursive"], self.describe())

@@ -32,13 +32,18 @@ _VAR_SAFE = re.compile(r"(?:[^$`\"\\]|\$\{[A-Za-z_][A-Za-z0-9_]*\}|\$[A-Za-z_][A
 STEP_NAME = re.compile(r"[a-z][a-z0-9_]{0,31}")
 
 
+def var_safe(text: str) -> bool:
+    """``text`` may be a ``Var``: text and ``$NAME`` / ``${NAME}`` references, no control character."""
+    return bool(_VAR_SAFE.fullmatch(text)) and not any(c < " " or c == "\x7f" for c in text)
+
+
 class Var(str):
     """An argv word the batch shell expands (``$NAME`` / ``${NAME}`` references only); rendered in double quotes."""
 
     __slots__ = ()
 
     def __new__(cls, text: str) -> Var:
-        if not _VAR_SAFE.fullmatch(text) or "\n" in text or "\x00" in text:
+        if not var_safe(text):
             raise ValueError(f"Var {text!r} may hold only text and $NAME / ${{NAME}} references")
         return super().__new__(cls, text)
 

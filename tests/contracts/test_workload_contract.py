@@ -206,7 +206,7 @@ SAMPLES: dict[str, tuple[dict[str, Any], dict[str, str]]] = {
         {"stdout.txt": (DATA / "chakra_replay.txt").read_text()},
     ),
     "NixlEP": (
-        {"docker_image_url": "img", "plan": "[[0, 1], [0, 1, 2, 3]]", "num_processes_per_node": 2, "kineto": True},
+        {"docker_image_url": "img", "plan": "[[0, 1], [0, 1, 2, 3]]", "num_processes_per_node": 4, "kineto": True},
         {"nixl-ep-node-0.log": (DATA / "nixl_ep_node_0.log").read_text()},
     ),
     "DeepEP": ({"docker_image_url": "img", "subtest_name": "test_ep", "deterministic": True}, {}),

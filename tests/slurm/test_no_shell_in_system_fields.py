@@ -49,3 +49,18 @@ def test_a_distribution_slurm_would_not_accept_is_refused_at_load(tmp_path: Path
                                    "cyclic:block:fcyclic", "block,Pack", "*:*:*,NoPack"])  # fmt: skip
 def test_slurms_own_distributions_are_accepted(value: str) -> None:
     assert DISTRIBUTION.fullmatch(value)
+
+
+@pytest.mark.parametrize("value", ["none; touch /tmp/cloudai-mpi-canary", "$(touch /tmp/cloudai-mpi-canary)"])
+def test_an_mpi_that_is_not_a_plugin_name_is_refused_at_load(tmp_path: Path, value: str) -> None:
+    """Issue 35: ``mpi`` was written into ``srun --mpi=...`` unquoted, so dry-run wrote a script that ran it."""
+    system, out = tmp_path / "system.toml", tmp_path / "out"
+    system.write_text(SYSTEM_TOML.read_text().replace('mpi = "none"\n', f"mpi = {json.dumps(value)}\n"))
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "echo.toml").write_text(ECHO)
+    (tmp_path / "s.toml").write_text('name = "s"\n[[Tests]]\nid = "t"\ntest_name = "echo"\n')
+    done = cloudai("dry-run", "--system-config", system, "--tests-dir", tmp_path / "tests", "--test-scenario",
+                   tmp_path / "s.toml", "--output-dir", out)  # fmt: skip
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert f"{system}: mpi: " in done.stderr and "is not an MPI plugin name" in done.stderr, done.stderr
+    assert not out.exists()

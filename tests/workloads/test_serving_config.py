@@ -99,3 +99,23 @@ def test_a_wrong_gpu_list_is_named_at_load(tmp_path: Path) -> None:
     result = CliRunner().invoke(cli, ["verify-configs", str(tests)])
     assert result.exit_code == 2
     assert "cmd_args.decode.gpu_ids" in result.output and "comma-separated GPU numbers" in result.output
+
+
+def test_a_git_url_or_commit_git_would_read_as_an_option_is_refused_at_load(tmp_path: Path) -> None:
+    """Issue 35: ``url = "--upload-pack=touch x"`` reached ``git clone`` as an option (it runs the command)."""
+    repos = '[[git_repos]]\nurl = "--upload-pack=touch pwned"\ncommit = "main"\n'
+    repos += '[[git_repos]]\nurl = "https://example.com/r.git"\ncommit = "-b"\n'
+    result = CliRunner().invoke(cli, ["verify-configs", str(write_tests(tmp_path, VLLM + repos))])
+    assert result.exit_code == 2, result.output
+    assert "git_repos[0].url" in result.output and "git_repos[1].commit" in result.output, result.output
+    assert "starts with '-'" in result.output
+
+
+def test_a_health_path_with_shell_code_is_refused_at_load(tmp_path: Path) -> None:
+    """Issue 35: a bench_host or health path goes into a URL the job's shell expands; ``$(...)`` there was a
+    ValueError while rendering (exit 1), now exit 2 naming the field."""
+    test = VLLM + 'bench_host = "$(touch pwned)"\nhealthcheck = "/h`id`"\n'
+    result = CliRunner().invoke(cli, ["verify-configs", str(write_tests(tmp_path, test))])
+    assert result.exit_code == 2, result.output
+    assert "cmd_args.bench_host" in result.output and "cmd_args.healthcheck" in result.output, result.output
+    assert "$NAME" in result.output

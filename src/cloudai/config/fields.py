@@ -27,6 +27,35 @@ MAX_SEED = 2**32 - 1
 StrictPositiveInt = Annotated[int, Strict(), Field(ge=1)]
 
 
+class _RunByShell:
+    """The mark of ``ShellCode`` (found in a field's metadata by tests/reliability/test_shell_payloads.py)."""
+
+    def __repr__(self) -> str:
+        return "SHELL_CODE"
+
+
+SHELL_CODE = _RunByShell()
+# Text a shell runs as written, on purpose (BashCmd's ``cmd``): the user writes bash there. Every other string field
+# reaches a script as data (quoted) or is refused at load; the payload harness leaves only these out.
+ShellCode = Annotated[str, SHELL_CODE]
+
+
+def _expandable(value: str) -> str:
+    from cloudai.steps import var_safe
+
+    if not var_safe(value):
+        raise ValueError(
+            f"{shown(value)} may hold only text and $NAME / ${{NAME}} references (the job's shell expands those): "
+            "no $(...), backticks, quotes, backslashes or control characters"
+        )
+    return value
+
+
+# Text a job script puts inside a word the shell expands (CloudAI's ``bench_host = "$SLURM_JOB_MASTER_NODE"``,
+# a URL path): variable references work, nothing else of the shell's is allowed (checked at load, exit 2).
+ExpandableText = Annotated[str, AfterValidator(_expandable)]
+
+
 def _digits_to_int(value: Any) -> Any:
     return int(value) if isinstance(value, str) and value.isascii() and value.isdigit() else value
 

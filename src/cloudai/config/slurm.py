@@ -31,6 +31,7 @@ from cloudai.errors import did_you_mean
 _NODE_DIST = r"(\*|block|cyclic|arbitrary|plane=[1-9][0-9]*)"
 _CPU_DIST = r"(\*|block|cyclic|fcyclic)"
 DISTRIBUTION = re.compile(rf"{_NODE_DIST}(:{_CPU_DIST}(:{_CPU_DIST})?)?(,(Pack|NoPack))?")
+MPI_PLUGIN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]*")  # srun --mpi=list: none, pmix, pmix_v4, pmi2, cray_shasta
 
 
 class SlurmGroup(BaseModel):
@@ -134,6 +135,17 @@ class SlurmSystemConfig(BaseModel):
             raise ValueError(
                 f"{value!r} is not a Slurm distribution: <node>[:<socket>[:<core>]][,Pack|,NoPack] with node one of "
                 "*, block, cyclic, arbitrary, plane=N and socket/core one of *, block, cyclic, fcyclic"
+            )
+        return value
+
+    @field_validator("mpi")
+    @classmethod
+    def _mpi(cls, value: str) -> str:
+        """An MPI plugin name (``srun --mpi=list``): it reaches the srun line, so ``none; touch x`` is refused here."""
+        if not MPI_PLUGIN.fullmatch(value):
+            raise ValueError(
+                f"{value!r} is not an MPI plugin name (letters, digits, _ . + -, as `srun --mpi=list` prints them: "
+                "none, pmix, pmix_v4, pmi2, ...)"
             )
         return value
 

@@ -92,6 +92,18 @@ class GitRepoSpec(BaseModel):
     init_submodules: bool = False
     mount_as: str | None = Field(default=None, pattern=r"^/[^,:\n]*$")
 
+    @field_validator("url", "commit")
+    @classmethod
+    def _not_an_option(cls, value: str) -> str:
+        """``git clone URL`` / ``git checkout COMMIT``: a leading ``-`` would make it an option of git's
+        (``--upload-pack=...`` runs a command), whitespace or a control character is no repository or commit."""
+        if value.startswith("-") or value != value.strip() or any(c < " " or c == "\x7f" for c in value):
+            raise ValueError(
+                f"{value!r} starts with '-', or holds whitespace at an end or a control character: git would read it "
+                "as an option or not at all; give a repository URL or path (./repo for a local one) and a commit"
+            )
+        return value
+
     @property
     def dir_name(self) -> str:
         name = self.url.rstrip("/").rsplit("/", maxsplit=1)[-1].removesuffix(".git")

@@ -159,6 +159,9 @@ class Workload(ABC):
     # exit 2); False: the rule steers the search, a plain test breaking it runs as CloudAI runs it.
     hard_rule: ClassVar[bool] = False
     mounted_env: ClassVar[tuple[str, ...]] = ()  # extra_env_vars whose value the job mounts: one absolute path each
+    # Test fields (beside ``ShellCode`` cmd_args) whose text a shell runs as written, on purpose (BashCmd's string
+    # ``extra_cmd_args``, appended to its ``cmd``); every other field reaches a script quoted or is refused at load.
+    shell_code: ClassVar[frozenset[str]] = frozenset()
 
     @abstractmethod
     def argv(self, args: Mapping[str, Any], job: JobContext) -> list[str]: ...

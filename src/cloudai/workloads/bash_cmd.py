@@ -16,6 +16,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from cloudai.config.fields import ShellCode
 from cloudai.space import flatten
 from cloudai.steps import Run, Step
 from cloudai.workloads.base import JobContext, Workload
@@ -24,13 +25,14 @@ from cloudai.workloads.base import JobContext, Workload
 class BashCmdArgs(BaseModel):
     model_config = ConfigDict(extra="allow")
 
-    cmd: str = Field(min_length=1)
+    cmd: ShellCode = Field(min_length=1)
 
 
 class BashCmd(Workload):
     name = "BashCmd"
     hardware = "cpu"
     args_model = BashCmdArgs
+    shell_code = frozenset({"extra_cmd_args"})  # a string of extra args is appended to cmd, as CloudAI does
 
     def argv(self, args: Mapping[str, Any], job: JobContext) -> list[str]:
         flat = flatten(args)

@@ -104,9 +104,9 @@ def sbatch_header(
 
 def srun_prefix(config: SlurmSystemConfig, extra: Sequence[str] = ()) -> list[str]:
     """``srun`` and its flags, before the job's argv (already shell-safe tokens)."""
-    words = ["srun", "--export=ALL", f"--mpi={config.mpi}"]
+    words = ["srun", "--export=ALL", quote(f"--mpi={config.mpi}")]  # checked at load; quoted all the same
     if config.distribution:
-        words.append(f"--distribution={config.distribution}")
+        words.append(quote(f"--distribution={config.distribution}"))
     words += extra
     if config.extra_srun_args:  # several flags, as CloudAI appends them, but each word quoted: data, never code
         words += [quote(word) for word in shlex.split(config.extra_srun_args)]

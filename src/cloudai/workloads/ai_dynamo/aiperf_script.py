@@ -10,6 +10,7 @@ The script expects ``FRONTEND_URL`` and ``AIPERF_SERVER_METRICS_URLS`` in its en
 
 from __future__ import annotations
 
+import re
 import shlex
 from pathlib import PurePosixPath
 from typing import Any
@@ -69,7 +70,8 @@ def phase_command(cmd_args: AIDynamoArgs, phase: AIPerf, artifact_dir: str) -> s
         args.pop("server-metrics")
     head = [flags({key: args.pop(key)}) for key in ("model", "endpoint-type", "streaming") if key in args]
     parts = [shlex.join(shlex.split(phase.cmd)), *head, flags({"url": url}) if url else '--url "$FRONTEND_URL"']
-    parts += [flags(args), '--server-metrics "$AIPERF_SERVER_METRICS_URLS"' if auto else "", phase.extra_args or ""]
+    extra = shlex.join(shlex.split(phase.extra_args or ""))  # split as CloudAI's script splits it, each word data
+    parts += [flags(args), '--server-metrics "$AIPERF_SERVER_METRICS_URLS"' if auto else "", extra]
     return " ".join(part for part in parts if part)
 
 
@@ -118,6 +120,17 @@ def _phase_block(cmd_args: AIDynamoArgs, raw: AIPerfPhase, results: str, index: 
     return [*lines, "fi"]
 
 
+_EXPANDS = re.compile(r'[$`"\\\x00-\x1f\x7f]')  # what a double-quoted ${NAME:=word} would not keep as written
+
+
+def default(name: str, value: str) -> str:
+    """``NAME=value`` unless the environment sets it: CloudAI's ``: "${NAME:=value}"`` when that keeps ``value`` as
+    written, else the same with the value shell-quoted (``$(...)``, backticks, quotes stay data)."""
+    if not _EXPANDS.search(value):
+        return f': "${{{name}:={value}}}"'
+    return f'[[ -n "${{{name}:-}}" ]] || {name}={shlex.quote(value)}'
+
+
 def render(cmd_args: AIDynamoArgs, results: str) -> str:
     """The whole script (no final newline), for the job's files at ``results``."""
     head = [
@@ -127,9 +140,9 @@ def render(cmd_args: AIDynamoArgs, results: str) -> str:
         'log() { echo "[$(date +%F\\ %T) $(hostname)]: $*"; }',
         "",
         ': "${FRONTEND_URL:?FRONTEND_URL is not set}"',
-        f': "${{AIPERF_MODEL:={cmd_args.dynamo.model}}}"',
-        f': "${{AIPERF_ENDPOINT:={cmd_args.dynamo.endpoint}}}"',
-        f': "${{AIPERF_FAILURE_MARKER:={results}/{FAILURE_MARKER}}}"',
+        default("AIPERF_MODEL", cmd_args.dynamo.model),
+        default("AIPERF_ENDPOINT", cmd_args.dynamo.endpoint),
+        default("AIPERF_FAILURE_MARKER", f"{results}/{FAILURE_MARKER}"),
     ]
     setup = _setup("Running aiperf setup", cmd_args.aiperf.setup_cmd)  # a block of its own, as in CloudAI
     blocks = ["\n".join(head), *(["\n".join(setup)] if setup else [])]

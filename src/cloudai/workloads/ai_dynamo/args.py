@@ -12,7 +12,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from cloudai.config.fields import AbsolutePathOrEmpty, RelativeName
+from cloudai.config.fields import AbsolutePathOrEmpty, RelativeName, ShellCode
 
 
 def _alias(name: str) -> Any:
@@ -90,7 +90,7 @@ class DynamoArgs(BaseModel):
     connector: str | list[str] | None = None
     workspace_path: str = _aliased("workspace_path", "/workspace")
     ingress_cmd: str = _aliased("ingress_cmd", "python -m dynamo.frontend --router-mode kv")
-    node_setup_cmd: str = _aliased("node_setup_cmd", "/usr/local/ucx/bin/ucx_info -d |grep Transport | sort -u;")
+    node_setup_cmd: ShellCode = _aliased("node_setup_cmd", "/usr/local/ucx/bin/ucx_info -d |grep Transport | sort -u;")
     port: int = 8000
     etcd_cmd: str = _aliased("etcd_cmd", "etcd --log-level info --data-dir /tmp/etcd")
     etcd_port: int = _aliased("etcd_port", 2379)
@@ -151,12 +151,12 @@ class GenAIPerf(Benchmark):
 class AIPerf(Benchmark):
     name: str = "aiperf"
     cmd: str = "aiperf profile"
-    setup_cmd: str | None = _aliased("setup_cmd", None)
+    setup_cmd: ShellCode | None = _aliased("setup_cmd", None)  # run by bash -lc
     report_name: RelativeName | None = _aliased("report_name", "aiperf_report.csv")
     artifact_dir_name: RelativeName = _aliased("artifact_dir_name", "aiperf_artifacts")
     health_check_between_phases: bool = _aliased("health_check_between_phases", True)
     continue_on_phase_failure: bool = _aliased("continue_on_phase_failure", False)
-    between_phase_cmd: str | None = _aliased("between_phase_cmd", "true")
+    between_phase_cmd: ShellCode | None = _aliased("between_phase_cmd", "true")
 
 
 class AIPerfPhase(BaseModel):
@@ -166,12 +166,12 @@ class AIPerfPhase(BaseModel):
 
     name: RelativeName = Field(min_length=1, pattern=r"^[A-Za-z0-9_.-]+$")  # a dir under the artifact dir
     cmd: str | None = None
-    setup_cmd: str | None = _aliased("setup_cmd", None)
+    setup_cmd: ShellCode | None = _aliased("setup_cmd", None)  # run by bash -lc
     report_name: RelativeName | None = _aliased("report_name", None)
     artifact_dir_name: RelativeName | None = _aliased("artifact_dir_name", None)
     args: Args = Field(default_factory=Args)
     extra_args: str | None = _aliased("extra_args", None)
-    between_phase_cmd: str | None = _aliased("between_phase_cmd", None)
+    between_phase_cmd: ShellCode | None = _aliased("between_phase_cmd", None)
 
 
 class AIPerfAccuracy(BaseModel):
@@ -181,7 +181,7 @@ class AIPerfAccuracy(BaseModel):
     entrypoint: str = "aiperf profile"
     cli: str
     script: Any = None
-    setup_cmd: str | None = _aliased("setup_cmd", None)
+    setup_cmd: ShellCode | None = _aliased("setup_cmd", None)  # run by bash -lc
     artifact_dir_name: RelativeName = _aliased("artifact_dir_name", "aiperf_accuracy_artifacts")
 
 

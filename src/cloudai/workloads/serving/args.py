@@ -20,6 +20,7 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from cloudai.config.fields import ExpandableText
 from cloudai.errors import WorkloadError
 
 
@@ -64,9 +65,9 @@ class ServingArgs(BaseModel):
     model: str
     port: int = Field(default=8300, ge=1, le=65535)
     host: str = "0.0.0.0"
-    bench_host: str | None = None
-    healthcheck: str = "/health"
-    serve_healthcheck: str | None = None
+    bench_host: ExpandableText | None = None  # in the client's URL: "$SLURM_JOB_MASTER_NODE" expands
+    healthcheck: ExpandableText = "/health"
+    serve_healthcheck: ExpandableText | None = None
     serve_wait_seconds: int = Field(default=300, ge=1)
     prefill: RoleArgs | None = None
     decode: RoleArgs = Field(default_factory=RoleArgs)

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from cloudai.errors import WorkloadError
-from cloudai.steps import Run, Shell, Step, Var, WaitHttp
+from cloudai.steps import Run, Shell, Step, Var, WaitHttp, var_safe
 from cloudai.workloads.base import ONE_NODE, JobContext, Resources, Workload, write_metrics
 from cloudai.workloads.serving.args import Role, ServingArgs, roles, used_gpus
 from cloudai.workloads.serving.results import (
@@ -37,7 +37,7 @@ POLL_S = 1  # how often a health URL is tried (CloudAI: every 5 s; a curl a seco
 
 def words(text: str) -> list[str]:
     """A command CloudAI writes as text, as argv words: those holding ``$`` stay for the batch shell to expand."""
-    return [Var(word) if "$" in word else word for word in shlex.split(text)]
+    return [Var(word) if "$" in word and var_safe(word) else word for word in shlex.split(text)]
 
 
 class ServingWorkload(Workload):
@@ -218,7 +218,7 @@ def inner(argv: list[str]) -> str:
 
 def _assignment(name: str, value: str) -> str:
     text = f"{name}={value}"
-    return Var(text) if "$" in value else text
+    return Var(text) if "$" in value and var_safe(text) else text
 
 
 def _node_lines(servers: Sequence[Role]) -> list[str]:

@@ -20,6 +20,7 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from cloudai.config.fields import ExpandableText
 from cloudai.errors import WorkloadError
 from cloudai.steps import Run, Step, Var
 from cloudai.workloads.base import JobContext
@@ -66,7 +67,7 @@ class SglangArgs(ServingArgs):
     serve_module: str = "sglang.launch_server"
     router_module: str = "sglang_router.launch_router"
     bench_module: str = "sglang.bench_serving"
-    healthcheck: str = "/v1/models"
+    healthcheck: ExpandableText = "/v1/models"
     prefill: SglangRole | None = None  # pyright: ignore[reportIncompatibleVariableOverride]
     decode: SglangRole = Field(default_factory=SglangRole)  # pyright: ignore[reportIncompatibleVariableOverride]
     bench_cmd_args: SglangBenchArgs = Field(default_factory=SglangBenchArgs)

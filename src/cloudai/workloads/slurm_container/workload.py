@@ -16,6 +16,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from cloudai.config.fields import ShellCode
 from cloudai.workloads.base import JobContext, Workload
 
 
@@ -23,12 +24,13 @@ class SlurmContainerArgs(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     docker_image_url: str = Field(min_length=1)  # required, as in CloudAI
-    cmd: str = Field(min_length=1)
+    cmd: ShellCode = Field(min_length=1)
 
 
 class SlurmContainer(Workload):
     name = "SlurmContainer"
     args_model = SlurmContainerArgs
+    shell_code = frozenset({"extra_cmd_args"})  # appended to cmd in its bash -c, as CloudAI does
     metrics = ()  # a free-form command: nothing to parse
 
     def argv(self, args: Mapping[str, Any], job: JobContext) -> list[str]:

@@ -20,6 +20,7 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from cloudai.config.fields import ExpandableText
 from cloudai.errors import WorkloadError
 from cloudai.steps import Step, Var
 from cloudai.workloads.base import JobContext, Resources
@@ -71,8 +72,8 @@ class SemanticEvalArgs(BaseModel):
 class VllmArgs(ServingArgs):
     model: str = "Qwen/Qwen3-0.6B"
     proxy_script: str = "/opt/vllm/tests/v1/kv_connector/nixl_integration/toy_proxy_server.py"
-    healthcheck: str = "/healthcheck"
-    proxy_healthcheck: str = "/healthcheck"
+    healthcheck: ExpandableText = "/healthcheck"
+    proxy_healthcheck: ExpandableText = "/healthcheck"
     prefill: VllmRole | None = None  # pyright: ignore[reportIncompatibleVariableOverride]
     decode: VllmRole = Field(default_factory=VllmRole)  # pyright: ignore[reportIncompatibleVariableOverride]
     bench_cmd_args: VllmBenchArgs = Field(default_factory=VllmBenchArgs)
