@@ -170,8 +170,9 @@ def regime_verdict(out_dir: Path) -> str | None:
         return None
     traj = read_trajectory(path)
     read_env(out_dir / ENV_FILE, traj)
-    estimates = confirmed_in(traj, out_dir)
-    found = regimes(traj, headline_step(traj, estimates), entry_of(out_dir).regimes, alternative=not estimates)
+    entry = entry_of(out_dir)
+    estimates = confirmed_in(traj, out_dir, entry.regime_spec)
+    found = regimes(traj, headline_step(traj, estimates), entry.regimes, alternative=not estimates)
     return None if found is None else found.verdict
 
 

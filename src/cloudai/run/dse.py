@@ -141,10 +141,11 @@ def _run_iteration(
     """One iteration; its exit code, or None after a hard failure (``dse_failure.txt`` written). ``valid``: how
     many points of the grid the workload's rule allows (the default ``agent_steps`` of a sweep), when known."""
     from cloudai.agents import AGENTS
+    from cloudai.envs.env_params import sampler_for
     from cloudai.plan.agent_checks import agent_config, default_steps
     from cloudai.reports.confirm import action_key, winner
     from cloudai.run.best import BEST_FILE, best_text, outcome_lines, regime_notes
-    from cloudai.run.confirm import confirm_plan, run_confirmation, search_steps
+    from cloudai.run.confirm import confirm_plan, regime_spec, run_confirmation, search_steps
     from cloudai.run.progress import StepProgress
     from cloudai.run.rundir import record_observation_names
 
@@ -154,7 +155,8 @@ def _run_iteration(
     out_dir = run_dir / entry.id / str(iteration)
     (out_dir / FAILURE_FILE).unlink(missing_ok=True)
     config = agent_config(entry, agent_cls)
-    confirm = confirm_plan(entry, config, checked.live_rl)
+    sampler = None if checked.live_rl else sampler_for(entry, checked.space)
+    confirm = confirm_plan(entry, config, checked.live_rl, len(sampler.regimes()) if sampler else 1)
     progress = StepProgress(f"{entry.id}/{iteration}", steps + confirm[0] * confirm[1], echo)
     finished: list[Feedback] = []  # this process's scored steps, slim: all the end-of-run notes read
     counts: Counter[str] = Counter()  # every step's status, this process's and the recorded ones
@@ -200,7 +202,8 @@ def _run_iteration(
             searched = len(search_steps(history, out_dir)) + counts.total() - len(history)  # failed ones too
             search = search_steps([*history, *finished], out_dir)
             parallel = config.max_parallel if agent_cls.can_ask_ahead else 1
-            confirmed = run_confirmation(env, search, [*history, *finished], confirm, out_dir, parallel)
+            spec = regime_spec(env, config)
+            confirmed = run_confirmation(env, search, [*history, *finished], confirm, out_dir, parallel, spec)
     except KeyboardInterrupt:
         env.close()
         raise Interrupted(
