@@ -114,10 +114,17 @@ def test_shipped_bandit_example(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     (iteration,) = tmp_path.glob("out/*/synthetic_env/0")
     frame, env = pd.read_csv(iteration / "trajectory.csv"), pd.read_csv(iteration / "env.csv")
-    assert len(frame) == 36 + 9 and list(env.step) == list(frame.step)  # env_params: 3 candidates re-run 3 times
-    confirm = pd.read_csv(iteration / "confirm.csv")
-    assert list(confirm.step) == list(range(37, 46)) and sorted(confirm.candidate) == [1, 1, 1, 2, 2, 2, 3, 3, 3]
-    assert "recommended bus_bw: candidate" in result.output and " GB/s (95 % CI, n=3)" in result.output
+    # env_params: 3 candidates re-run 3 times in each of the 3 load regimes, under the same draws
+    assert len(frame) == 36 + 27 and list(env.step) == list(frame.step)
+    confirm = pd.read_csv(iteration / "confirm.csv").merge(env, on="step")
+    assert list(confirm.step) == list(range(37, 64)) and sorted(confirm.candidate) == [1] * 9 + [2] * 9 + [3] * 9
+    per_draw = confirm.groupby("draw")
+    assert (per_draw.background_load.nunique() == 1).all() and (per_draw.jitter.nunique() == 1).all()
+    assert sorted(confirm[confirm.candidate == 1].background_load) == [0.0] * 3 + [0.5] * 3 + [0.9] * 3
+    assert "recommended bus_bw: candidate" in result.output and " GB/s over the env regimes (95 % CI" in result.output
+    assert (
+        '"algo": "collnet", "chunk_kb": 4096, "num_channels": 4' in result.output.split("recommended")[1].split("\n")[0]
+    )
     assert "(a single measurement)" in result.output and "env_params: " in result.output
     assert "# Recommended (best.toml is it): candidate" in (iteration / "best.toml").read_text()
     assert list(env.columns) == ["step", "background_load", "jitter"]

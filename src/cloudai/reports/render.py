@@ -105,7 +105,7 @@ def agent_section(run: RunData, ar: AgentRun) -> str:
         knob_parts += [h.note(f"Log axes: {', '.join(logs)} (ranges with log = true).")] if logs else []
         parts.append(h.section(f"{base}--knobs", "Knob effects", knob_parts, 3))
     parts.append(_importance(traj, base))
-    parts.append(ms.top_section(traj, entry, base))
+    parts.append(ms.top_section(traj, entry, base, ar.confirmed))
     parts.append(ms.time_section(traj, base))
     parts.append(ms.trials_section(ar, base))
     if traj.env_params:

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 from cloudai.atomicfile import atomic_write
 from cloudai.recordfiles import SCORED
-from cloudai.reports.confirm import Estimate, winner
+from cloudai.reports.confirm import Estimate, ranked, winner
 from cloudai.reports.load import AgentRun, RunData, load_run
 
 if TYPE_CHECKING:
@@ -112,7 +112,8 @@ def print_summary(run_dir: Path, console: Console | None = None, *, rendering: i
         status = ", ".join(f"{_style(s)}{n} {s}[/]" for s, n in sorted(counts.items())) or "no results"
         best = _best(agent_runs)
         confirmed = [(w, ar) for ar in agent_runs if (w := winner(ar.confirmed)) is not None]
-        top = max(confirmed, key=lambda c: (c[0].low, c[0].mean), default=None)
+        best_of = ranked([w for w, _ in confirmed])  # the recommendation's own rule, across iterations
+        top = next((c for c in confirmed if best_of and c[0] is best_of[0]), None)
         if top is not None:
             text = top[0].text(entry.reward_unit)
             notes.append(f"Recommended for {entry.id} (iteration {top[1].iteration}, best.toml): {text}")
@@ -142,7 +143,8 @@ def _best_cell(agent_runs: list[AgentRun], best: Step | None, top: Estimate | No
         return ""
     if top is not None:
         ci = "" if math.isnan(top.ci95) else f" ± {top.ci95:.2g}"
-        return f"{top.mean:.4g}{ci} (mean of n={top.n}, confirmed)"
+        how = "over the env regimes" if top.regime_aware else "mean"
+        return f"{top.mean:.4g}{ci} ({how} of n={top.n}, confirmed)"
     return "—" if best is None else f"{best.reward:.4g} (step {best.step})"
 
 

@@ -27,6 +27,7 @@ import toml
 from cloudai.recordfiles import ENV_FILE, SCORED, TRAJECTORY_FILE
 from cloudai.reports.baseline import versus_first
 from cloudai.reports.confirm import Estimate, verdict_lines, winner
+from cloudai.reports.regime_value import RegimeSpec, cells, value
 from cloudai.space import NUM_NODES, split_knobs
 
 if TYPE_CHECKING:
@@ -176,8 +177,12 @@ def regime_verdict(out_dir: Path) -> str | None:
     return None if found is None else found.verdict
 
 
-def regime_notes(steps: Sequence[Feedback], best: Feedback, sampler: EnvParamSampler | None) -> list[str]:
-    """The best action's reward per env_params regime and across them; [] without env_params."""
+def regime_notes(
+    steps: Sequence[Feedback], best: Feedback, sampler: EnvParamSampler | None, spec: RegimeSpec | None = None
+) -> list[str]:
+    """The best action's reward per env_params regime and across them; [] without env_params. With ``spec``,
+    "across them" is its value over the environment as the recommendation estimates it (``regime_value``),
+    not an unweighted mean of the rows above."""
     if sampler is None:
         return []
     bins = sampler.bins()
@@ -196,7 +201,12 @@ def regime_notes(steps: Sequence[Feedback], best: Feedback, sampler: EnvParamSam
             else:
                 missing.append(f"{name}={label}")
     means = [fmean(r) for r in groups.values()]
-    lines.append(f"  across regimes: mean {fmean(means):.6g}, min {min(means):.6g}" if means else "  never scored")
+    if spec is not None:
+        mine = cells(spec, ((f.env_params, f.status, f.reward) for f in steps if f.action == best.action))
+        how = "expected value" if spec.objective == "expectation" else "worst-regime value"
+        lines.append(f"  over the environment: {how} {value(mine, spec.objective):.6g} ({spec.describe()})")
+    else:
+        lines.append(f"  across regimes: mean {fmean(means):.6g}, min {min(means):.6g}" if means else "  never scored")
     if missing:
         lines.append(f"  never measured in: {', '.join(missing)} (a good result there is unproven)")
     return lines

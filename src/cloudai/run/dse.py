@@ -168,6 +168,7 @@ def _run_iteration(
         progress.update(feedback)
 
     env = build_env(plan, checked, run_dir, iteration=iteration, system=system, resume=resume, on_step=on_step)
+    spec = regime_spec(env, config)
     if env.live:  # the server names what it observes: the records say so
         record_observation_names(run_dir, entry.id, env.define_observation_space())
     history = env.history()
@@ -202,7 +203,6 @@ def _run_iteration(
             searched = len(search_steps(history, out_dir)) + counts.total() - len(history)  # failed ones too
             search = search_steps([*history, *finished], out_dir)
             parallel = config.max_parallel if agent_cls.can_ask_ahead else 1
-            spec = regime_spec(env, config)
             confirmed = run_confirmation(env, search, [*history, *finished], confirm, out_dir, parallel, spec)
     except KeyboardInterrupt:
         env.close()
@@ -234,7 +234,7 @@ def _run_iteration(
     if top is not None:  # the TOML of the confirmed winner, from its best search step (its env_params)
         best = max((f for f in search if action_key(f.action) == action_key(top.action) and f.status in SCORED),
                    key=lambda f: f.reward)  # fmt: skip
-    regimes = regime_notes([*history, *finished], best, env.env_param_sampler())
+    regimes = regime_notes([*history, *finished], best, env.env_param_sampler(), spec)
     notes = [*regimes, *agent.best_notes()]
     text = best_text(entry, checked.space, best, recorded, notes, confirmed=confirmed)
     path = atomic_write(out_dir / BEST_FILE, text)
