@@ -162,16 +162,19 @@ def failure_share(found: Sequence[Cell], objective: Objective) -> float:
     return math.fsum(c.weight * c.failure_share for c in found)
 
 
-def selection_value(found: Sequence[Cell], objective: Objective) -> float:
-    """Which configurations to confirm: the value over the regimes measured so far (weights renormalised; an
-    unmeasured regime is measured by the confirmation, not guessed here). Only for choosing candidates."""
-    seen = [c for c in found if c.rewards]
-    if not seen:
+def selection_value(found: Sequence[Cell], objective: Objective, typical: Mapping[Regime, float]) -> float:
+    """Which configurations to confirm: the value with a regime this configuration was never measured in taken
+    at ``typical`` (there, the mean of every configuration measured in it: a neutral stand-in, neither the
+    optimism of leaving the regime out nor a verdict; the confirmation then measures it). Only for choosing
+    candidates, never for recommending one."""
+    if not any(c.rewards for c in found):
         return math.nan
+    means = [c.mean if c.rewards else typical.get(c.regime, math.nan) for c in found]
+    known = [(c.weight, m) for c, m in zip(found, means, strict=True) if math.isfinite(m)]
     if objective == "worst":
-        return min(c.mean for c in seen)
-    total = math.fsum(c.weight for c in seen)
-    return math.fsum(c.weight * c.mean for c in seen) / total if total > 0 else fmean(c.mean for c in seen)
+        return min(m for _, m in known)
+    total = math.fsum(w for w, _ in known)
+    return math.fsum(w * m for w, m in known) / total if total > 0 else fmean(m for _, m in known)
 
 
 @dataclass(frozen=True)

@@ -72,7 +72,7 @@ def search_steps(steps: Sequence[Feedback], out_dir: Path) -> list[Feedback]:
 
 def candidates(search: Sequence[Feedback], k: int, spec: RegimeSpec | None = None) -> list[dict[str, Any]]:
     """The k actions with the highest mean scored reward in the search (ties: the earlier one first). With
-    ``spec``: the highest value over the regimes each was measured in (``selection_value``), not a pooled mean."""
+    ``spec``: the highest value over the regimes (``selection_value``), not a pooled mean."""
     rewards: dict[str, list[float]] = {}
     first: dict[str, Feedback] = {}
     for f in search:
@@ -82,9 +82,11 @@ def candidates(search: Sequence[Feedback], k: int, spec: RegimeSpec | None = Non
             first.setdefault(key, f)
     score = {key: fmean(r) for key, r in rewards.items()}
     if spec is not None:
-        measured = _measured(search)
-        score = {key: selection_value(cells(spec, (m[1:] for m in measured.values() if m[0] == key)),
-                                      spec.objective) for key in rewards}  # fmt: skip
+        measured = _measured(search).values()
+        everyone = cells(spec, (m[1:] for m in measured))
+        typical = {c.regime: c.mean for c in everyone if c.rewards}
+        score = {key: selection_value(cells(spec, (m[1:] for m in measured if m[0] == key)), spec.objective,
+                                      typical) for key in rewards}  # fmt: skip
     ranked = sorted(rewards, key=lambda key: (-score[key], first[key].step))
     return [dict(first[key].action) for key in ranked[:k]]
 
