@@ -136,9 +136,12 @@ class Estimate:
             f"{self.spec.label(c.regime)}: {c.mean:.4g} (n={c.n}{f', {c.failed} failed' if c.failed else ''})"
             if c.rewards
             else f"{self.spec.label(c.regime)}: never scored ({c.failed} failed)"
+            if c.failed
+            else f"{self.spec.label(c.regime)}: never measured"
             for c in self.cells
         )
-        return f"{how} {self.mean:.6g}{ci}{unit} over the env regimes (95 % CI, n={self.n} measurements; {per})"
+        fails = f", failing in {self.failure_rate:.0%} of the draws" if self.failure_rate else ""
+        return f"{how} {self.mean:.6g}{ci}{unit} over the env regimes (95 % CI, n={self.n} measurements{fails}; {per})"
 
     def text(self, unit: str = "") -> str:
         return f"candidate {self.candidate}: {self.value(unit)}; action {json.dumps(self.action, sort_keys=True)}"
@@ -269,10 +272,11 @@ def _paired_lines(top: Estimate, others: Sequence[Estimate], unit: str) -> list[
     spec, unit = top.spec, f" {unit}" if unit else ""
     lines = [f"value = {spec.describe()}"]
     for e in others:
-        if e.failure_rate > top.failure_rate and not e.mean < top.mean:
+        if e.failure_rate > top.failure_rate:
+            higher = f" (its value {e.mean:.6g} is higher)" if e.mean > top.mean else ""
             lines.append(
-                f"candidate {e.candidate}'s value {e.mean:.6g} is not lower, but its measurements fail more often "
-                f"({e.failure_rate:.0%} against {top.failure_rate:.0%} over the regimes)"
+                f"candidate {e.candidate} fails more often: in {e.failure_rate:.0%} of the draws over the regimes "
+                f"against {top.failure_rate:.0%} for candidate {top.candidate}{higher}"
             )
             continue
         d = paired(spec, top.draws, e.draws)

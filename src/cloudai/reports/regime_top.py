@@ -58,5 +58,11 @@ def regime_top(traj: Trajectory, spec: RegimeSpec, confirmed: Sequence[Estimate]
     ]
 
 
+def value_in(traj: Trajectory, key: str, spec: RegimeSpec) -> float:
+    """The value over the env regimes of the configuration ``key`` (``Step.key``), from every step of ``traj``."""
+    found = cells(spec, ((s.env, s.status, s.reward) for s in traj.steps if s.key == key))
+    return value(found, spec.objective)
+
+
 def _key(r: Row) -> tuple[float, float, int]:
     return r.failure_share, -r.value, r.first

@@ -9,10 +9,11 @@ one tried mostly under load, whatever each is worth. So every estimate here is p
   regime: it is noise, averaged over inside each regime.
 * A configuration's value in a regime is the mean of every scored measurement of it there (search steps and
   confirmation re-runs alike). Its value over the environment (``RegimeSpec.objective``) is the expectation,
-  the weighted sum of those means (default), or ``worst``, the lowest regime mean. A regime it was never scored
-  in leaves the value NaN: not guessed (confirmation measures every candidate in every regime).
+  the weighted sum of those means (default), or ``worst``, the lowest regime mean. A regime it was never
+  measured in leaves the value NaN: not guessed (confirmation measures every candidate in every regime).
 * Its failure share is the same combination of each regime's share of failed measurements (constraint broken,
-  crashed, timed out).
+  crashed, timed out); the recommendation weighs it first. A regime where it only failed is left out of the
+  value (the other regimes' weights rescaled): the failure share says what it costs.
 * Two candidates re-run under the same draws (``EnvParamSampler.confirmation_draw``) are compared *paired*:
   per draw the difference of their rewards, combined over regimes like the value (``paired``), with a 95 % CI
   from the differences' spread within regimes.
@@ -135,22 +136,30 @@ def cells(spec: RegimeSpec, measured: Iterable[tuple[Mapping[str, Any], str, flo
 
 
 def value(found: Sequence[Cell], objective: Objective) -> float:
-    """The combined value (NaN when some regime has no scored measurement: never guessed)."""
-    if not found or any(not c.rewards for c in found):
+    """The combined value over the regimes it scored in; NaN when some regime was never measured at all (not
+    guessed). A regime where every measurement failed is left out, its weight shared by the others: its cost is
+    ``failure_share``, which the recommendation weighs first."""
+    if not found or any(not c.rewards and not c.failed for c in found):
+        return math.nan
+    scored = [c for c in found if c.rewards]
+    if not scored:
         return math.nan
     if objective == "worst":
-        return min(c.mean for c in found)
-    return math.fsum(c.weight * c.mean for c in found)
+        return min(c.mean for c in scored)
+    total = math.fsum(c.weight for c in scored)
+    return math.fsum(c.weight * c.mean for c in scored) / total
 
 
 def value_ci95(found: Sequence[Cell], objective: Objective) -> float:
-    """Half-width of the combined value's 95 % CI (normal approximation; NaN where a regime has n < 2)."""
-    if not found or any(c.n < 2 for c in found):
+    """Half-width of the combined value's 95 % CI (normal approximation; NaN where a scored regime has n < 2)."""
+    scored = [c for c in found if c.rewards]
+    if not scored or any(c.n < 2 for c in scored) or math.isnan(value(found, objective)):
         return math.nan
     if objective == "worst":
-        worst = min(found, key=lambda c: c.mean)
+        worst = min(scored, key=lambda c: c.mean)
         return t95(worst.n - 1) * math.sqrt(worst.variance_of_mean)
-    return 1.96 * math.sqrt(math.fsum(c.weight**2 * c.variance_of_mean for c in found))
+    total = math.fsum(c.weight for c in scored)
+    return 1.96 * math.sqrt(math.fsum((c.weight / total) ** 2 * c.variance_of_mean for c in scored))
 
 
 def failure_share(found: Sequence[Cell], objective: Objective) -> float:
@@ -201,7 +210,9 @@ def paired(
 ) -> Paired:
     """``a`` and ``b``: draw -> (env_params, reward) of two candidates' scored re-runs. Per regime the mean
     difference over the draws both have; combined as the value is (``worst``: in a's worst regime, where a's
-    value is decided). The CI pools the differences' spread within regimes (t with pairs - regimes dof)."""
+    value is decided). The CI pools the differences' spread within regimes (t with pairs - regimes dof). The
+    regimes it needs are those either scored in (where both only failed, there is nothing to compare)."""
+    either = {r for draws in (a, b) for env, _ in draws.values() if (r := spec.regime(env)) is not None}
     by_regime: dict[Regime, list[float]] = {}
     for k in sorted(set(a) & set(b)):
         regime = spec.regime(a[k][0])
@@ -209,17 +220,17 @@ def paired(
             by_regime.setdefault(regime, []).append(a[k][1] - b[k][1])
     pairs = sum(map(len, by_regime.values()))
     if not by_regime:
-        return Paired(math.nan, math.nan, 0, 0, len(spec.weights))
+        return Paired(math.nan, math.nan, 0, 0, len(either))
     dof = pairs - len(by_regime)
     pooled = math.fsum((d - fmean(ds)) ** 2 for ds in by_regime.values() for d in ds) / dof if dof else math.nan
     if spec.objective == "worst":
         means = {r: fmean(ds) for r, ds in by_regime.items()}
         worst = min(by_regime, key=lambda r: fmean(x for k, (env, x) in a.items() if spec.regime(env) == r))
         diff, ci = means[worst], t95(dof) * math.sqrt(pooled / len(by_regime[worst])) if dof else math.nan
-        return Paired(diff, ci, pairs, len(by_regime), len(spec.weights))
+        return Paired(diff, ci, pairs, len(by_regime), len(either))
     weights = {r: spec.weights[r] for r in by_regime}
     total = math.fsum(weights.values())
     diff = math.fsum(weights[r] * fmean(ds) for r, ds in by_regime.items()) / total
     spread = math.fsum((weights[r] / total) ** 2 / len(ds) for r, ds in by_regime.items())
     ci = t95(dof) * math.sqrt(pooled * spread) if dof else math.nan
-    return Paired(diff, ci, pairs, len(by_regime), len(spec.weights))
+    return Paired(diff, ci, pairs, len(by_regime), len(either))

@@ -20,6 +20,7 @@ from cloudai.reports import html as h
 from cloudai.reports import measure_sections as ms
 from cloudai.reports.baseline import versus_first
 from cloudai.reports.load import BEST_FILE, AgentRun, Entry, RunData
+from cloudai.reports.regime_top import value_in
 from cloudai.reports.trajectory import Trajectory
 from cloudai.space import REGIME_BINS
 
@@ -134,7 +135,11 @@ def _baseline(traj: Trajectory, entry: Entry, ar: AgentRun) -> list[str]:
     if first is None or best is None:
         return []
     value, action = (top.mean, top.action) if top is not None else (best.reward, best.action)
-    versus = versus_first(value, action, (first.step, first.action, first.reward), ar.confirmed, entry.reward_unit)
+    base = None
+    if top is not None and top.spec is not None and top.regime_aware:  # the baseline over the env regimes too
+        base = value_in(traj, first.key, top.spec)
+    versus = versus_first(value, action, (first.step, first.action, first.reward), ar.confirmed, entry.reward_unit,
+                          base)  # fmt: skip
     return (
         [h.para(f"Against the baseline: {'the recommendation' if top else 'the best step'} is {versus}.")]
         if versus

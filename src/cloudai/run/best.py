@@ -27,7 +27,6 @@ import toml
 from cloudai.recordfiles import ENV_FILE, SCORED, TRAJECTORY_FILE
 from cloudai.reports.baseline import versus_first
 from cloudai.reports.confirm import Estimate, verdict_lines, winner
-from cloudai.reports.regime_value import RegimeSpec, cells, value
 from cloudai.space import NUM_NODES, split_knobs
 
 if TYPE_CHECKING:
@@ -131,13 +130,15 @@ def outcome_lines(
     searched: int,
     confirmed: Sequence[Estimate],
     out_dir: Path,
+    baseline: float | None = None,
 ) -> list[str]:
     """What the terminal says at the end of an iteration: one recommendation (the confirmed winner, with why),
     then the search's best single measurement, each against the first trial (``first``: the baseline), then
-    (env_params) what the regimes say of the recommendation."""
+    (env_params) what the regimes say of the recommendation. ``baseline``: the first trial's configuration's value
+    over the env regimes (env_params; ``regime_top.value_in``)."""
     name, unit = measured_as(entry)
-    value = f"{name} {single.reward:.6g}{' ' + unit if unit else ''}"
-    best = f"best of {searched} step(s) is step {single.step}: {value} (a single measurement)"
+    single_text = f"{name} {single.reward:.6g}{' ' + unit if unit else ''}"
+    best = f"best of {searched} step(s) is step {single.step}: {single_text} (a single measurement)"
     top = winner(confirmed)
     if top is None:
         lines = [f"{label}: {best}", f"  action {json.dumps(single.action)}"]
@@ -147,7 +148,8 @@ def outcome_lines(
         lines += [f"  why: {line}" for line in verdict_lines(confirmed, unit)]
         lines += [f"  {e.text(unit)}" for e in confirmed if e is not top]
         lines.append(f"  search: {best}, action {json.dumps(single.action)}")
-        versus = versus_first(top.mean, top.action, (first.step, first.action, first.reward), confirmed, unit)
+        base = baseline if top.regime_aware else None  # the baseline's value over the env regimes, not one draw
+        versus = versus_first(top.mean, top.action, (first.step, first.action, first.reward), confirmed, unit, base)
     if versus:
         lines.append(f"  against the baseline: {versus}")
     verdict = regime_verdict(out_dir)
@@ -178,11 +180,11 @@ def regime_verdict(out_dir: Path) -> str | None:
 
 
 def regime_notes(
-    steps: Sequence[Feedback], best: Feedback, sampler: EnvParamSampler | None, spec: RegimeSpec | None = None
+    steps: Sequence[Feedback], best: Feedback, sampler: EnvParamSampler | None, top: Estimate | None = None
 ) -> list[str]:
-    """The best action's reward per env_params regime and across them; [] without env_params. With ``spec``,
-    "across them" is its value over the environment as the recommendation estimates it (``regime_value``),
-    not an unweighted mean of the rows above."""
+    """The best action's reward per env_params regime and across them; [] without env_params. With ``top``
+    (the recommendation, estimated per regime: ``best`` is its step), "across them" is its value over the
+    environment as the recommendation states it, not an unweighted mean of the rows above."""
     if sampler is None:
         return []
     bins = sampler.bins()
@@ -201,10 +203,9 @@ def regime_notes(
             else:
                 missing.append(f"{name}={label}")
     means = [fmean(r) for r in groups.values()]
-    if spec is not None:
-        mine = cells(spec, ((f.env_params, f.status, f.reward) for f in steps if f.action == best.action))
-        how = "expected value" if spec.objective == "expectation" else "worst-regime value"
-        lines.append(f"  over the environment: {how} {value(mine, spec.objective):.6g} ({spec.describe()})")
+    if top is not None and top.regime_aware:
+        how = "expected value" if top.objective == "expectation" else "worst-regime value"
+        lines.append(f"  over the environment: {how} {top.mean:.6g} (the recommendation's estimate)")
     else:
         lines.append(f"  across regimes: mean {fmean(means):.6g}, min {min(means):.6g}" if means else "  never scored")
     if missing:

@@ -43,6 +43,7 @@ from cloudai.run.fingerprint import resume_changes
 if TYPE_CHECKING:
     from cloudai.plan.load import Plan
     from cloudai.plan.route import CheckedEntry
+    from cloudai.reports.trajectory import Trajectory
     from cloudai.systems.base import System
 
 FAILURE_FILE = "dse_failure.txt"
@@ -143,7 +144,8 @@ def _run_iteration(
     from cloudai.agents import AGENTS
     from cloudai.envs.env_params import sampler_for
     from cloudai.plan.agent_checks import agent_config, default_steps
-    from cloudai.reports.confirm import action_key, winner
+    from cloudai.reports.confirm import action_key, confirmed_in, winner
+    from cloudai.reports.regime_top import value_in
     from cloudai.run.best import BEST_FILE, best_text, outcome_lines, regime_notes
     from cloudai.run.confirm import confirm_plan, regime_spec, run_confirmation, search_steps
     from cloudai.run.progress import StepProgress
@@ -221,6 +223,8 @@ def _run_iteration(
         echo(f"  resume with: {resume_command}", err=True)
         return None
     env.close()
+    if spec is not None and confirmed:  # every recorded step (failed ones too), as the report reads them
+        confirmed = confirmed_in(_recorded(out_dir), out_dir, spec)
     if ran < steps:
         why = agent.stop_reason or "the agent had nothing left to try"
         echo(f"note: {entry.id}/{iteration}: stopped after {ran} of {steps} step(s) (agent_steps): {why}")
@@ -234,17 +238,28 @@ def _run_iteration(
     if top is not None:  # the TOML of the confirmed winner, from its best search step (its env_params)
         best = max((f for f in search if action_key(f.action) == action_key(top.action) and f.status in SCORED),
                    key=lambda f: f.reward)  # fmt: skip
-    regimes = regime_notes([*history, *finished], best, env.env_param_sampler(), spec)
+    regimes = regime_notes([*history, *finished], best, env.env_param_sampler(), top)
     notes = [*regimes, *agent.best_notes()]
     text = best_text(entry, checked.space, best, recorded, notes, confirmed=confirmed)
     path = atomic_write(out_dir / BEST_FILE, text)
-    for line in outcome_lines(f"{entry.id}/{iteration}", entry, single, first, searched, confirmed, out_dir):
+    base = value_in(_recorded(out_dir), action_key(first.action), spec) if spec is not None and top else None
+    for line in outcome_lines(f"{entry.id}/{iteration}", entry, single, first, searched, confirmed, out_dir, base):
         echo(line)
     echo(f"  test TOML: {path}")
     for line in regimes:
         echo(f"  {line}")
     _after_run(checked, [*history, *finished], counts, out_dir, echo, tuple(env.define_observation_space()))
     return 0
+
+
+def _recorded(out_dir: Path) -> Trajectory:
+    """The iteration's trajectory.csv with env.csv: every step, as the report reads it."""
+    from cloudai.recordfiles import ENV_FILE
+    from cloudai.reports.trajectory import read_env, read_trajectory
+
+    traj = read_trajectory(out_dir / TRAJECTORY_FILE)
+    read_env(out_dir / ENV_FILE, traj)
+    return traj
 
 
 def _slim(feedback: Feedback, metrics: tuple[str, ...]) -> Feedback:
