@@ -7,8 +7,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pandas as pd
+import toml
 from tests.conftest import CONF
 from tests.dse.conftest import Case, invoke
+from tests.reports.report_builders import tables
 
 from cloudai.config.test import EnvParamSpec
 from cloudai.envs.env_params import EnvParamSampler
@@ -122,9 +124,13 @@ def test_shipped_bandit_example(tmp_path: Path) -> None:
     assert (per_draw.background_load.nunique() == 1).all() and (per_draw.jitter.nunique() == 1).all()
     assert sorted(confirm[confirm.candidate == 1].background_load) == [0.0] * 3 + [0.5] * 3 + [0.9] * 3
     assert "recommended bus_bw: candidate" in result.output and " GB/s over the env regimes (95 % CI" in result.output
-    assert (
-        '"algo": "collnet", "chunk_kb": 4096, "num_channels": 4' in result.output.split("recommended")[1].split("\n")[0]
-    )
+    collnet = '"algo": "collnet", "chunk_kb": 4096, "num_channels": 4'
+    assert collnet in result.output.split("recommended")[1].split("\n")[0]
+    # The report's table ranks as the recommendation: collnet first, by its value over the regimes
+    header, first, *_ = tables(next(tmp_path.glob("out/*/report.html")))["synthetic_env-0--top"]
+    assert header[1:6] == ["rank", "expected value ± 95 % CI", "n", "failed", "background_load=0.0"]
+    assert first[1] == "candidate 1" and first[-3:] == ["collnet", "4096", "4"]
+    assert toml.loads((iteration / "best.toml").read_text())["cmd_args"]["algo"] == "collnet"
     assert "(a single measurement)" in result.output and "env_params: " in result.output
     assert "# Recommended (best.toml is it): candidate" in (iteration / "best.toml").read_text()
     assert list(env.columns) == ["step", "background_load", "jitter"]

@@ -18,12 +18,12 @@ import pytest
 from cloudai.config.test import EnvParamSpec
 from cloudai.envs.base import BaseGym, Feedback, Observation
 from cloudai.envs.env_params import EnvParamSampler
-from cloudai.reports.confirm import action_key, read_confirm, verdict_lines, winner
+from cloudai.reports.confirm import action_key, read_confirm, verdict_lines, winner, write_confirm
 from cloudai.reports.regime_top import regime_top
 from cloudai.reports.regime_value import RegimeSpec
 from cloudai.reports.trajectory import Step, Trajectory
 from cloudai.run.confirm import run_confirmation
-from cloudai.space import Categorical, Range, Space
+from cloudai.space import Categorical, Range, RegimeBins, Space
 
 LOADS = (0.0, 0.5, 0.9)
 TABLE = {
@@ -143,3 +143,36 @@ def test_the_worst_regime_objective_and_not_separable(tmp_path: Path) -> None:
     search = list(twin.measured)
     found = run_confirmation(twin, search, search, (2, 6), tmp_path / "twin", spec=spec)
     assert any(line.startswith("not separable from candidate") for line in verdict_lines(found))
+
+
+def test_a_resumed_confirmation_runs_only_the_draws_not_recorded(tmp_path: Path) -> None:
+    """Interrupted after 5 of its 12 re-runs: the resume runs the other 7, each under its own draw k."""
+    gym = TableGym(5)
+    search = gym.unlucky_search()
+    spec = RegimeSpec(gym.sampler.bins())
+    full = run_confirmation(gym, search, search, (2, 6), tmp_path / "full", spec=spec)
+    done = read_confirm(tmp_path / "full")[:5]
+    again = TableGym(5)
+    assert again.unlucky_search() == search
+    by_step = {f.step: f for f in gym.measured}
+    for row in done:
+        again.feedback(row.step, row.action["cfg"], by_step[row.step].env_params)
+    again._next = done[-1].step + 1
+    write_confirm(tmp_path / "part", done)
+    resumed = run_confirmation(again, search, list(again.measured), (2, 6), tmp_path / "part", spec=spec)
+    rows = read_confirm(tmp_path / "part")
+    assert len(rows) == 12 and len(again.measured) == len(search) + 12
+    assert sorted((r.candidate, r.draw) for r in rows) == sorted(
+        (r.candidate, r.draw) for r in read_confirm(tmp_path / "full")
+    )
+    assert [(e.candidate, e.mean) for e in resumed] == [(e.candidate, e.mean) for e in full]
+
+
+def test_run_json_keeps_the_draw_weights() -> None:
+    bins = EnvParamSampler(SPECS, SPACE, 0).bins()
+    assert bins["load"].shares() == {"0.0": 0.5, "0.5": 0.3, "0.9": 0.2}
+    assert RegimeBins.from_json(bins["load"].to_json()) == bins["load"]
+    assert RegimeBins.from_json({"candidates": ["0.0", "0.5"]}) == RegimeBins(candidates=("0.0", "0.5"))  # older
+    assert RegimeBins.from_json({"candidates": ["a", "b"], "weights": [1, -1]}).weights is None  # not weights
+    spec = RegimeSpec(bins)
+    assert spec.names == ("load",) and spec.noise == ("jitter",) and sum(spec.weights.values()) == 1.0
