@@ -131,6 +131,8 @@ def test_shipped_bandit_example(tmp_path: Path) -> None:
     assert header[1:6] == ["rank", "expected value ± 95 % CI", "n", "failed", "background_load=0.0"]
     assert first[1] == "candidate 1" and first[-3:] == ["collnet", "4096", "4"]
     assert toml.loads((iteration / "best.toml").read_text())["cmd_args"]["algo"] == "collnet"
+    summary = pd.read_csv(iteration.parents[1] / "summary.csv")
+    assert json.loads(summary.best_action[0])["algo"] == "collnet" and 41 < summary.best_reward[0] < 42
     assert "(a single measurement)" in result.output and "env_params: " in result.output
     assert "# Recommended (best.toml is it): candidate" in (iteration / "best.toml").read_text()
     assert list(env.columns) == ["step", "background_load", "jitter"]

@@ -4,7 +4,9 @@
 ``status``, ``duration_s`` and ``metric`` (the ``default`` metric) come from ``job.json``/``metrics.json``.
 For agent-driven tests ``status`` is ``failed`` (a hard failure, ``dse_failure.txt``, or no step scored),
 ``incomplete`` (stopped early without a ``best.toml``: Ctrl-C, a kill) or ``ok``, and ``steps, ok_steps,
-best_step, best_reward, best_action`` describe the search.
+best_step, best_reward, best_action`` describe the search. With env_params and a confirmation, ``best_*`` is
+the recommendation (its best search step, its value over the regimes): the luckiest single draw would be the
+configuration that happened to meet the quietest environment.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from typing import TYPE_CHECKING
 
 from cloudai.atomicfile import atomic_write
 from cloudai.recordfiles import SCORED
-from cloudai.reports.confirm import Estimate, ranked, winner
+from cloudai.reports.confirm import Estimate, headline_step, ranked, winner
 from cloudai.reports.load import AgentRun, RunData, load_run
 
 if TYPE_CHECKING:
@@ -71,8 +73,12 @@ def summary_rows(run: RunData) -> list[dict[str, object]]:
             "steps": len(traj.steps),
             "ok_steps": traj.status_counts().get("ok", 0),
         }
+        top = winner(ar.confirmed)
+        if top is not None and top.regime_aware:  # env_params: the recommendation, not the luckiest draw
+            best = headline_step(traj, ar.confirmed)
         if best is not None:
-            row.update(best_step=best.step, best_reward=best.reward)
+            reward = top.mean if top is not None and top.regime_aware else best.reward
+            row.update(best_step=best.step, best_reward=reward)
             row["best_action"] = json.dumps(best.action, sort_keys=True)
         rows.append(row)
     return rows
