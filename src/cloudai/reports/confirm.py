@@ -3,7 +3,7 @@
 A search's best step is the luckiest of many noisy samples (winner's curse). When an agent-driven
 run confirms (``agent_config.confirm = k``), the k candidates with the highest mean search reward
 are each run again ``confirm_repeats`` times, as ordinary steps after the search in
-``trajectory.csv``; ``confirm.csv`` (``step,candidate,action``) marks those steps. The estimate of
+``trajectory.csv``; ``confirm.csv`` (``step,candidate,draw,action``) marks those steps. The estimate of
 a candidate uses its confirmation steps only (the search picked it for a high value, so its search
 samples are biased upward): mean and a Student-t 95 % confidence interval over the scored repeats;
 a failed repeat counts in ``failed``, not in the mean.
@@ -14,6 +14,11 @@ least often (a failed repeat broke a constraint, crashed or timed out: a configu
 lower 95 % bound (mean - CI): a higher mean whose interval spans 60 is not a better bet than a slightly lower
 mean measured to ±1. With one repeat each (no interval) it is the highest mean. ``verdict_lines`` says why, and
 says when the winner cannot be told apart from the runner-up at this n.
+
+With env_params (``cloudai.reports.regime_value``): ``confirm.csv``'s ``draw`` says which common env draw a
+re-run was under; a candidate's estimate is its value over the regimes from every measurement of it (search
+steps too), the winner the lowest failure share over the regimes, then the highest value, and the verdict the
+paired difference against each other candidate on the draws both ran (``not separable`` when its CI holds 0).
 
 ``cloudai.run`` (terminal, best.toml) and the report both call ``estimates`` on the same files,
 so all three say the same thing. Reads files only; writing is ``write_confirm``.

@@ -9,8 +9,9 @@ comment lines (e.g. the bandit's best per env_params regime) through ``best_note
 With env_params, one lucky draw can make a configuration look best: ``regime_notes`` puts
 the best action's reward in every env_params regime (one param at a time: a list's
 candidate, one of ``REGIME_BINS`` bins of a range; ``space.RegimeBins``, the regimes the report
-uses too) beside the mean and min across them, and names the regimes it was never measured
-in, in best.toml and on the terminal.
+uses too) beside, after a confirmation, its value over the environment as the recommendation states it (else
+the mean and min across them), and names the regimes it was never measured in, in best.toml and on the
+terminal.
 """
 
 from __future__ import annotations
