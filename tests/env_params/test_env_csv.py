@@ -141,3 +141,16 @@ def test_shipped_bandit_example(tmp_path: Path) -> None:
     assert "# Reward of this action per env_params regime" in best and "#   background_load=0.9:" in best
     assert "# bandit: best action per env_params regime" in best
     assert "Reward of this action per env_params regime" in result.output
+
+
+def test_a_confirmation_longer_than_the_search_is_announced(case: Callable[..., Case]) -> None:
+    test = TEST.format(agent="random_search", seed=5, parallel=1).replace("agent_steps = 24", "agent_steps = 4")
+    c = case(test.replace("confirm = 0", "confirm = 1, confirm_repeats = 3"), SCENARIO)
+    result = invoke(c.args())
+    assert result.exit_code == 0, result.output
+    assert (
+        "note: t: confirmation re-runs 1 candidate(s) 3 time(s) in each of 2 env_params regimes: 6 steps, more than "
+        "the search's" in result.output
+    )
+    confirm = pd.read_csv(c.iteration_dir() / "confirm.csv").merge(pd.read_csv(c.iteration_dir() / "env.csv"))
+    assert list(confirm.draw) == list(range(6)) and list(confirm.background_load) == [0.0, 0.5] * 3

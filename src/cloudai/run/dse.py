@@ -159,6 +159,10 @@ def _run_iteration(
     config = agent_config(entry, agent_cls)
     sampler = None if checked.live_rl else sampler_for(entry, checked.space)
     confirm = confirm_plan(entry, config, checked.live_rl, len(sampler.regimes()) if sampler else 1)
+    if sampler and confirm[0] * confirm[1] > steps:
+        echo(f"note: {entry.id}: confirmation re-runs {confirm[0]} candidate(s) {config.confirm_repeats} time(s) in "
+             f"each of {len(sampler.regimes())} env_params regimes: {confirm[0] * confirm[1]} steps, more than the "
+             "search's; lower agent_config.confirm or confirm_repeats to spend less")  # fmt: skip
     progress = StepProgress(f"{entry.id}/{iteration}", steps + confirm[0] * confirm[1], echo)
     finished: list[Feedback] = []  # this process's scored steps, slim: all the end-of-run notes read
     counts: Counter[str] = Counter()  # every step's status, this process's and the recorded ones
