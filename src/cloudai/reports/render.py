@@ -172,8 +172,10 @@ def _confirmed(ar: AgentRun, entry: Entry, base: str) -> list[str]:
     if top is None:
         return []
     why = [h.note(f"Why: {line}.") for line in confirm.verdict_lines(ar.confirmed, entry.reward_unit)]
-    header = ["candidate", "mean reward", "± 95 % CI", "n", "failed", "action"]
-    rows = [[e.candidate, e.mean, e.ci95, e.n, e.failed, json.dumps(e.action, sort_keys=True)] for e in ar.confirmed]
+    value = "value over the env regimes" if top.regime_aware else "mean reward"  # the verdict's own estimate
+    header = ["candidate", value, "± 95 % CI", "n", "failed", "action"]
+    order = [*confirm.ranked(ar.confirmed), *(e for e in ar.confirmed if not e.rewards)]  # the verdict's order
+    rows = [[e.candidate, e.mean, e.ci95, e.n, e.failed, json.dumps(e.action, sort_keys=True)] for e in order]
     title = "Confirmed candidates (re-run after the search; steps listed in confirm.csv)"
     table = h.section(f"{base}--confirm", title, [h.table(header, rows)], 3)
     return [h.para(f"Recommended (best.toml): {top.text(entry.reward_unit)}."), *why, table]

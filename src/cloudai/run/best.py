@@ -27,7 +27,7 @@ import toml
 
 from cloudai.recordfiles import ENV_FILE, SCORED, TRAJECTORY_FILE
 from cloudai.reports.baseline import versus_first
-from cloudai.reports.confirm import Estimate, verdict_lines, winner
+from cloudai.reports.confirm import Estimate, ranked, verdict_lines, winner
 from cloudai.space import NUM_NODES, split_knobs
 
 if TYPE_CHECKING:
@@ -120,7 +120,7 @@ def _confirmed_lines(confirmed: Sequence[Estimate], unit: str) -> list[str]:
     lines = [f"# Recommended (best.toml is it): {top.text(unit)}"]
     lines += [f"#   why: {line}" for line in verdict_lines(confirmed, unit)]
     lines.append("# Every confirmed candidate (re-run after the search):")
-    return lines + [f"#   {e.text(unit)}" for e in confirmed]
+    return lines + [f"#   {e.text(unit)}" for e in _in_order(confirmed)]
 
 
 def outcome_lines(
@@ -147,7 +147,7 @@ def outcome_lines(
     else:
         lines = [f"{label}: recommended {name}: {top.text(unit)}"]
         lines += [f"  why: {line}" for line in verdict_lines(confirmed, unit)]
-        lines += [f"  {e.text(unit)}" for e in confirmed if e is not top]
+        lines += [f"  {e.text(unit)}" for e in _in_order(confirmed) if e is not top]
         lines.append(f"  search: {best}, action {json.dumps(single.action)}")
         base = baseline if top.regime_aware else None  # the baseline's value over the env regimes, not one draw
         versus = versus_first(top.mean, top.action, (first.step, first.action, first.reward), confirmed, unit, base)
@@ -212,6 +212,11 @@ def regime_notes(
     if missing:
         lines.append(f"  never measured in: {', '.join(missing)} (a good result there is unproven)")
     return lines
+
+
+def _in_order(confirmed: Sequence[Estimate]) -> list[Estimate]:
+    """The candidates as the verdict ranks them, then those without a scored re-run."""
+    return [*ranked(confirmed), *(e for e in confirmed if not e.rewards)]
 
 
 def _num(value: Any) -> str:
