@@ -374,6 +374,7 @@ class RegimeBins:
     """
 
     candidates: tuple[str, ...] | None = None
+    weights: tuple[float, ...] | None = None  # a list param's draw weights, one per candidate (None: equal)
     low: float = 0.0
     high: float = 0.0
     log: bool = False
@@ -393,9 +394,20 @@ class RegimeBins:
         """Every regime, in order: the candidates, or the bins from low to high."""
         return list(dict.fromkeys(self.candidates)) if self.candidates is not None else list(self._texts)
 
+    def shares(self) -> dict[str, float]:
+        """Each regime's probability under the draw (a list's weights, normalised; a range's bins: not a
+        distribution over regimes here, equal shares)."""
+        labels = self.candidates if self.candidates is not None else self._texts
+        weights = self.weights if self.weights is not None else (1.0,) * len(labels)
+        shares: dict[str, float] = {}
+        for label, weight in zip(labels, weights, strict=True):
+            shares[label] = shares.get(label, 0.0) + weight / sum(weights)
+        return shares
+
     def to_json(self) -> dict[str, Any]:
         if self.candidates is not None:
-            return {"candidates": list(self.candidates)}
+            weights = {"weights": list(self.weights)} if self.weights is not None else {}
+            return {"candidates": list(self.candidates), **weights}
         return {"low": self.low, "high": self.high, "log": self.log, "bins": self.count}
 
     @classmethod
@@ -404,7 +416,8 @@ class RegimeBins:
         if not isinstance(raw, dict):
             return None
         if isinstance(raw.get("candidates"), list):
-            return cls(candidates=tuple(str(c) for c in raw["candidates"]))
+            candidates = tuple(str(c) for c in raw["candidates"])
+            return cls(candidates=candidates, weights=_weights(raw.get("weights"), len(candidates)))
         low, high, bins = raw.get("low"), raw.get("high"), raw.get("bins")
         if not (_is_number(low) and _is_number(high) and isinstance(bins, int) and bins >= 1 and high > low):
             return None
@@ -426,6 +439,14 @@ class RegimeBins:
         edges = [math.exp(e) for e in edges] if self.log else edges
         last = self.count - 1
         return tuple(f"[{a:.4g}, {b:.4g}{']' if i == last else ')'}" for i, (a, b) in enumerate(pairwise(edges)))
+
+
+def _weights(raw: object, count: int) -> tuple[float, ...] | None:
+    """Recorded draw weights, when they are ``count`` non-negative numbers with a positive sum (else None)."""
+    if not isinstance(raw, list) or len(raw) != count or not all(_is_number(w) and w >= 0 for w in raw):
+        return None
+    weights = tuple(float(w) for w in raw)
+    return weights if sum(weights) > 0 else None
 
 
 def _is_number(value: object) -> TypeGuard[int | float]:

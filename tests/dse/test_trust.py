@@ -139,8 +139,8 @@ def test_confirm_re_runs_the_top_candidates_as_real_jobs(case: Callable[..., Cas
     frame = c.trajectory()
     assert list(frame.step) == [1, 2, 3, 4, 5, 6, 7] and set(frame.status) == {"ok"}
     confirm = (c.iteration_dir() / "confirm.csv").read_text().splitlines()
-    assert confirm == ["step,candidate,action", '4,1,"{""x"": 2}"', '5,2,"{""x"": 1}"', '6,1,"{""x"": 2}"',
-                       '7,2,"{""x"": 1}"']  # fmt: skip
+    assert confirm == ["step,candidate,draw,action", '4,1,0,"{""x"": 2}"', '5,2,0,"{""x"": 1}"',
+                       '6,1,1,"{""x"": 2}"', '7,2,1,"{""x"": 1}"']  # fmt: skip
     assert [int(d.name) for d in c.job_dirs()] == [1, 2, 3, 4, 5, 6, 7]
     line = 'candidate 1: confirmed: mean 10 ± 0 (95 % CI, n=2); action {"x": 2}'
     assert (

@@ -7,8 +7,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pandas as pd
+import toml
 from tests.conftest import CONF
 from tests.dse.conftest import Case, invoke
+from tests.reports.report_builders import tables
 
 from cloudai.config.test import EnvParamSpec
 from cloudai.envs.env_params import EnvParamSampler
@@ -114,10 +116,23 @@ def test_shipped_bandit_example(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     (iteration,) = tmp_path.glob("out/*/synthetic_env/0")
     frame, env = pd.read_csv(iteration / "trajectory.csv"), pd.read_csv(iteration / "env.csv")
-    assert len(frame) == 36 + 9 and list(env.step) == list(frame.step)  # env_params: 3 candidates re-run 3 times
-    confirm = pd.read_csv(iteration / "confirm.csv")
-    assert list(confirm.step) == list(range(37, 46)) and sorted(confirm.candidate) == [1, 1, 1, 2, 2, 2, 3, 3, 3]
-    assert "recommended bus_bw: candidate" in result.output and " GB/s (95 % CI, n=3)" in result.output
+    # env_params: 3 candidates re-run 3 times in each of the 3 load regimes, under the same draws
+    assert len(frame) == 36 + 27 and list(env.step) == list(frame.step)
+    confirm = pd.read_csv(iteration / "confirm.csv").merge(env, on="step")
+    assert list(confirm.step) == list(range(37, 64)) and sorted(confirm.candidate) == [1] * 9 + [2] * 9 + [3] * 9
+    per_draw = confirm.groupby("draw")
+    assert (per_draw.background_load.nunique() == 1).all() and (per_draw.jitter.nunique() == 1).all()
+    assert sorted(confirm[confirm.candidate == 1].background_load) == [0.0] * 3 + [0.5] * 3 + [0.9] * 3
+    assert "recommended bus_bw: candidate" in result.output and " GB/s over the env regimes (95 % CI" in result.output
+    collnet = '"algo": "collnet", "chunk_kb": 4096, "num_channels": 4'
+    assert collnet in result.output.split("recommended")[1].split("\n")[0]
+    # The report's table ranks as the recommendation: collnet first, by its value over the regimes
+    header, first, *_ = tables(next(tmp_path.glob("out/*/report.html")))["synthetic_env-0--top"]
+    assert header[1:6] == ["rank", "expected value ± 95 % CI", "n", "failed", "background_load=0.0"]
+    assert first[1] == "candidate 1" and first[-3:] == ["collnet", "4096", "4"]
+    assert toml.loads((iteration / "best.toml").read_text())["cmd_args"]["algo"] == "collnet"
+    summary = pd.read_csv(iteration.parents[1] / "summary.csv")
+    assert json.loads(summary.best_action[0])["algo"] == "collnet" and 41 < summary.best_reward[0] < 42
     assert "(a single measurement)" in result.output and "env_params: " in result.output
     assert "# Recommended (best.toml is it): candidate" in (iteration / "best.toml").read_text()
     assert list(env.columns) == ["step", "background_load", "jitter"]
@@ -126,3 +141,16 @@ def test_shipped_bandit_example(tmp_path: Path) -> None:
     assert "# Reward of this action per env_params regime" in best and "#   background_load=0.9:" in best
     assert "# bandit: best action per env_params regime" in best
     assert "Reward of this action per env_params regime" in result.output
+
+
+def test_a_confirmation_longer_than_the_search_is_announced(case: Callable[..., Case]) -> None:
+    test = TEST.format(agent="random_search", seed=5, parallel=1).replace("agent_steps = 24", "agent_steps = 4")
+    c = case(test.replace("confirm = 0", "confirm = 1, confirm_repeats = 3"), SCENARIO)
+    result = invoke(c.args())
+    assert result.exit_code == 0, result.output
+    assert (
+        "note: t: confirmation re-runs 1 candidate(s) 3 time(s) in each of 2 env_params regimes: 6 steps, more than "
+        "the search's" in result.output
+    )
+    confirm = pd.read_csv(c.iteration_dir() / "confirm.csv").merge(pd.read_csv(c.iteration_dir() / "env.csv"))
+    assert list(confirm.draw) == list(range(6)) and list(confirm.background_load) == [0.0, 0.5] * 3

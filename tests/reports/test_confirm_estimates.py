@@ -5,19 +5,33 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from cloudai.reports.confirm import Estimate, estimates, read_confirm, t95, verdict_lines, winner, write_confirm
+from cloudai.reports.confirm import (
+    ConfirmRow,
+    Estimate,
+    estimates,
+    read_confirm,
+    t95,
+    verdict_lines,
+    winner,
+    write_confirm,
+)
 
 
 def test_mean_and_student_t_interval() -> None:
-    (e,) = estimates([(4, 1, {"x": 1}), (5, 1, {"x": 1}), (6, 1, {"x": 1})], {4: ("ok", 1.0), 5: ("ok", 2.0),
-                                                                              6: ("ok", 3.0)})  # fmt: skip
+    rows = [ConfirmRow(4, 1, {"x": 1}), ConfirmRow(5, 1, {"x": 1}), ConfirmRow(6, 1, {"x": 1})]
+    (e,) = estimates(rows, {4: ("ok", 1.0), 5: ("ok", 2.0), 6: ("ok", 3.0)})
     assert e.n == 3 and e.mean == 2.0
     assert math.isclose(e.ci95, 4.303 / math.sqrt(3))
     assert "mean 2 ± 2.484 (95 % CI, n=3)" in e.text()
 
 
 def test_failed_repeats_are_counted_not_averaged_and_unrecorded_steps_are_left_out() -> None:
-    rows = [(4, 1, {"x": 1}), (5, 1, {"x": 1}), (6, 1, {"x": 1}), (7, 2, {"x": 0})]
+    rows = [
+        ConfirmRow(4, 1, {"x": 1}),
+        ConfirmRow(5, 1, {"x": 1}),
+        ConfirmRow(6, 1, {"x": 1}),
+        ConfirmRow(7, 2, {"x": 0}),
+    ]
     (e,) = estimates(rows, {4: ("ok", 5.0), 5: ("failed", -1.0), 6: ("ok", 7.0)})
     assert e.rewards == (5.0, 7.0) and e.failed == 1 and e.steps == (4, 5, 6)
 
@@ -52,6 +66,8 @@ def test_a_candidate_whose_repeats_failed_more_often_never_wins_on_its_good_ones
     assert winner([Estimate(1, {"x": 1}, (5.0, 5.0)), Estimate(2, {"x": 2}, (9.0, 9.0), failed=1)]).candidate == 1
 
 
-def test_confirm_csv_round_trip(tmp_path: Path) -> None:
-    write_confirm(tmp_path, [(9, 2, {"b": "y"}), (8, 1, {"a": 1.5})])
-    assert read_confirm(tmp_path) == [(8, 1, {"a": 1.5}), (9, 2, {"b": "y"})]
+def test_confirm_csv_round_trip_and_a_file_from_before_draws(tmp_path: Path) -> None:
+    write_confirm(tmp_path, [ConfirmRow(9, 2, {"b": "y"}, 0), ConfirmRow(8, 1, {"a": 1.5}, 0)])
+    assert read_confirm(tmp_path) == [(8, 1, {"a": 1.5}, 0), (9, 2, {"b": "y"}, 0)]
+    (tmp_path / "confirm.csv").write_text('step,candidate,action\n8,1,"{""a"": 1}"\n')
+    assert read_confirm(tmp_path) == [(8, 1, {"a": 1}, -1)]

@@ -115,14 +115,27 @@ def test_a_dse_run_with_env_params_reports_every_section(real_dse: RealRun) -> N
 
     importance = tables(report)["Tests.dse-0--importance"]
     assert sorted(c[0] for c in importance[1:]) == ["algo", "chunk_kb", "num_channels"]
-    header, first, *_ = tables(report)["Tests.dse-0--top"]
-    groups: dict[str, list[dict[str, str]]] = defaultdict(list)
-    for r in scored(steps):
-        groups[canonical(r["action"])].append(r)
-    top = max(groups.values(), key=lambda rs: (sum(float(r["reward"]) for r in rs) / len(rs), -int(rs[0]["step"])))
-    mean = sum(float(r["reward"]) for r in top) / len(top)
-    assert header[:3] == ["first step", "mean reward = identity(bus_bw [GB/s]) ± 95 % CI", "n"]
-    assert first[0] == top[0]["step"] and first[2] == str(len(top)) and first[1].startswith(f"{mean:.6g}")
+    # env_params: ranked by the value over the regimes (equal weights here), never by a mean pooled across them
+    header, *rows = tables(report)["Tests.dse-0--top"]
+    assert header[:6] == ["first step", "rank", "expected value ± 95 % CI", "n", "failed", "background_load=0.0"]
+    load = {r["step"]: r["background_load"] for r in read_csv(real_dse.it_dir("Tests.dse") / "env.csv")}
+    cells: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    failed: dict[str, int] = defaultdict(int)
+    first: dict[str, str] = {}
+    for r in steps:
+        first.setdefault(canonical(r["action"]), r["step"])
+        if r["status"] == "ok":
+            cells[canonical(r["action"])][load[r["step"]]].append(float(r["reward"]))
+        elif r["status"] != "cached":
+            failed[canonical(r["action"])] += 1
+    whole = {k: sum(0.5 * sum(v) / len(v) for v in c.values()) for k, c in cells.items() if len(c) == 2}
+    clean = [k for k in whole if not failed[k]]
+    if clean:
+        top = max(clean, key=lambda k: (whole[k], -int(first[k])))
+        assert rows[0][0] == first[top] and rows[0][1] == "searched" and rows[0][2].startswith(f"{whole[top]:.6g}")
+    ranks = [r[1] for r in rows]
+    assert ranks == sorted(ranks, key=lambda rank: rank == "not in every regime")  # unvalued ones last
+    assert all(r[2] == "—" for r in rows if r[1] == "not in every regime")
 
 
 def test_the_regime_table_is_the_best_configuration_per_env_params_value(real_dse: RealRun) -> None:

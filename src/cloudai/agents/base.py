@@ -49,7 +49,7 @@ import json
 from abc import ABC, abstractmethod
 from collections import deque
 from dataclasses import replace
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -72,7 +72,9 @@ class AgentConfig(BaseModel):
     penalty_reward: float = Field(default=-1.0, allow_inf_nan=False)  # reward of failed/timed-out/infeasible trials
     enqueue: list[dict[str, Any]] = Field(default_factory=list)  # points evaluated first (checked at load)
     confirm: int | None = Field(default=None, ge=0, le=50)  # top-k re-run after the search; None: by noise
-    confirm_repeats: int = Field(default=3, ge=1, le=100)  # re-runs per confirmed candidate
+    confirm_repeats: int = Field(default=3, ge=1, le=100)  # re-runs per confirmed candidate (env_params: per regime)
+    # With env_params: what "best over the environment" is, the expected value or the worst regime's.
+    regime_objective: Literal["expectation", "worst"] = "expectation"
     # A trial's job pending longer (Slurm) is cancelled and the trial failed; overrides the system's.
     pending_timeout: TimeLimitText | None = None
 

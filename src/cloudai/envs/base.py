@@ -28,12 +28,13 @@ episodes; ``next_step`` is the number the next ``step``/``step_async`` will get.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cloudai.config.objectives import Constraint, Objective
+from cloudai.errors import ConfigError
 from cloudai.space import Space
 
 if TYPE_CHECKING:
@@ -71,6 +72,7 @@ class Feedback:
 
 class BaseGym(ABC):
     live: bool = False
+    draws_on_request: bool = False  # step_async takes env_params to measure under (confirmation's common draws)
     max_in_flight: int = 1  # how many trials step_async may keep running at once
     objectives: tuple[Objective, ...] = ()
     constraints: tuple[Constraint, ...] = ()
@@ -101,8 +103,13 @@ class BaseGym(ABC):
         step only once it finished (live RL) says so itself."""
         return self.next_step - 1
 
-    def step_async(self, action: dict[str, Any]) -> int:
-        """Start a trial. Default: run it now and hand it out on the next ``step_wait``."""
+    def step_async(self, action: dict[str, Any], env_params: Mapping[str, Any] | None = None) -> int:
+        """Start a trial. Default: run it now and hand it out on the next ``step_wait``.
+
+        ``env_params``: measure under these instead of the step's own draw (confirmation's common draws); only
+        an env with ``draws_on_request`` takes them."""
+        if env_params is not None:
+            raise ConfigError(f"{type(self).__name__} draws its own env_params; it cannot measure under given ones")
         step = self.next_step
         observation, reward, done, info = self.step(action)
         self._ready.append(

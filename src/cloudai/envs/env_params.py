@@ -21,7 +21,7 @@ import math
 import random
 from bisect import bisect_right
 from collections.abc import Mapping
-from itertools import accumulate
+from itertools import accumulate, product
 from typing import TYPE_CHECKING, Any
 
 from cloudai.errors import ConfigError
@@ -54,6 +54,25 @@ class EnvParamSampler:
     def sample(self, step: int) -> dict[str, Any]:
         """The env params of ``step``: a candidate for a list, a number (int for ``dtype = "int"``) for a range."""
         return {p.name: p.draw(random.Random(f"cloudai.env_params:{self.seed}:{p.name}:{step}")) for p in self._params}
+
+    def confirmation_draw(self, k: int) -> dict[str, Any]:
+        """Confirmation draw ``k`` (0, 1, ...): the env params every confirmed candidate is re-run under at its
+        k-th re-run, so candidates are compared on the same draws (common random numbers).
+
+        Stratified over the regimes (``regimes()``, the weighted combinations of the list params): draw k is in
+        regime ``k mod R``, so R draws meet every regime once and each candidate is measured in each; a range
+        param (noise, not a regime) is drawn as ``sample`` draws it, from its own generator keyed by k. A pure
+        function of (seed, k), like ``sample``.
+        """
+        combos = self.regimes()
+        chosen = dict(zip([p.name for p in self._params if p.weighted], combos[k % len(combos)], strict=True))
+        rng = {p.name: random.Random(f"cloudai.env_params:{self.seed}:{p.name}:confirm:{k}") for p in self._params}
+        return {p.name: chosen[p.name] if p.weighted else p.draw(rng[p.name]) for p in self._params}
+
+    def regimes(self) -> list[tuple[Any, ...]]:
+        """Every combination of the list params' candidates drawn with a positive weight, in declaration order
+        (the first param varies slowest); ``[()]`` when every env param is a range."""
+        return list(product(*(p.drawn() for p in self._params if p.weighted)))
 
     def descriptors(self) -> dict[str, ObsLeafDescriptor]:
         """Observation leaves for agents that take the env params as context: a list's index, a range's value."""
@@ -108,6 +127,17 @@ class _Param:
         assert self.spec.mean is not None and self.spec.std is not None  # EnvParamSpec guarantees it
         return dim.clip(rng.gauss(self.spec.mean, self.spec.std))
 
+    @property
+    def weighted(self) -> bool:
+        """A list param: its candidates are regimes. A range is noise averaged over within a regime."""
+        return isinstance(self.dim, Categorical)
+
+    def drawn(self) -> list[Any]:
+        """A list param's candidates that can be drawn (positive weight)."""
+        assert isinstance(self.dim, Categorical)
+        weights = self.spec.weights or [1.0] * len(self.dim.choices)
+        return [c for c, w in zip(self.dim.choices, weights, strict=True) if w > 0]
+
     def encode(self, value: Any) -> int | float:
         if isinstance(self.dim, Categorical):
             return [env_cell(c) for c in self.dim.choices].index(env_cell(value))
@@ -117,7 +147,8 @@ class _Param:
         """Regimes in the scale the param is drawn in: equal-width in log for ``loguniform``."""
         dim = self.dim
         if isinstance(dim, Categorical):
-            return RegimeBins(candidates=tuple(env_cell(c) for c in dim.choices))
+            weights = tuple(float(w) for w in self.spec.weights) if self.spec.weights else None
+            return RegimeBins(candidates=tuple(env_cell(c) for c in dim.choices), weights=weights)
         return RegimeBins(low=dim.low, high=dim.high, log=self.distribution == "loguniform", count=count)
 
 

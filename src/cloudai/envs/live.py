@@ -241,8 +241,11 @@ class LiveGymEnv(BaseGym):
         self._write_ready()
         return done
 
-    def step_async(self, action: dict[str, Any]) -> int:
-        """Start a step on a free environment in a worker thread; ``step_wait`` hands it out."""
+    def step_async(self, action: dict[str, Any], env_params: Mapping[str, Any] | None = None) -> int:
+        """Start a step on a free environment in a worker thread; ``step_wait`` hands it out. ``env_params``:
+        refused (a live episode's are drawn at its start)."""
+        if env_params is not None:
+            raise ConfigError("a live env draws env_params per episode; it cannot measure under given ones")
         if len(self._lanes) == 1:  # one environment: step it here (no thread hop on live RL's hot path)
             done = self._step_one(action)
             self._ready.append(_feedback(done))

@@ -105,6 +105,7 @@ def cache_key(action: Mapping[str, Any], env_params: Mapping[str, Any]) -> str:
 
 class CloudAIGymEnv(BaseGym):
     live = False
+    draws_on_request = True
 
     def __init__(self, setup: TrialSetup) -> None:
         super().__init__()
@@ -217,12 +218,21 @@ class CloudAIGymEnv(BaseGym):
         self._ready = others + self._ready  # finished meanwhile: handed out by the next step_wait
         return mine.observation, mine.reward, mine.done, mine.info
 
-    def step_async(self, action: dict[str, Any]) -> int:
+    def step_async(self, action: dict[str, Any], env_params: Mapping[str, Any] | None = None) -> int:
+        """``env_params``: the env params to measure under (confirmation's common draw), else the step's own draw."""
         self._check(action)
+        if env_params is not None and (self.setup.sampler is None or set(env_params) != set(self.env_names)):
+            raise ConfigError(f"env_params {sorted(env_params)} are not this test's {list(self.env_names)}")
         step = self._next
         self._next += 1
         self._unwritten.append(step)
-        env = self.setup.sampler.sample(step) if self.setup.sampler else {}
+        env = (
+            dict(env_params)
+            if env_params is not None
+            else self.setup.sampler.sample(step)
+            if self.setup.sampler
+            else {}
+        )
         trial = _Trial(step, dict(action), env, cache_key(action, env), time.monotonic())
         hit = self._cache.get(trial.key) if self._reuse else None
         if hit is not None:

@@ -20,15 +20,20 @@ def versus_first(
     first: tuple[int, Mapping[str, Any], float],
     confirmed: Sequence[Estimate],
     unit: str = "",
+    regime_value: float | None = None,
 ) -> str:
     """``1.62x the first trial's configuration (step 1: 34.2 GB/s, a single measurement)`` for the result ``value``
     of configuration ``action``; "" when ``action`` is the baseline itself (the baseline is the answer) or a value
-    is not finite. ``first``: the first scored search step's (step, action, reward)."""
+    is not finite. ``first``: the first scored search step's (step, action, reward). ``regime_value`` (env_params):
+    the baseline's value over the env regimes, as the recommendation's is estimated; NaN when it was not measured
+    in every regime: then "" (one measurement in one regime is no baseline for a value over all of them)."""
     step, first_action, reward = first
     if action_key(action) == action_key(first_action):
         return ""
     same = next((e for e in confirmed if e.rewards and action_key(e.action) == action_key(first_action)), None)
     base, how = (same.mean, "its confirmed mean") if same else (reward, "a single measurement")
+    if regime_value is not None and not same:
+        base, how = regime_value, "its value over the env regimes"
     if not (math.isfinite(value) and math.isfinite(base)):
         return ""
     shown = f"step {step}: {base:.4g}{' ' + unit if unit else ''}, {how}"

@@ -20,6 +20,7 @@ from cloudai.readfile import read_regular
 from cloudai.recordfiles import ENV_FILE, SCORED, TRAJECTORY_FILE
 from cloudai.reports.collector import paused
 from cloudai.reports.confirm import Estimate, confirmed_in
+from cloudai.reports.regime_value import Objective, RegimeSpec
 from cloudai.reports.trajectory import Trajectory, read_env, read_trajectory
 from cloudai.space import RegimeBins
 
@@ -50,6 +51,12 @@ class Entry:
     units: dict[str, str] = field(default_factory=dict)
     regimes: dict[str, RegimeBins] = field(default_factory=dict)  # env param -> its regimes, as the run binned
     default_means: str = ""  # which metric ``default`` is for this test (fio: read_bw), when the workload says
+    regime_objective: Objective = "expectation"  # agent_config.regime_objective: the value over the env regimes
+
+    @property
+    def regime_spec(self) -> RegimeSpec | None:
+        """How a configuration's value over the env_params regimes is estimated (None: no regimes recorded)."""
+        return RegimeSpec(self.regimes, self.regime_objective) if self.regimes and not self.live_rl else None
 
     def label(self, metric: str) -> str:
         """``bus_bw [GB/s]``: a metric name with its unit when the workload declares one (``default = read_bw``)."""
@@ -197,6 +204,7 @@ def _entries(manifest: dict[str, Any]) -> list[Entry]:
                 units={str(k): str(v) for k, v in (raw.get("units") or {}).items()},
                 regimes=_regimes(raw.get("env_param_regimes")),
                 default_means=str(raw.get("default_means") or ""),
+                regime_objective="worst" if raw.get("regime_objective") == "worst" else "expectation",
             )
         )
     return entries
@@ -261,7 +269,7 @@ def _agent_run(entry: Entry, it_dir: Path, iteration: int) -> AgentRun:
     else:
         trajectory = Trajectory(notes=["no trajectory.csv: the agent completed no step"])
     failure = (it_dir / FAILURE_FILE).read_text(errors="replace") if (it_dir / FAILURE_FILE).exists() else ""
-    confirmed = confirmed_in(trajectory, it_dir)
+    confirmed = confirmed_in(trajectory, it_dir, entry.regime_spec)
     reasons = _reasons(it_dir, trajectory)
     return AgentRun(
         entry.id, iteration, trajectory, failure, (it_dir / BEST_FILE).exists(), confirmed=confirmed, reasons=reasons

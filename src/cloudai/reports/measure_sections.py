@@ -16,9 +16,14 @@ from cloudai.recordfiles import SCORED
 from cloudai.reports import html as h
 from cloudai.reports import plots_measure
 from cloudai.reports.pareto import pareto_indices
+from cloudai.reports.regime_top import regime_top
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from cloudai.reports.confirm import Estimate
     from cloudai.reports.load import AgentRun, Entry
+    from cloudai.reports.regime_value import RegimeSpec
     from cloudai.reports.trajectory import Trajectory
 
 MAX_TRIAL_ROWS = 100
@@ -63,8 +68,12 @@ def trials_section(ar: AgentRun, base: str) -> str:
     return h.section(f"{base}--trials", f"Trials that did not succeed ({len(bad)})", parts, 3, data="trials")
 
 
-def top_section(traj: Trajectory, entry: Entry, base: str) -> str:
-    """The best configurations by mean reward over their measurements, with a 95 % CI and n."""
+def top_section(traj: Trajectory, entry: Entry, base: str, confirmed: Sequence[Estimate] = ()) -> str:
+    """The best configurations by mean reward over their measurements, with a 95 % CI and n. With env_params
+    regimes: by the recommendation's own estimate (``regime_top``), never a mean pooled across regimes."""
+    spec = entry.regime_spec
+    if spec is not None and traj.scored():
+        return _regime_top(traj, entry, base, spec, confirmed)
     groups: dict[str, list[float]] = defaultdict(list)
     first: dict[str, int] = {}
     for s in traj.scored():
@@ -84,6 +93,26 @@ def top_section(traj: Trajectory, entry: Entry, base: str) -> str:
     header = ["first step", f"mean {entry.reward_label} ± 95 % CI", "n", *traj.knobs]
     note = h.note("A configuration measured several times (env_params, repeats) shows its mean, not its best draw.")
     return h.section(f"{base}--top", f"Top {len(rows)} configurations", [h.table(header, rows), note], 3, data="top")
+
+
+def _regime_top(traj: Trajectory, entry: Entry, base: str, spec: RegimeSpec, confirmed: Sequence[Estimate]) -> str:
+    rows = []
+    for r in regime_top(traj, spec, confirmed)[:TOP_N]:
+        value = "—" if math.isnan(r.value) else f"{r.value:.6g}" + ("" if math.isnan(r.ci95) else f" ± {r.ci95:.3g}")
+        per = [f"{c.mean:.4g} (n={c.n})" if c.rewards else f"— ({c.failed} failed)" if c.failed else "—"
+               for c in r.cells]  # fmt: skip
+        failed = f"{r.failure_share:.0%}" if r.failure_share else ""
+        rows.append([r.first, r.rank, value, r.n, failed, *per, *(_cell(r.action.get(k)) for k in traj.knobs)])
+    how = "expected value" if spec.objective == "expectation" else "worst-regime value"
+    header = ["first step", "rank", f"{how} ± 95 % CI", "n", "failed", *(spec.label(r) for r in spec.weights),
+              *traj.knobs]  # fmt: skip
+    note = h.note(
+        f"Ranked as the recommendation is ({spec.describe()}): the confirmed candidates first, in the verdict's "
+        "order, then the other configurations measured in every regime, then those that were not (no value: a "
+        "regime never measured is not guessed). Each regime column is the mean of every measurement there."
+    )
+    title = f"Top {len(rows)} configurations"
+    return h.section(f"{base}--top", title, [h.table(header, rows), note], 3, data="top")
 
 
 def pareto_section(traj: Trajectory, entry: Entry, base: str) -> str | None:

@@ -20,6 +20,7 @@ from cloudai.reports import html as h
 from cloudai.reports import measure_sections as ms
 from cloudai.reports.baseline import versus_first
 from cloudai.reports.load import BEST_FILE, AgentRun, Entry, RunData
+from cloudai.reports.regime_top import value_in
 from cloudai.reports.trajectory import Trajectory
 from cloudai.space import REGIME_BINS
 
@@ -105,7 +106,7 @@ def agent_section(run: RunData, ar: AgentRun) -> str:
         knob_parts += [h.note(f"Log axes: {', '.join(logs)} (ranges with log = true).")] if logs else []
         parts.append(h.section(f"{base}--knobs", "Knob effects", knob_parts, 3))
     parts.append(_importance(traj, base))
-    parts.append(ms.top_section(traj, entry, base))
+    parts.append(ms.top_section(traj, entry, base, ar.confirmed))
     parts.append(ms.time_section(traj, base))
     parts.append(ms.trials_section(ar, base))
     if traj.env_params:
@@ -134,7 +135,11 @@ def _baseline(traj: Trajectory, entry: Entry, ar: AgentRun) -> list[str]:
     if first is None or best is None:
         return []
     value, action = (top.mean, top.action) if top is not None else (best.reward, best.action)
-    versus = versus_first(value, action, (first.step, first.action, first.reward), ar.confirmed, entry.reward_unit)
+    base = None
+    if top is not None and top.spec is not None and top.regime_aware:  # the baseline over the env regimes too
+        base = value_in(traj, first.key, top.spec)
+    versus = versus_first(value, action, (first.step, first.action, first.reward), ar.confirmed, entry.reward_unit,
+                          base)  # fmt: skip
     return (
         [h.para(f"Against the baseline: {'the recommendation' if top else 'the best step'} is {versus}.")]
         if versus
@@ -167,8 +172,10 @@ def _confirmed(ar: AgentRun, entry: Entry, base: str) -> list[str]:
     if top is None:
         return []
     why = [h.note(f"Why: {line}.") for line in confirm.verdict_lines(ar.confirmed, entry.reward_unit)]
-    header = ["candidate", "mean reward", "± 95 % CI", "n", "failed", "action"]
-    rows = [[e.candidate, e.mean, e.ci95, e.n, e.failed, json.dumps(e.action, sort_keys=True)] for e in ar.confirmed]
+    value = "value over the env regimes" if top.regime_aware else "mean reward"  # the verdict's own estimate
+    header = ["candidate", value, "± 95 % CI", "n", "failed", "action"]
+    order = [*confirm.ranked(ar.confirmed), *(e for e in ar.confirmed if not e.rewards)]  # the verdict's order
+    rows = [[e.candidate, e.mean, e.ci95, e.n, e.failed, json.dumps(e.action, sort_keys=True)] for e in order]
     title = "Confirmed candidates (re-run after the search; steps listed in confirm.csv)"
     table = h.section(f"{base}--confirm", title, [h.table(header, rows)], 3)
     return [h.para(f"Recommended (best.toml): {top.text(entry.reward_unit)}."), *why, table]

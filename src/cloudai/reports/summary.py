@@ -4,7 +4,9 @@
 ``status``, ``duration_s`` and ``metric`` (the ``default`` metric) come from ``job.json``/``metrics.json``.
 For agent-driven tests ``status`` is ``failed`` (a hard failure, ``dse_failure.txt``, or no step scored),
 ``incomplete`` (stopped early without a ``best.toml``: Ctrl-C, a kill) or ``ok``, and ``steps, ok_steps,
-best_step, best_reward, best_action`` describe the search.
+best_step, best_reward, best_action`` describe the search. With env_params and a confirmation, ``best_*`` is
+the recommendation (its best search step, its value over the regimes): the luckiest single draw would be the
+configuration that happened to meet the quietest environment.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from typing import TYPE_CHECKING
 
 from cloudai.atomicfile import atomic_write
 from cloudai.recordfiles import SCORED
-from cloudai.reports.confirm import Estimate, winner
+from cloudai.reports.confirm import Estimate, headline_step, ranked, winner
 from cloudai.reports.load import AgentRun, RunData, load_run
 
 if TYPE_CHECKING:
@@ -71,8 +73,12 @@ def summary_rows(run: RunData) -> list[dict[str, object]]:
             "steps": len(traj.steps),
             "ok_steps": traj.status_counts().get("ok", 0),
         }
+        top = winner(ar.confirmed)
+        if top is not None and top.regime_aware:  # env_params: the recommendation, not the luckiest draw
+            best = headline_step(traj, ar.confirmed)
         if best is not None:
-            row.update(best_step=best.step, best_reward=best.reward)
+            reward = top.mean if top is not None and top.regime_aware else best.reward
+            row.update(best_step=best.step, best_reward=reward)
             row["best_action"] = json.dumps(best.action, sort_keys=True)
         rows.append(row)
     return rows
@@ -112,7 +118,8 @@ def print_summary(run_dir: Path, console: Console | None = None, *, rendering: i
         status = ", ".join(f"{_style(s)}{n} {s}[/]" for s, n in sorted(counts.items())) or "no results"
         best = _best(agent_runs)
         confirmed = [(w, ar) for ar in agent_runs if (w := winner(ar.confirmed)) is not None]
-        top = max(confirmed, key=lambda c: (c[0].low, c[0].mean), default=None)
+        best_of = ranked([w for w, _ in confirmed])  # the recommendation's own rule, across iterations
+        top = next((c for c in confirmed if best_of and c[0] is best_of[0]), None)
         if top is not None:
             text = top[0].text(entry.reward_unit)
             notes.append(f"Recommended for {entry.id} (iteration {top[1].iteration}, best.toml): {text}")
@@ -142,7 +149,8 @@ def _best_cell(agent_runs: list[AgentRun], best: Step | None, top: Estimate | No
         return ""
     if top is not None:
         ci = "" if math.isnan(top.ci95) else f" ± {top.ci95:.2g}"
-        return f"{top.mean:.4g}{ci} (mean of n={top.n}, confirmed)"
+        how = "over the env regimes" if top.regime_aware else "mean"
+        return f"{top.mean:.4g}{ci} ({how} of n={top.n}, confirmed)"
     return "—" if best is None else f"{best.reward:.4g} (step {best.step})"
 
 

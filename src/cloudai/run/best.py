@@ -9,8 +9,9 @@ comment lines (e.g. the bandit's best per env_params regime) through ``best_note
 With env_params, one lucky draw can make a configuration look best: ``regime_notes`` puts
 the best action's reward in every env_params regime (one param at a time: a list's
 candidate, one of ``REGIME_BINS`` bins of a range; ``space.RegimeBins``, the regimes the report
-uses too) beside the mean and min across them, and names the regimes it was never measured
-in, in best.toml and on the terminal.
+uses too) beside, after a confirmation, its value over the environment as the recommendation states it (else
+the mean and min across them), and names the regimes it was never measured in, in best.toml and on the
+terminal.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ import toml
 
 from cloudai.recordfiles import ENV_FILE, SCORED, TRAJECTORY_FILE
 from cloudai.reports.baseline import versus_first
-from cloudai.reports.confirm import Estimate, verdict_lines, winner
+from cloudai.reports.confirm import Estimate, ranked, verdict_lines, winner
 from cloudai.space import NUM_NODES, split_knobs
 
 if TYPE_CHECKING:
@@ -119,7 +120,7 @@ def _confirmed_lines(confirmed: Sequence[Estimate], unit: str) -> list[str]:
     lines = [f"# Recommended (best.toml is it): {top.text(unit)}"]
     lines += [f"#   why: {line}" for line in verdict_lines(confirmed, unit)]
     lines.append("# Every confirmed candidate (re-run after the search):")
-    return lines + [f"#   {e.text(unit)}" for e in confirmed]
+    return lines + [f"#   {e.text(unit)}" for e in _in_order(confirmed)]
 
 
 def outcome_lines(
@@ -130,13 +131,15 @@ def outcome_lines(
     searched: int,
     confirmed: Sequence[Estimate],
     out_dir: Path,
+    baseline: float | None = None,
 ) -> list[str]:
     """What the terminal says at the end of an iteration: one recommendation (the confirmed winner, with why),
     then the search's best single measurement, each against the first trial (``first``: the baseline), then
-    (env_params) what the regimes say of the recommendation."""
+    (env_params) what the regimes say of the recommendation. ``baseline``: the first trial's configuration's value
+    over the env regimes (env_params; ``regime_top.value_in``)."""
     name, unit = measured_as(entry)
-    value = f"{name} {single.reward:.6g}{' ' + unit if unit else ''}"
-    best = f"best of {searched} step(s) is step {single.step}: {value} (a single measurement)"
+    single_text = f"{name} {single.reward:.6g}{' ' + unit if unit else ''}"
+    best = f"best of {searched} step(s) is step {single.step}: {single_text} (a single measurement)"
     top = winner(confirmed)
     if top is None:
         lines = [f"{label}: {best}", f"  action {json.dumps(single.action)}"]
@@ -144,9 +147,10 @@ def outcome_lines(
     else:
         lines = [f"{label}: recommended {name}: {top.text(unit)}"]
         lines += [f"  why: {line}" for line in verdict_lines(confirmed, unit)]
-        lines += [f"  {e.text(unit)}" for e in confirmed if e is not top]
+        lines += [f"  {e.text(unit)}" for e in _in_order(confirmed) if e is not top]
         lines.append(f"  search: {best}, action {json.dumps(single.action)}")
-        versus = versus_first(top.mean, top.action, (first.step, first.action, first.reward), confirmed, unit)
+        base = baseline if top.regime_aware else None  # the baseline's value over the env regimes, not one draw
+        versus = versus_first(top.mean, top.action, (first.step, first.action, first.reward), confirmed, unit, base)
     if versus:
         lines.append(f"  against the baseline: {versus}")
     verdict = regime_verdict(out_dir)
@@ -170,13 +174,18 @@ def regime_verdict(out_dir: Path) -> str | None:
         return None
     traj = read_trajectory(path)
     read_env(out_dir / ENV_FILE, traj)
-    estimates = confirmed_in(traj, out_dir)
-    found = regimes(traj, headline_step(traj, estimates), entry_of(out_dir).regimes, alternative=not estimates)
+    entry = entry_of(out_dir)
+    estimates = confirmed_in(traj, out_dir, entry.regime_spec)
+    found = regimes(traj, headline_step(traj, estimates), entry.regimes, alternative=not estimates)
     return None if found is None else found.verdict
 
 
-def regime_notes(steps: Sequence[Feedback], best: Feedback, sampler: EnvParamSampler | None) -> list[str]:
-    """The best action's reward per env_params regime and across them; [] without env_params."""
+def regime_notes(
+    steps: Sequence[Feedback], best: Feedback, sampler: EnvParamSampler | None, top: Estimate | None = None
+) -> list[str]:
+    """The best action's reward per env_params regime and across them; [] without env_params. With ``top``
+    (the recommendation, estimated per regime: ``best`` is its step), "across them" is its value over the
+    environment as the recommendation states it, not an unweighted mean of the rows above."""
     if sampler is None:
         return []
     bins = sampler.bins()
@@ -195,10 +204,19 @@ def regime_notes(steps: Sequence[Feedback], best: Feedback, sampler: EnvParamSam
             else:
                 missing.append(f"{name}={label}")
     means = [fmean(r) for r in groups.values()]
-    lines.append(f"  across regimes: mean {fmean(means):.6g}, min {min(means):.6g}" if means else "  never scored")
+    if top is not None and top.regime_aware:
+        how = "expected value" if top.objective == "expectation" else "worst-regime value"
+        lines.append(f"  over the environment: {how} {top.mean:.6g} (the recommendation's estimate)")
+    else:
+        lines.append(f"  across regimes: mean {fmean(means):.6g}, min {min(means):.6g}" if means else "  never scored")
     if missing:
         lines.append(f"  never measured in: {', '.join(missing)} (a good result there is unproven)")
     return lines
+
+
+def _in_order(confirmed: Sequence[Estimate]) -> list[Estimate]:
+    """The candidates as the verdict ranks them, then those without a scored re-run."""
+    return [*ranked(confirmed), *(e for e in confirmed if not e.rewards)]
 
 
 def _num(value: Any) -> str:

@@ -43,6 +43,7 @@ from cloudai.run.fingerprint import resume_changes
 if TYPE_CHECKING:
     from cloudai.plan.load import Plan
     from cloudai.plan.route import CheckedEntry
+    from cloudai.reports.trajectory import Trajectory
     from cloudai.systems.base import System
 
 FAILURE_FILE = "dse_failure.txt"
@@ -141,10 +142,12 @@ def _run_iteration(
     """One iteration; its exit code, or None after a hard failure (``dse_failure.txt`` written). ``valid``: how
     many points of the grid the workload's rule allows (the default ``agent_steps`` of a sweep), when known."""
     from cloudai.agents import AGENTS
+    from cloudai.envs.env_params import sampler_for
     from cloudai.plan.agent_checks import agent_config, default_steps
-    from cloudai.reports.confirm import action_key, winner
+    from cloudai.reports.confirm import action_key, confirmed_in, winner
+    from cloudai.reports.regime_top import value_in
     from cloudai.run.best import BEST_FILE, best_text, outcome_lines, regime_notes
-    from cloudai.run.confirm import confirm_plan, run_confirmation, search_steps
+    from cloudai.run.confirm import confirm_plan, regime_spec, run_confirmation, search_steps
     from cloudai.run.progress import StepProgress
     from cloudai.run.rundir import record_observation_names
 
@@ -154,7 +157,12 @@ def _run_iteration(
     out_dir = run_dir / entry.id / str(iteration)
     (out_dir / FAILURE_FILE).unlink(missing_ok=True)
     config = agent_config(entry, agent_cls)
-    confirm = confirm_plan(entry, config, checked.live_rl)
+    sampler = None if checked.live_rl else sampler_for(entry, checked.space)
+    confirm = confirm_plan(entry, config, checked.live_rl, len(sampler.regimes()) if sampler else 1)
+    if sampler and confirm[0] * confirm[1] > steps:
+        echo(f"note: {entry.id}: confirmation re-runs {confirm[0]} candidate(s) {config.confirm_repeats} time(s) in "
+             f"each of {len(sampler.regimes())} env_params regimes: {confirm[0] * confirm[1]} steps, more than the "
+             "search's; lower agent_config.confirm or confirm_repeats to spend less")  # fmt: skip
     progress = StepProgress(f"{entry.id}/{iteration}", steps + confirm[0] * confirm[1], echo)
     finished: list[Feedback] = []  # this process's scored steps, slim: all the end-of-run notes read
     counts: Counter[str] = Counter()  # every step's status, this process's and the recorded ones
@@ -166,6 +174,7 @@ def _run_iteration(
         progress.update(feedback)
 
     env = build_env(plan, checked, run_dir, iteration=iteration, system=system, resume=resume, on_step=on_step)
+    spec = regime_spec(env, config)
     if env.live:  # the server names what it observes: the records say so
         record_observation_names(run_dir, entry.id, env.define_observation_space())
     history = env.history()
@@ -200,7 +209,7 @@ def _run_iteration(
             searched = len(search_steps(history, out_dir)) + counts.total() - len(history)  # failed ones too
             search = search_steps([*history, *finished], out_dir)
             parallel = config.max_parallel if agent_cls.can_ask_ahead else 1
-            confirmed = run_confirmation(env, search, [*history, *finished], confirm, out_dir, parallel)
+            confirmed = run_confirmation(env, search, [*history, *finished], confirm, out_dir, parallel, spec)
     except KeyboardInterrupt:
         env.close()
         raise Interrupted(
@@ -218,6 +227,8 @@ def _run_iteration(
         echo(f"  resume with: {resume_command}", err=True)
         return None
     env.close()
+    if spec is not None and confirmed:  # every recorded step (failed ones too), as the report reads them
+        confirmed = confirmed_in(_recorded(out_dir), out_dir, spec)
     if ran < steps:
         why = agent.stop_reason or "the agent had nothing left to try"
         echo(f"note: {entry.id}/{iteration}: stopped after {ran} of {steps} step(s) (agent_steps): {why}")
@@ -231,17 +242,28 @@ def _run_iteration(
     if top is not None:  # the TOML of the confirmed winner, from its best search step (its env_params)
         best = max((f for f in search if action_key(f.action) == action_key(top.action) and f.status in SCORED),
                    key=lambda f: f.reward)  # fmt: skip
-    regimes = regime_notes([*history, *finished], best, env.env_param_sampler())
+    regimes = regime_notes([*history, *finished], best, env.env_param_sampler(), top)
     notes = [*regimes, *agent.best_notes()]
     text = best_text(entry, checked.space, best, recorded, notes, confirmed=confirmed)
     path = atomic_write(out_dir / BEST_FILE, text)
-    for line in outcome_lines(f"{entry.id}/{iteration}", entry, single, first, searched, confirmed, out_dir):
+    base = value_in(_recorded(out_dir), action_key(first.action), spec) if spec is not None and top else None
+    for line in outcome_lines(f"{entry.id}/{iteration}", entry, single, first, searched, confirmed, out_dir, base):
         echo(line)
     echo(f"  test TOML: {path}")
     for line in regimes:
         echo(f"  {line}")
     _after_run(checked, [*history, *finished], counts, out_dir, echo, tuple(env.define_observation_space()))
     return 0
+
+
+def _recorded(out_dir: Path) -> Trajectory:
+    """The iteration's trajectory.csv with env.csv: every step, as the report reads it."""
+    from cloudai.recordfiles import ENV_FILE
+    from cloudai.reports.trajectory import read_env, read_trajectory
+
+    traj = read_trajectory(out_dir / TRAJECTORY_FILE)
+    read_env(out_dir / ENV_FILE, traj)
+    return traj
 
 
 def _slim(feedback: Feedback, metrics: tuple[str, ...]) -> Feedback:

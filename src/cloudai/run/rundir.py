@@ -77,6 +77,7 @@ def write_run_manifest(plan: Plan, run_dir: Path, command: str = "") -> None:
             "default_means": default_means(c.entry.workload, c.entry.cmd_args),
             "env_params": sorted(c.entry.agent.env_params or {}),
             "env_param_regimes": _regimes(c),
+            "regime_objective": (c.entry.agent.config or {}).get("regime_objective", "expectation"),
         }
         for c in plan.checked.values()
     ]
