@@ -14,9 +14,12 @@ MakeDse = Callable[..., Path]
 
 
 def assert_self_contained(page: Page) -> None:
+    """Nothing to fetch (scripts inline), and every chart's points are in its agent run's table."""
     assert page.external == [], "the report must open with no network"
-    assert page.scripts == 0
-    assert all(src.startswith("data:image/png;base64,") for src in page.images)
+    assert page.loads == 0 and page.images == []
+    for chart in page.charts.values():
+        rows = page.rows[chart["rows"]]["cols"]["step"] if "rows" in chart else []
+        assert all(r is None or 0 <= r < len(rows) for s in chart["series"] for r in s.get("rows", []))
 
 
 def read_summary(run: Path) -> list[dict[str, str]]:
@@ -49,7 +52,10 @@ def test_dse_run_with_env_params_has_every_section(dse_run: Path) -> None:
     assert {"overview", "agent", "reward", "knobs", "importance", "top", "regimes"} <= page.kinds()
     assert "episodes" not in page.kinds()
     assert {"observations", "time", "trials"} <= page.kinds()
-    assert len(page.images) == 4  # reward, observations, knobs, time (importance, regimes: tables with CSS bars)
+    # reward, observations, one per knob, time (importance, regimes: tables with CSS bars)
+    charts = ["reward-chart", "observations-0", "knobs-0", "knobs-1", "knobs-2", "time-chart"]
+    assert list(page.charts) == [f"Tests.1-0--{c}" for c in charts]
+    assert all(page.points(c) > 0 for c in page.charts)
     assert_self_contained(page)
     assert {"threads", "algo", "chunk"} <= set(page.cells)  # importance and top-10 tables name the knobs
     assert "Optuna get_param_importances" in page.all_text
@@ -75,7 +81,9 @@ def test_live_rl_run_shows_episode_returns(live_run: Path) -> None:
     page = parse(generate_report([live_run]))
 
     assert {"agent", "reward", "episodes", "regimes"} <= page.kinds()
-    assert len(page.images) == 4  # reward, knobs, time, episodes (metrics not named: no observations)
+    # reward, knobs, time, episodes (metrics not named: no observations)
+    charts = ["reward-chart", "knobs-0", "knobs-1", "knobs-2", "time-chart", "episodes-chart"]
+    assert list(page.charts) == [f"Tests.1-0--{c}" for c in charts]
     assert read_summary(live_run)[0]["kind"] == "live_rl"
     assert_self_contained(page)
 
