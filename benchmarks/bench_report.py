@@ -176,7 +176,9 @@ def in_child(argv: list[str]) -> tuple[float, float, float]:
     return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024  # Linux: KiB
 
 
-READ_ONLY = "import sys; from pathlib import Path; from cloudai.reports.load import load_run; load_run(Path(sys.argv[1]))"
+READ_ONLY = (
+    "import sys; from pathlib import Path; from cloudai.reports.load import load_run; load_run(Path(sys.argv[1]))"
+)
 
 
 def big_report(root: Path, steps: int) -> None:

@@ -111,7 +111,9 @@ def test_comparison_renders_offline_without_errors(make_dse: Callable[..., Path]
 def test_the_probe_catches_a_broken_page(tmp_path: Path) -> None:
     """The checks above can fail: a chart no script drew and a remote resource are caught."""
     page = tmp_path / "bad.html"
-    page.write_text('<html><body><div class="chart" id="x"></div><img src="https://example.invalid/y.png"></body></html>')
+    page.write_text(
+        '<html><body><div class="chart" id="x"></div><img src="https://example.invalid/y.png"></body></html>'
+    )
     _, _, requests = render(page, tmp_path)
     assert requests == ["https://example.invalid/y.png"]
     probe = tmp_path / "bad-probe.html"

@@ -75,7 +75,10 @@ def test_two_runs_of_the_same_test_are_compared(make_dse: MakeDse) -> None:
     page = parse(out)
     assert page.sections["compare-tests.1-test"] == "compare-tests.1-test"
     assert list(page.charts) == ["compare-tests.1-test--chart"]  # overlaid best-so-far curves
-    assert [s["label"] for s in page.charts["compare-tests.1-test--chart"]["series"]] == [f"{a.name} #0", f"{b.name} #0"]
+    assert [s["label"] for s in page.charts["compare-tests.1-test--chart"]["series"]] == [
+        f"{a.name} #0",
+        f"{b.name} #0",
+    ]
     assert f"{a.name} #0" in page.cells and f"{b.name} #0" in page.cells  # best configurations side by side
     assert {"best reward", "threads", "algo", "chunk"} <= set(page.cells)
     assert page.external == [] and page.loads == 0

@@ -43,9 +43,10 @@ def expected(record: dict[str, str]) -> list[str]:
     """The tooltip's lines for a trajectory.csv row of the fixtures' runs (metric ``default``, knobs in order)."""
     action = json.loads(record["action"])
     reward = float(record["reward"])
-    return [f"step {record['step']} ({record['status']})", *(f"{k} = {v:.6g}" if isinstance(v, float) else
-            f"{k} = {v}" for k, v in action.items()), f"reward = inverse(default): {reward:.6g}",
-            f"default: {json.loads(record['observation'])[0]:.6g}", f"duration: {float(record['elapsed_s']):g} s"]  # fmt: skip
+    knobs = [f"{k} = {v:.6g}" if isinstance(v, float) else f"{k} = {v}" for k, v in action.items()]
+    metric = json.loads(record["observation"])[0]
+    return [f"step {record['step']} ({record['status']})", *knobs, f"reward = inverse(default): {reward:.6g}",
+            f"default: {metric:.6g}", f"duration: {float(record['elapsed_s']):g} s"]  # fmt: skip
 
 
 def test_hovering_a_point_shows_its_configuration_and_metrics(make_dse: Callable[..., Path], tmp_path: Path) -> None:

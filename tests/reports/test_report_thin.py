@@ -98,8 +98,8 @@ def test_a_failed_report_gives_the_garbage_collector_back(tmp_path: Path) -> Non
 
 def steps_of(rewards: list[float], knob: list[object] | None = None) -> list[Step]:
     """Scored steps 1.. with these rewards (and knob ``k`` set to ``knob[i]``)."""
-    knob = knob or [None] * len(rewards)
-    return [Step(i + 1, 1, {"k": v}, r, [r], "ok", 1.0, json.dumps({"k": v})) for i, (r, v) in enumerate(zip(rewards, knob))]
+    pairs = enumerate(zip(rewards, knob or [None] * len(rewards), strict=True))
+    return [Step(i + 1, 1, {"k": v}, r, [r], "ok", 1.0, json.dumps({"k": v})) for i, (r, v) in pairs]
 
 
 @pytest.mark.parametrize("objectives", [2, 3])

@@ -66,7 +66,8 @@ class Rows:
 
     def script(self) -> str:
         """The table as an inline JSON script the page's charts find by ``name`` (their ``rows``)."""
-        return f'<script type="application/json" class="rows" data-rows="{escape(self.name)}">{to_json(self.table())}</script>'
+        name = escape(self.name)
+        return f'<script type="application/json" class="rows" data-rows="{name}">{to_json(self.table())}</script>'
 
 
 def finite(value: object) -> float | None:

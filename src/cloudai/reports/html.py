@@ -50,7 +50,11 @@ def page(title: str, body: Iterable[str]) -> str:
     text = "\n".join(body)
     interactive = CHART in text
     css = CSS + _asset("uPlot.min.css") if interactive else CSS
-    scripts = f"\n<script>{_asset('uPlot.iife.min.js')}</script>\n<script>{_asset('report.js')}</script>" if interactive else ""
+    scripts = (
+        f"\n<script>{_asset('uPlot.iife.min.js')}</script>\n<script>{_asset('report.js')}</script>"
+        if interactive
+        else ""
+    )
     return (
         '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
         f"<title>{escape(title)}</title>\n<style>{css}</style>\n</head>\n<body>\n"
@@ -69,7 +73,9 @@ def section(slug: str, title: str, parts: Iterable[str], level: int = 2, data: s
 
 def chart(slug: str, spec: dict[str, object], alt: str) -> str:
     """A chart ``report.js`` draws from ``spec`` (see there); ``alt`` says what it shows, for screen readers."""
-    return f'{CHART} id="{escape(slug)}" role="img" aria-label="{escape(alt)}" data-spec="{escape(to_json(spec))}"></div>'
+    return (
+        f'{CHART} id="{escape(slug)}" role="img" aria-label="{escape(alt)}" data-spec="{escape(to_json(spec))}"></div>'
+    )
 
 
 def charts(parts: Iterable[str]) -> str:

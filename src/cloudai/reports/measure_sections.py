@@ -116,8 +116,7 @@ def pareto_section(drawn: Rows, traj: Trajectory, entry: Entry, base: str) -> st
             "grey: dominated. Files: pareto.csv, pareto/<step>.toml.")  # fmt: skip
     parts = [
         h.para(text),
-        h.chart(f"{base}--pareto-chart", plots_measure.pareto(drawn, measured, points, slots, labels, directions),
-                alt),
+        h.chart(f"{base}--pareto-chart", plots_measure.pareto(drawn, measured, points, slots, labels, directions), alt),
         h.table(header, rows),
     ]
     return h.section(f"{base}--pareto", "Pareto front", parts, 3, data="pareto")

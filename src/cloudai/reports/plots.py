@@ -115,11 +115,15 @@ def overlaid_best(curves: dict[str, Trajectory]) -> Spec:
     series: list[Spec] = []
     for n, (label, traj) in enumerate(curves.items()):
         xs, ys, setters = best_changes(traj)
-        tips = [f"{label}\nstep {x}: best so far {y:.6g}" + ("" if s is None else f" (set at step {s.step})\n"
-                f"{json.dumps(s.action, sort_keys=True)}") for x, y, s in zip(xs, ys, setters, strict=True)]  # fmt: skip
+        tips = [_best_tip(label, x, y, s) for x, y, s in zip(xs, ys, setters, strict=True)]
         series.append({"label": label, "color": PALETTE[n % len(PALETTE)], "size": 4, "line": "step", "xs": xs,
                        "ys": ys, "tips": tips})  # fmt: skip
     return spec(None, series, "step", "best reward so far")
+
+
+def _best_tip(label: str, step: float, best: float, setter: Step | None) -> str:
+    where = "" if setter is None else f" (set at step {setter.step})\n{json.dumps(setter.action, sort_keys=True)}"
+    return f"{label}\nstep {step}: best so far {best:.6g}{where}"
 
 
 PALETTE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22"]

@@ -54,7 +54,7 @@ def knob_effects(
 
 
 def _small(rows: Rows, series: list[Spec], **layout: object) -> Spec:
-    return spec(rows, series, "", "", width=PAGE_WIDTH // PER_ROW - 14, height=280, **layout)
+    return spec(rows, series, "", "", width=PAGE_WIDTH // PER_ROW - 14, height=280) | layout
 
 
 def numeric(rows: Rows, steps: list[Step], column: str, log: bool) -> Spec:

@@ -56,17 +56,17 @@ def pareto(
     on_front = set(front)
     dominated = [i for i in range(len(points)) if i not in on_front]
     title = f"an even sample of the {len(dominated)} dominated points is drawn" if len(dominated) > MAX_POINTS else ""
-    grey = {"label": "dominated", "color": "rgba(127,127,127,0.5)", "size": 5,
+    grey: Spec = {"label": "dominated", "color": "rgba(127,127,127,0.5)", "size": 5,
             "rows": rows.refs(steps[i] for i in even(dominated))}  # fmt: skip
     axes = [f"{n} ({d})" for n, d in zip(names, directions, strict=True)]
     if len(names) == 2:
         best = sorted(front, key=lambda i: points[i][0])
-        red = {"label": "Pareto front", "color": "#d62728", "size": 6, "line": "line",
-               "rows": rows.refs(steps[i] for i in best)}  # fmt: skip
+        line: Spec = {"label": "Pareto front", "color": "#d62728", "size": 6, "line": "line",
+                      "rows": rows.refs(steps[i] for i in best)}  # fmt: skip
         x, y = f"obs:{slots[0]}", f"obs:{slots[1]}"
-        return spec(rows, [grey | {"x": x, "y": y}, red | {"x": x, "y": y}], axes[0], axes[1], title,
+        return spec(rows, [grey | {"x": x, "y": y}, line | {"x": x, "y": y}], axes[0], axes[1], title,
                     width=560, height=400)  # fmt: skip
-    red = {"label": "Pareto front", "color": "#d62728", "rows": rows.refs(steps[i] for i in front)}
+    red: Spec = {"label": "Pareto front", "color": "#d62728", "rows": rows.refs(steps[i] for i in front)}
     lows = [min(p[j] for p in points) for j in range(len(names))]
     highs = [max(p[j] for p in points) for j in range(len(names))]
     width = max(560, 180 * len(names))
