@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 import random
+from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -92,8 +93,8 @@ def box_stats(values: list[float]) -> tuple[float, float, float, float, float]:
     ordered = sorted(values)
     q1, med, q3 = (_quantile(ordered, q) for q in (0.25, 0.5, 0.75))
     reach = 1.5 * (q3 - q1)
-    low = min((v for v in ordered if v >= q1 - reach), default=q1)
-    high = max((v for v in ordered if v <= q3 + reach), default=q3)
+    low = ordered[bisect_left(ordered, q1 - reach)]  # the quartiles lie within the values: both exist
+    high = ordered[bisect_right(ordered, q3 + reach) - 1]
     return q1, q3, med, min(low, q1), max(high, q3)
 
 
