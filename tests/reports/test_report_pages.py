@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import json
 from collections.abc import Callable
 from pathlib import Path
 
@@ -156,3 +157,18 @@ def test_a_run_that_failed_before_its_first_step(tmp_path: Path) -> None:
     assert "no trajectory.csv: the agent completed no step" in page.all_text
     assert "could not start the agent" in page.all_text
     assert read_summary(run)[0]["status"] == "failed"
+
+
+def test_a_hostile_knob_value_is_data_in_the_page_not_markup(make_dse: MakeDse) -> None:
+    """A knob value that closes the data's script and opens another stays a string in the run's table."""
+    run = make_dse(steps=12, env=False)
+    trajectory = run / "Tests.1" / "0" / "trajectory.csv"
+    hostile = "</script><script>alert(1)</script><!--"
+    trajectory.write_text(trajectory.read_text().replace('""ring""', json.dumps(hostile).replace('"', '""')))
+
+    page = parse(generate_report([run]))
+
+    assert page.loads == 0 and page.images == []
+    algo = page.rows["Tests.1-0"]["knobs"].index("algo")
+    assert hostile in page.rows["Tests.1-0"]["cols"][f"knob:{algo}"]
+    assert "alert(1)" not in page.all_text.replace(hostile, "")  # only where the tables print it, as text
