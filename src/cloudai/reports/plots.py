@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from cloudai.reports.trajectory import Step, Trajectory
 
 Spec = dict[str, object]
-STATUS_STYLE = {  # matplotlib's tab10, as the figures had them
+STATUS_STYLE = {  # the tab10 colours the PNG figures had
     "ok": "rgba(31,119,180,0.6)",
     "cached": "rgba(127,127,127,0.6)",
     "failed": "rgba(214,39,40,0.8)",
