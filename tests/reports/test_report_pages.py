@@ -172,3 +172,18 @@ def test_a_hostile_knob_value_is_data_in_the_page_not_markup(make_dse: MakeDse) 
     algo = page.rows["Tests.1-0"]["knobs"].index("algo")
     assert hostile in page.rows["Tests.1-0"]["cols"][f"knob:{algo}"]
     assert "alert(1)" not in page.all_text.replace(hostile, "")  # only where the tables print it, as text
+
+
+def test_a_run_whose_first_steps_did_not_score_still_draws_every_chart(make_dse: MakeDse) -> None:
+    """Best so far is undefined (NaN) until a step scores: the page must still carry it (JSON has no NaN)."""
+    run = make_dse(steps=20, env=False)
+    trajectory = run / "Tests.1" / "0" / "trajectory.csv"
+    lines = trajectory.read_text().splitlines(keepends=True)
+    lines[1] = lines[1].replace(",ok,", ",failed,")  # step 1: no score, so no best yet
+
+    trajectory.write_text("".join(lines))
+    page = parse(generate_report([run]))
+
+    best = page.charts["Tests.1-0--reward-chart"]["series"][-1]
+    assert best["label"] == "best so far" and best["ys"][0] is None and best["ys"][-1] is not None
+    assert "Tests.1-0--time-chart" in page.charts

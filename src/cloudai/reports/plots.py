@@ -17,6 +17,7 @@ import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from cloudai.reports.chartdata import finite
 from cloudai.reports.thin import MAX_POINTS, change_index, envelope, envelope_index
 
 if TYPE_CHECKING:
@@ -72,12 +73,13 @@ def best_line(rows: Rows, traj: Trajectory) -> Spec:
     """Best reward so far as a step line through the points where it changes; each point is the step that set
     that best, so hovering it shows the configuration to beat."""
     xs, ys, setters = best_changes(traj)
-    return {"label": "best so far", "color": "black", "size": 0, "line": "step", "xs": xs, "ys": ys,
+    return {"label": "best so far", "color": "black", "size": 0, "line": "step", "xs": xs, "ys": list(map(finite, ys)),
             "rows": [None if s is None else rows.refs([s])[0] for s in setters]}  # fmt: skip
 
 
 def best_changes(traj: Trajectory) -> tuple[list[float], list[float], list[Step | None]]:
-    """The best-so-far step function where it changes (``thin.changes``): step, best reward, the step that set it."""
+    """The best-so-far step function where it changes (``thin.changes``): step, best reward (NaN before the first
+    scored step), the step that set it."""
     best: Step | None = None
     ys: list[float] = []
     setters: list[Step | None] = []
@@ -102,7 +104,7 @@ def episode_returns(returns: dict[int, tuple[float, int]]) -> Spec:
     drawn = envelope(points)
     tips = [f"episode {ep:g}: return {ret:.6g} over {returns[int(ep)][1]} steps" for ep, ret in drawn]
     series: Spec = {"label": "return", "color": "#1f77b4", "size": 5 if len(drawn) <= 200 else 0, "line": "line",
-                    "xs": [ep for ep, _ in drawn], "ys": [ret for _, ret in drawn], "tips": tips}  # fmt: skip
+                    "xs": [ep for ep, _ in drawn], "ys": [finite(ret) for _, ret in drawn], "tips": tips}  # fmt: skip
     title = ""
     if len(drawn) < len(points):
         title = f"{len(points)} episodes: each of {MAX_POINTS // 4} bins' min and max and an even sample drawn"
@@ -117,7 +119,7 @@ def overlaid_best(curves: dict[str, Trajectory]) -> Spec:
         xs, ys, setters = best_changes(traj)
         tips = [_best_tip(label, x, y, s) for x, y, s in zip(xs, ys, setters, strict=True)]
         series.append({"label": label, "color": PALETTE[n % len(PALETTE)], "size": 4, "line": "step", "xs": xs,
-                       "ys": ys, "tips": tips})  # fmt: skip
+                       "ys": list(map(finite, ys)), "tips": tips})  # fmt: skip
     return spec(None, series, "step", "best reward so far")
 
 

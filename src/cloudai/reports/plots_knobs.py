@@ -77,7 +77,9 @@ def categorical(rows: Rows, pairs: list[tuple[Step, str]]) -> tuple[Spec, int, i
     boxes: list[Box] = []
     ticks: list[tuple[float, str, bool]] = []
     for i, label in enumerate(order):
-        boxes.append((i, HALF, *box_stats([s.reward for s in groups[label]])))
+        rewards = [s.reward for s in groups[label] if math.isfinite(s.reward)]  # an infinite one has no place
+        if rewards:
+            boxes.append((i, HALF, *box_stats(rewards)))
         strip = even(groups[label], MAX_POINTS // len(order))  # the box uses every point; the strip an even sample
         drawn += strip
         xs += [i + jitter.uniform(-JITTER, JITTER) for _ in strip]
