@@ -67,8 +67,8 @@ def test_hovering_a_point_shows_its_configuration_and_metrics(make_dse: Callable
         reward = "Tests.1-0--reward-chart"
         assert hover(browser, reward, float(best["step"]), float(best["reward"])).splitlines() == expected(best)
         assert hover(browser, reward, float(failed["step"]), float(failed["reward"])).splitlines() == expected(failed)
-        on_knob = hover(browser, "Tests.1-0--knobs-1", knob["xs"][0], row["reward"])  # type: ignore[arg-type]
-        assert on_knob.splitlines() == expected(records[row["step"] - 1])  # type: ignore[operator]
+        on_knob = hover(browser, "Tests.1-0--knobs-1", knob["xs"][0], row["reward"])
+        assert on_knob.splitlines() == expected(records[row["step"] - 1])
         browser.move(5, 5)  # off every chart: no tooltip left
         assert browser.evaluate("[...document.querySelectorAll('.tip')].filter(t => t.style.display === 'block')") == []
         assert browser.console() == []

@@ -36,22 +36,31 @@ def knob_effects(
     charts: list[Spec] = []
     notes: list[str] = []
     for j, knob in enumerate(traj.knobs):
-        pairs = [(s, v) for s in scored if (v := s.action.get(knob)) is not None]
+        steps, values = _set(scored, knob)
         name = knob
-        if knob_kind([v for _, v in pairs]) == "categorical":
-            chart, shown, of = categorical(rows, [(s, str(v)) for s, v in pairs])
+        if knob_kind(values) == "categorical":
+            chart, shown, of = categorical(rows, list(zip(steps, map(str, values), strict=True)))
             if shown < of:
                 notes.append(f"{knob}: the {shown} most often tried of its {of} values are drawn.")
-        else:
-            numbers = [(s, float(v)) for s, v in pairs if isinstance(v, int | float) and math.isfinite(v)]
-            log = knob in log_knobs and all(v > 0 for _, v in numbers)
-            chart = numeric(rows, [s for s, _ in numbers], f"knob:{j}", log)
+        else:  # numbers only (knob_kind): the finite ones are drawn
+            finite = [i for i, v in enumerate(values) if math.isfinite(v)]
+            log = knob in log_knobs and all(values[i] > 0 for i in finite)
+            chart = numeric(rows, [steps[i] for i in finite], f"knob:{j}", log)
             name += " (log scale)" if log else ""
-        if len(pairs) > MAX_POINTS:
-            notes.append(f"{knob}: an even sample of its {len(pairs)} points is drawn.")
-            name += f" (an even sample of {len(pairs)} points)"
+        if len(steps) > MAX_POINTS:
+            notes.append(f"{knob}: an even sample of its {len(steps)} points is drawn.")
+            name += f" (an even sample of {len(steps)} points)"
         charts.append(chart | {"title": name, "xlabel": knob, "ylabel": ylabel})
     return charts, notes
+
+
+def _set(steps: list[Step], knob: str) -> tuple[list[Step], list]:
+    """The steps that set ``knob``, and its value in each (one pass, no pair per step: 10^5 steps a knob)."""
+    values = [s.action.get(knob) for s in steps]
+    if None not in values:
+        return steps, values
+    kept = [i for i, v in enumerate(values) if v is not None]
+    return [steps[i] for i in kept], [values[i] for i in kept]
 
 
 def _small(rows: Rows, series: list[Spec], **layout: object) -> Spec:
