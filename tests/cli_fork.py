@@ -18,9 +18,9 @@ import tempfile
 from pathlib import Path
 
 _CTX = multiprocessing.get_context("forkserver")
-# What a ``cloudai run`` loads after the CLI (runner, agents, the end-of-run report: matplotlib, optuna, numpy),
-# loaded once per test worker instead of once per run (~0.8 s a run); every module reads its settings (the
-# environment included) at call time, so a child behaves as a fresh ``cloudai`` would.
+# What a ``cloudai run`` loads after the CLI (runner, agents, the end-of-run report, optuna), loaded once per
+# test worker instead of once per run; every module reads its settings (the environment included) at call
+# time, so a child behaves as a fresh ``cloudai`` would.
 _RUN_MODULES = [
     "cloudai.run.dse",
     "cloudai.run.plain",
@@ -30,11 +30,8 @@ _RUN_MODULES = [
     "cloudai.reports.generate",
     "cloudai.reports.analysis",
     "cloudai.reports.summary",
+    "cloudai.reports.render",
     "optuna",
-    "matplotlib.figure",
-    "matplotlib.backends.backend_agg",
-    "matplotlib.collections",
-    "matplotlib.ticker",
 ]
 _CTX.set_forkserver_preload(["cloudai.cli", "cloudai.config.scenario", "cloudai.plan.load", *_RUN_MODULES, __name__])
 

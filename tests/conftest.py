@@ -34,8 +34,8 @@ from cloudai.systems.base import Job, JobSpec
 from cloudai.systems.slurm.system import SlurmSystem
 
 REPO = Path(__file__).resolve().parents[1]
-# Runs in tests render their report inline (matplotlib loads once per test session, not once per run in a
-# background process); the background report of real runs is covered by tests/reports/test_report_real_runs.py.
+# Runs in tests render their report inline (in the run's own process, as by default); the background report
+# of real runs is covered by tests/reports/test_report_real_runs.py.
 os.environ.setdefault("CLOUDAI_REPORT", "inline")
 # The suite starts hundreds of Python processes (cloudai runs, servers, jobs): with PYTHONDONTWRITEBYTECODE set and
 # a venv synced without --compile-bytecode, each would compile pandas/matplotlib/optuna (and cloudai) from source

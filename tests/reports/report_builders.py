@@ -114,14 +114,19 @@ def write_trajectory(
 
 @dataclass
 class Page(HTMLParser):
-    """What the tests look at in a report: sections, images, external references, table cell text."""
+    """What the tests look at in a report: sections, charts and their data, images, external references, table
+    cell text, and what the page would load from elsewhere (``loads``: a script or image with a ``src``, a
+    ``link``, ``iframe`` or ``object``; a self-contained page has none)."""
 
     sections: dict[str, str] = field(default_factory=dict)  # id -> data-section
+    charts: dict[str, dict] = field(default_factory=dict)  # chart id -> its spec (parsed data-spec)
+    rows: dict[str, dict] = field(default_factory=dict)  # an agent run's table of charted steps, by name
     images: list[str] = field(default_factory=list)
     external: list[str] = field(default_factory=list)
     cells: list[str] = field(default_factory=list)
     text: list[str] = field(default_factory=list)
-    scripts: int = 0
+    loads: int = 0
+    _script: str | None = None  # inside a script: "" or, for an agent run's table of charted steps, its name
 
     def __post_init__(self) -> None:
         HTMLParser.__init__(self)
@@ -130,18 +135,41 @@ class Page(HTMLParser):
         a = dict(attrs)
         if tag == "section":
             self.sections[a.get("id") or ""] = a.get("data-section") or ""
+        if tag == "div" and a.get("class") == "chart":
+            self.charts[a.get("id") or ""] = json.loads(a.get("data-spec") or "")
+        if tag == "script":
+            self._script = (a.get("data-rows") or "") if a.get("class") == "rows" else ""
         if tag == "img":
             self.images.append(a.get("src") or "")
-        if tag in ("script", "link", "iframe", "object"):
-            self.scripts += 1
+        if tag in ("link", "iframe", "object") or (tag in ("script", "img") and a.get("src") is not None):
+            self.loads += 1
         for attr in ("src", "href"):
             if (a.get(attr) or "").startswith(("http:", "https:", "//", "file:")):
                 self.external.append(a[attr] or "")
 
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "script":
+            self._script = None
+
     def handle_data(self, data: str) -> None:
+        if self._script:
+            self.rows[self._script] = json.loads(data)
+        if self._script is not None:
+            return  # a table, uPlot, report.js: not the page's text
         self.text.append(data)
         if self.lasttag in ("td", "th"):
             self.cells.append(data)
+
+    def points(self, chart: str) -> int:
+        """How many points the chart draws (its series' rows or explicit xs)."""
+        return sum(len(s.get("xs") or s.get("rows") or []) for s in self.charts[chart]["series"])
+
+    def drawn(self, chart: str, series: str) -> list[dict[str, object]]:
+        """Each point of ``series`` (by label) in ``chart`` given as a row of its table: that row, as a dict."""
+        spec = self.charts[chart]
+        table = self.rows[spec["rows"]]
+        (found,) = [s for s in spec["series"] if s["label"] == series]
+        return [{name: col[r] for name, col in table["cols"].items()} for r in found["rows"]]
 
     def kinds(self) -> set[str]:
         return set(self.sections.values())

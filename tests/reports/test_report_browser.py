@@ -2,11 +2,12 @@
 
 Three checks per page, from one Chromium run each:
 - the screenshot exists and has content (pixel spread of the greyscale image, share of non-white pixels);
-- Chromium's stderr log holds no ``CONSOLE`` line (the report has no script, so any console message
-  is a problem: a blocked resource, a parse error) except our probe's;
+- Chromium's stderr log holds no ``CONSOLE`` line (the report's scripts log nothing unless a chart cannot be
+  drawn, so any console message is a problem: a blocked resource, a parse error) except our probe's;
 - Chromium's NetLog holds no request started by the page (browser-internal ones have initiator
   "not an origin"): the report needs no network.
-The probe is a copy of report.html with a load-time script that checks every image decoded.
+The probe is a copy of report.html with a load-time script that checks every chart was drawn (a canvas).
+Hovering a point, with a real mouse moved over the page: ``test_report_hover.py``.
 Needs ``chromium`` on PATH (Debian package ``chromium``; ``.ci/run`` installs it); skipped without it.
 ``--no-sandbox``: Chromium refuses to start as root with its sandbox (CI containers run as root).
 """
@@ -30,9 +31,10 @@ pytestmark = pytest.mark.browser
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")  # Debian: /usr/bin/chromium
 PROBE = """<script>
 window.addEventListener("load", () => {
-  const bad = [...document.images].filter((i) => !(i.complete && i.naturalWidth > 0));
-  if (bad.length) console.error("PROBE broken images: " + bad.map((i) => i.alt).join(","));
-  else console.log("PROBE ok " + document.images.length + " images");
+  const charts = [...document.querySelectorAll("div.chart")];
+  const bad = charts.filter((c) => !([...c.querySelectorAll("canvas")].some((k) => k.width > 0 && k.height > 0)));
+  if (bad.length) console.error("PROBE undrawn charts: " + bad.map((c) => c.id).join(","));
+  else console.log("PROBE ok " + charts.length + " charts");
 });
 </script>
 </body>"""
@@ -87,11 +89,12 @@ def check(report: Path, tmp_path: Path) -> None:
     assert console == [], console
     assert requests == [], requests
 
-    probe = tmp_path / f"{report.stem}-probe.html"  # images are inline: the page works from anywhere
+    probe = tmp_path / f"{report.stem}-probe.html"  # scripts and data are inline: the page works from anywhere
     probe.write_text(report.read_text().replace("</body>", PROBE))
     _, console, requests = render(probe, tmp_path)
-    images = report.read_text().count("<img ")
-    assert len(console) == 1 and f"PROBE ok {images} images" in console[0], console
+    charts = report.read_text().count('<div class="chart"')
+    assert charts > 0
+    assert len(console) == 1 and f"PROBE ok {charts} charts" in console[0], console
     assert requests == []
 
 
@@ -106,14 +109,14 @@ def test_comparison_renders_offline_without_errors(make_dse: Callable[..., Path]
 
 
 def test_the_probe_catches_a_broken_page(tmp_path: Path) -> None:
-    """The checks above can fail: a page with a broken image and a remote one is caught."""
+    """The checks above can fail: a chart no script drew and a remote resource are caught."""
     page = tmp_path / "bad.html"
     page.write_text(
-        '<html><body><img alt="x" src="missing.png"><img src="https://example.invalid/y.png"></body></html>'
+        '<html><body><div class="chart" id="x"></div><img src="https://example.invalid/y.png"></body></html>'
     )
     _, _, requests = render(page, tmp_path)
     assert requests == ["https://example.invalid/y.png"]
     probe = tmp_path / "bad-probe.html"
     probe.write_text(page.read_text().replace("</body>", PROBE))
     _, console, _ = render(probe, tmp_path)
-    assert any("PROBE broken images" in line for line in console), console
+    assert any("PROBE undrawn charts: x" in line for line in console), console

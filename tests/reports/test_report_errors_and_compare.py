@@ -74,10 +74,14 @@ def test_two_runs_of_the_same_test_are_compared(make_dse: MakeDse) -> None:
     assert (a / "summary.csv").exists() and (b / "summary.csv").exists()
     page = parse(out)
     assert page.sections["compare-tests.1-test"] == "compare-tests.1-test"
-    assert len(page.images) == 1  # overlaid best-so-far curves
+    assert list(page.charts) == ["compare-tests.1-test--chart"]  # overlaid best-so-far curves
+    assert [s["label"] for s in page.charts["compare-tests.1-test--chart"]["series"]] == [
+        f"{a.name} #0",
+        f"{b.name} #0",
+    ]
     assert f"{a.name} #0" in page.cells and f"{b.name} #0" in page.cells  # best configurations side by side
     assert {"best reward", "threads", "algo", "chunk"} <= set(page.cells)
-    assert page.external == [] and page.scripts == 0
+    assert page.external == [] and page.loads == 0
 
 
 def test_comparison_of_plain_runs_and_an_explicit_output(plain_run: Path, make_dse: MakeDse, tmp_path: Path) -> None:
@@ -101,7 +105,7 @@ def test_a_rerun_replaces_the_files(plain_run: Path) -> None:
 def test_importing_the_package_imports_nothing_heavy() -> None:
     code = (
         "import sys, cloudai.reports; "
-        "heavy = [m for m in ('pandas', 'matplotlib', 'optuna', 'rich') if m in sys.modules]; print(heavy)"
+        "heavy = [m for m in ('pandas', 'optuna', 'rich') if m in sys.modules]; print(heavy)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"

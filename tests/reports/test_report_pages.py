@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import json
 from collections.abc import Callable
 from pathlib import Path
 
@@ -14,9 +15,12 @@ MakeDse = Callable[..., Path]
 
 
 def assert_self_contained(page: Page) -> None:
+    """Nothing to fetch (scripts inline), and every chart's points are in its agent run's table."""
     assert page.external == [], "the report must open with no network"
-    assert page.scripts == 0
-    assert all(src.startswith("data:image/png;base64,") for src in page.images)
+    assert page.loads == 0 and page.images == []
+    for chart in page.charts.values():
+        rows = page.rows[chart["rows"]]["cols"]["step"] if "rows" in chart else []
+        assert all(r is None or 0 <= r < len(rows) for s in chart["series"] for r in s.get("rows", []))
 
 
 def read_summary(run: Path) -> list[dict[str, str]]:
@@ -49,7 +53,10 @@ def test_dse_run_with_env_params_has_every_section(dse_run: Path) -> None:
     assert {"overview", "agent", "reward", "knobs", "importance", "top", "regimes"} <= page.kinds()
     assert "episodes" not in page.kinds()
     assert {"observations", "time", "trials"} <= page.kinds()
-    assert len(page.images) == 4  # reward, observations, knobs, time (importance, regimes: tables with CSS bars)
+    # reward, observations, one per knob, time (importance, regimes: tables with CSS bars)
+    charts = ["reward-chart", "observations-0", "knobs-0", "knobs-1", "knobs-2", "time-chart"]
+    assert list(page.charts) == [f"Tests.1-0--{c}" for c in charts]
+    assert all(page.points(c) > 0 for c in page.charts)
     assert_self_contained(page)
     assert {"threads", "algo", "chunk"} <= set(page.cells)  # importance and top-10 tables name the knobs
     assert "Optuna get_param_importances" in page.all_text
@@ -75,7 +82,9 @@ def test_live_rl_run_shows_episode_returns(live_run: Path) -> None:
     page = parse(generate_report([live_run]))
 
     assert {"agent", "reward", "episodes", "regimes"} <= page.kinds()
-    assert len(page.images) == 4  # reward, knobs, time, episodes (metrics not named: no observations)
+    # reward, knobs, time, episodes (metrics not named: no observations)
+    charts = ["reward-chart", "knobs-0", "knobs-1", "knobs-2", "time-chart", "episodes-chart"]
+    assert list(page.charts) == [f"Tests.1-0--{c}" for c in charts]
     assert read_summary(live_run)[0]["kind"] == "live_rl"
     assert_self_contained(page)
 
@@ -148,3 +157,33 @@ def test_a_run_that_failed_before_its_first_step(tmp_path: Path) -> None:
     assert "no trajectory.csv: the agent completed no step" in page.all_text
     assert "could not start the agent" in page.all_text
     assert read_summary(run)[0]["status"] == "failed"
+
+
+def test_a_hostile_knob_value_is_data_in_the_page_not_markup(make_dse: MakeDse) -> None:
+    """A knob value that closes the data's script and opens another stays a string in the run's table."""
+    run = make_dse(steps=12, env=False)
+    trajectory = run / "Tests.1" / "0" / "trajectory.csv"
+    hostile = "</script><script>alert(1)</script><!--"
+    trajectory.write_text(trajectory.read_text().replace('""ring""', json.dumps(hostile).replace('"', '""')))
+
+    page = parse(generate_report([run]))
+
+    assert page.loads == 0 and page.images == []
+    algo = page.rows["Tests.1-0"]["knobs"].index("algo")
+    assert hostile in page.rows["Tests.1-0"]["cols"][f"knob:{algo}"]
+    assert "alert(1)" not in page.all_text.replace(hostile, "")  # only where the tables print it, as text
+
+
+def test_a_run_whose_first_steps_did_not_score_still_draws_every_chart(make_dse: MakeDse) -> None:
+    """Best so far is undefined (NaN) until a step scores: the page must still carry it (JSON has no NaN)."""
+    run = make_dse(steps=20, env=False)
+    trajectory = run / "Tests.1" / "0" / "trajectory.csv"
+    lines = trajectory.read_text().splitlines(keepends=True)
+    lines[1] = lines[1].replace(",ok,", ",failed,")  # step 1: no score, so no best yet
+
+    trajectory.write_text("".join(lines))
+    page = parse(generate_report([run]))
+
+    best = page.charts["Tests.1-0--reward-chart"]["series"][-1]
+    assert best["label"] == "best so far" and best["ys"][0] is None and best["ys"][-1] is not None
+    assert "Tests.1-0--time-chart" in page.charts

@@ -1,11 +1,9 @@
-"""A report's cost stays bounded at any run length: what its figures draw of a long run, and that the page says so."""
+"""A report's cost stays bounded at any run length: what its charts draw of a long run, and that the page says so."""
 
 from __future__ import annotations
 
-import base64
 import csv
 import gc
-import io
 import json
 import math
 import random
@@ -16,8 +14,12 @@ from tests.reports.report_builders import TRAJECTORY_HEADER, entry, parse, write
 
 from cloudai.errors import ConfigError
 from cloudai.reports import generate_report
+from cloudai.reports.chartdata import Rows
+from cloudai.reports.pareto import pareto_indices
+from cloudai.reports.plots_knobs import JITTER, MAX_CATEGORIES, box_stats, categorical, numeric
 from cloudai.reports.plots_measure import pareto
 from cloudai.reports.thin import MAX_POINTS, changes, envelope, even
+from cloudai.reports.trajectory import Step
 
 
 def test_envelope_keeps_the_lowest_and_highest_point_of_every_bin() -> None:
@@ -94,33 +96,61 @@ def test_a_failed_report_gives_the_garbage_collector_back(tmp_path: Path) -> Non
         gc.enable()
 
 
-@pytest.mark.parametrize("objectives", [2, 3])
-def test_the_pareto_figure_of_a_long_run_is_a_png(objectives: int) -> None:
-    from PIL import Image
+def steps_of(rewards: list[float], knob: list[object] | None = None) -> list[Step]:
+    """Scored steps 1.. with these rewards (and knob ``k`` set to ``knob[i]``)."""
+    pairs = enumerate(zip(rewards, knob or [None] * len(rewards), strict=True))
+    return [Step(i + 1, 1, {"k": v}, r, [r], "ok", 1.0, json.dumps({"k": v})) for i, (r, v) in pairs]
 
+
+@pytest.mark.parametrize("objectives", [2, 3])
+def test_the_pareto_chart_of_a_long_run_draws_its_front_and_a_sample_of_the_rest(objectives: int) -> None:
     rng = random.Random(0)
     points = [[rng.random() for _ in range(objectives)] for _ in range(3 * MAX_POINTS)]
-    uri = pareto(points, [f"m{i}" for i in range(objectives)], ["max"] * objectives)
-    with Image.open(io.BytesIO(base64.b64decode(uri.removeprefix("data:image/png;base64,")))) as img:
-        assert img.format == "PNG" and img.width > 300
+    steps = steps_of([p[0] for p in points])
+    rows = Rows("r", [], [f"m{i}" for i in range(objectives)], "reward")
+    front = set(pareto_indices(points, ["max"] * objectives))
+
+    chart = pareto(rows, steps, points, list(range(objectives)), [f"m{i}" for i in range(objectives)],
+                   ["max"] * objectives)  # fmt: skip
+
+    grey, red = chart["series"]
+    assert sorted(red["rows"]) == sorted(rows.refs(steps[i] for i in front))  # the whole front
+    assert len(grey["rows"]) <= MAX_POINTS  # an even sample of the dominated, and the title says so
+    assert f"an even sample of the {len(points) - len(front)} dominated points is drawn" == chart["title"]
+    assert len(rows) == len(grey["rows"]) + len(front)  # the table holds only what is drawn
+    assert chart.get("kind") == (None if objectives == 2 else "parallel")
 
 
-def test_a_log_knob_is_placed_by_its_log_within_its_band() -> None:
-    from cloudai.reports.plots_knobs import PAD, Row, _numeric
+def test_a_log_knob_is_drawn_on_a_log_axis_from_its_own_column() -> None:
+    rows = Rows("r", ["k"], [], "reward")
+    chart = numeric(rows, steps_of([0.0, 1.0, 2.0], [10.0, 100.0, 1000.0]), "knob:0", log=True)
 
-    row = Row()
-    _numeric(row, 1, [(10.0, 0.0), (100.0, 1.0), (1000.0, 2.0)], log=True)
-
-    assert [x for x, _ in row.points] == pytest.approx([1 + PAD, 1.5, 2 - PAD])  # band 1 spans x in [1, 2)
-    assert dict(zip(row.labels, row.ticks, strict=True)) == pytest.approx({"10": 1 + PAD, "100": 1.5, "1000": 2 - PAD})
+    assert chart["xlog"] is True
+    ((series),) = chart["series"]
+    assert (series["x"], series["y"]) == ("knob:0", "reward")
+    assert rows.table()["cols"]["knob:0"] == [10.0, 100.0, 1000.0]
 
 
 def test_a_wide_categorical_knob_draws_its_most_tried_values_from_every_point() -> None:
-    from cloudai.reports.plots_knobs import MAX_CATEGORIES, Row, _categorical
-
     pairs = [(f"v{i}", float(r)) for i in range(50) for r in range(60 - i)]  # v0 tried most, each with rewards 0..
-    row = Row()
+    steps = steps_of([r for _, r in pairs], [v for v, _ in pairs])
+    rows = Rows("r", ["k"], [], "reward")
 
-    assert _categorical(row, 0, pairs) == (MAX_CATEGORIES, 50)
-    assert row.labels == [f"v{i}" for i in range(MAX_CATEGORIES)]
-    assert [m[0][1] for m in row.medians] == [(59 - i) / 2 for i in range(MAX_CATEGORIES)]  # medians of all points
+    chart, shown, of = categorical(rows, [(s, str(s.action["k"])) for s in steps])
+
+    assert (shown, of) == (MAX_CATEGORIES, 50)
+    assert [t[1] for t in chart["ticks"]] == [f"v{i}" for i in range(MAX_CATEGORIES)]
+    assert [b[4] for b in chart["boxes"]] == [(59 - i) / 2 for i in range(MAX_CATEGORIES)]  # medians of all points
+    ((series),) = chart["series"]
+    assert all(abs(x - round(x)) <= JITTER for x in series["xs"])  # each point beside its own box
+
+
+def test_boxes_are_tukeys_as_matplotlib_drew_them() -> None:
+    import numpy as np
+
+    rng = random.Random(3)
+    for n in (1, 2, 5, 40):
+        values = [rng.gauss(0, 1) for _ in range(n)] + ([9.0] if n > 5 else [])  # an outlier past the whisker
+        q1, med, q3 = np.percentile(values, [25, 50, 75])
+        inside = [v for v in values if q1 - 1.5 * (q3 - q1) <= v <= q3 + 1.5 * (q3 - q1)]
+        assert box_stats(values) == pytest.approx((q1, q3, med, min(min(inside), q1), max(max(inside), q3)))

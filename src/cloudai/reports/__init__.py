@@ -6,7 +6,7 @@ Public API (everything else in this package is private)::
     print_summary(run_dir: Path, console: rich.console.Console | None = None) -> None
 
 Both raise ``cloudai.errors.ConfigError`` (exit code 2) for a dir that is not a cloudai results dir.
-Importing this package imports nothing heavy: pandas, optuna, matplotlib and rich load on first call.
+Importing this package imports nothing heavy: optuna and rich load on first call.
 
 Reads files only: may import the shared leaves, never anything that plans or runs jobs.
 """

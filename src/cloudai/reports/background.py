@@ -4,8 +4,8 @@ documented output exists when the command returns (a CI job archiving the dir, a
 inside an sbatch allocation whose end kills any child).
 
 With the opt-in, ``cloudai run`` calls ``start_report(run_dir)`` and exits at once; the child (``python -m
-cloudai.reports.background``) writes ``report.html`` and ``summary.csv`` (matplotlib and optuna load
-there, not in the run) and ends. While it runs, ``report.pid`` in the run dir holds its pid and an
+cloudai.reports.background``) writes ``report.html`` and ``summary.csv`` (optuna loads there, not in
+the run) and ends. While it runs, ``report.pid`` in the run dir holds its pid and an
 exclusive ``flock`` taken by the parent *before* the child starts and inherited by it: the lock is
 released exactly when the child exits, so ``wait_for_report`` (tests, benchmarks, scripts) waits on
 the process itself, with no race and no polling. A failure is written to ``report_error.txt``

@@ -1,9 +1,9 @@
 """``paused()``: the cyclic garbage collector off while records are read and a report is built.
 
-Reading a run allocates a record per step (10^4-10^5 of them, each with its dicts) and a report adds
-matplotlib's artists, with little cyclic garbage among them: the collector's full passes, each over every live
+Reading a run allocates a record per step (10^4-10^5 of them, each with its dicts) and a report adds its
+charts' lists, with little cyclic garbage among them: the collector's full passes, each over every live
 object, found almost nothing, made reading 10 000 steps take 1.5-2x as long and were ~15 % of a report's time.
-The few reference cycles left (figures) wait for the next collection once the collector is back on.
+The few reference cycles left wait for the next collection once the collector is back on.
 """
 
 from __future__ import annotations

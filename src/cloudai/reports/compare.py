@@ -51,7 +51,7 @@ def _agent_comparison(test_name: str, members: list[tuple[str, AgentRun]], n_run
         parts.append(h.note(f"Only in {len(runs_with)} of {n_runs} runs: {', '.join(sorted(runs_with))}.", "warn"))
     curves = {label: ar.trajectory for label, ar in members if ar.trajectory.steps}
     if curves:
-        parts.append(h.img(plots.overlaid_best(curves), "best so far"))
+        parts.append(h.chart(f"{slug}--chart", plots.overlaid_best(curves), "best so far"))
     parts.append(_best_side_by_side(members))
     return h.section(slug, f"{test_name}: best so far and best configurations", parts)
 

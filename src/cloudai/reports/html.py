@@ -1,14 +1,23 @@
-"""HTML primitives for a self-contained page: inline CSS, no script, no external resource of any kind.
+"""HTML primitives for a self-contained page: inline CSS and scripts, no external resource of any kind.
 
 Every function returns an HTML fragment as ``str`` and escapes what it is given, so callers pass plain
 text and values. Sections carry ``id`` and ``data-section`` so tests (and readers' links) can find them.
+A page with charts (``chart``) carries its plotting library (uPlot, MIT, ``static/``) and ``static/report.js``
+inline: it opens from anywhere, offline; a page without charts carries no script at all.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
+from functools import cache
 from html import escape
+from pathlib import Path
+
+from cloudai.reports.chartdata import to_json
+
+STATIC = Path(__file__).with_name("static")
+CHART = '<div class="chart"'  # how ``page`` tells that a body has charts
 
 CSS = """
 body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 1150px; color: #222; padding: 0 1em; }
@@ -25,14 +34,31 @@ img { max-width: 100%; height: auto; display: block; margin: .6em 0; }
 .legend .bar { display: inline-block; width: 1.5em; vertical-align: middle; margin: 0 .3em 0 1em; }
 td.barcell { width: 320px; }
 pre { background: #f6f6f6; padding: .6em; overflow-x: auto; }
+.charts { display: flex; flex-wrap: wrap; gap: .4em 1em; } .chart { margin: .6em 0; position: relative; }
+.tip { position: absolute; z-index: 10; pointer-events: none; background: #fff; border: 1px solid #888;
+  padding: .3em .5em; font-size: 12px; white-space: pre; display: none; box-shadow: 1px 1px 4px #0003; }
 """
 
 
+@cache
+def _asset(name: str) -> str:
+    return (STATIC / name).read_text()
+
+
 def page(title: str, body: Iterable[str]) -> str:
+    """The whole document; with uPlot and ``report.js`` inline when ``body`` has a chart."""
+    text = "\n".join(body)
+    interactive = CHART in text
+    css = CSS + _asset("uPlot.min.css") if interactive else CSS
+    scripts = (
+        f"\n<script>{_asset('uPlot.iife.min.js')}</script>\n<script>{_asset('report.js')}</script>"
+        if interactive
+        else ""
+    )
     return (
         '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
-        f"<title>{escape(title)}</title>\n<style>{CSS}</style>\n</head>\n<body>\n"
-        f"<h1>{escape(title)}</h1>\n" + "\n".join(body) + "\n</body>\n</html>\n"
+        f"<title>{escape(title)}</title>\n<style>{css}</style>\n</head>\n<body>\n"
+        f"<h1>{escape(title)}</h1>\n{text}{scripts}\n</body>\n</html>\n"
     )
 
 
@@ -45,8 +71,16 @@ def section(slug: str, title: str, parts: Iterable[str], level: int = 2, data: s
     )
 
 
-def img(uri: str, alt: str) -> str:
-    return f'<img src="{uri}" alt="{escape(alt)}">'
+def chart(slug: str, spec: dict[str, object], alt: str) -> str:
+    """A chart ``report.js`` draws from ``spec`` (see there); ``alt`` says what it shows, for screen readers."""
+    return (
+        f'{CHART} id="{escape(slug)}" role="img" aria-label="{escape(alt)}" data-spec="{escape(to_json(spec))}"></div>'
+    )
+
+
+def charts(parts: Iterable[str]) -> str:
+    """Small charts side by side, as many to a row as the page is wide."""
+    return '<div class="charts">' + "".join(parts) + "</div>"
 
 
 def note(text: str, kind: str = "note") -> str:

@@ -1,6 +1,7 @@
 """Report sections that say what a run measured: observations, time spent, trials and why, repeats, Pareto.
 
-Each returns one ``html.section`` (sub-section ids under the agent run's ``base``): ``--observations``
+Each returns one ``html.section`` (sub-section ids under the agent run's ``base``; ``drawn``: the run's table of
+charted steps, ``chartdata.Rows``): ``--observations``
 [observations], ``--time`` [time], ``--trials`` [trials], ``--top`` [top], ``--pareto`` [pareto].
 """
 
@@ -21,6 +22,7 @@ from cloudai.reports.regime_top import regime_top
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
+    from cloudai.reports.chartdata import Rows
     from cloudai.reports.confirm import Estimate
     from cloudai.reports.load import AgentRun, Entry
     from cloudai.reports.regime_value import RegimeSpec
@@ -31,14 +33,18 @@ TOP_N = 10
 Z95 = 1.96  # normal approximation of a 95 % confidence interval of the mean
 
 
-def observations_section(traj: Trajectory, entry: Entry, base: str) -> str:
-    img = h.img(plots_measure.observations(traj, entry), "observations: " + ", ".join(entry.agent_metrics))
+def observations_section(drawn: Rows, traj: Trajectory, entry: Entry, base: str) -> str:
+    specs = plots_measure.observations(drawn, traj, entry)
+    charts = h.charts(
+        h.chart(f"{base}--observations-{i}", chart, f"observation {metric} per step")
+        for i, (chart, metric) in enumerate(zip(specs, entry.agent_metrics, strict=True))
+    )
     text = "Every observed metric against step: " + ", ".join(entry.label(m) for m in entry.agent_metrics) + "."
     title = "Observations per step"
-    return h.section(f"{base}--observations", title, [h.para(text), img], 3, data="observations")
+    return h.section(f"{base}--observations", title, [h.para(text), charts], 3, data="observations")
 
 
-def time_section(traj: Trajectory, base: str) -> str:
+def time_section(drawn: Rows, traj: Trajectory, base: str) -> str:
     """Per-trial duration and where the time went, by status (ok, cached, failed, pruned, ...)."""
     spent: dict[str, list[float]] = defaultdict(list)
     for s in traj.steps:
@@ -46,7 +52,8 @@ def time_section(traj: Trajectory, base: str) -> str:
     total = sum(sum(v) for v in spent.values()) or 1.0
     rows = [(status, len(v), sum(v), fmean(v), f"{100 * sum(v) / total:.1f} %") for status, v in spent.items()]
     header = ["status", "trials", "time [s]", "mean per trial [s]", "share of time"]
-    parts = [h.img(plots_measure.durations(traj), "trial duration per step"), h.table(header, rows, status_col=0)]
+    chart = h.chart(f"{base}--time-chart", plots_measure.durations(drawn, traj), "trial duration per step")
+    parts = [chart, h.table(header, rows, status_col=0)]
     if spent.get("pruned") and spent.get("ok"):
         saved = (fmean(spent["ok"]) - fmean(spent["pruned"])) * len(spent["pruned"])
         parts.append(h.note(f"Pruning stopped {len(spent['pruned'])} trial(s) early: about {saved:.1f} s saved "
@@ -115,7 +122,7 @@ def _regime_top(traj: Trajectory, entry: Entry, base: str, spec: RegimeSpec, con
     return h.section(f"{base}--top", title, [h.table(header, rows), note], 3, data="top")
 
 
-def pareto_section(traj: Trajectory, entry: Entry, base: str) -> str | None:
+def pareto_section(drawn: Rows, traj: Trajectory, entry: Entry, base: str) -> str | None:
     """With two or more objectives: the front (scatter or parallel coordinates) and its table; else None."""
     names = list(entry.objectives)
     if len(names) < 2:
@@ -133,11 +140,12 @@ def pareto_section(traj: Trajectory, entry: Entry, base: str) -> str | None:
     header = ["step", *(f"{entry.label(n)} ({d})" for n, d in zip(names, directions, strict=True)), *traj.knobs]
     rows = [[measured[i].step, *points[i], *(_cell(measured[i].action.get(k)) for k in traj.knobs)] for i in front]
     alt = "Pareto front of " + " vs ".join(names)
+    labels = [entry.label(n) for n in names]
     text = (f"{len(front)} of {len(points)} ok trials are Pareto-optimal (none better in every objective); "
             "grey: dominated. Files: pareto.csv, pareto/<step>.toml.")  # fmt: skip
     parts = [
         h.para(text),
-        h.img(plots_measure.pareto(points, [entry.label(n) for n in names], directions), alt),
+        h.chart(f"{base}--pareto-chart", plots_measure.pareto(drawn, measured, points, slots, labels, directions), alt),
         h.table(header, rows),
     ]
     return h.section(f"{base}--pareto", "Pareto front", parts, 3, data="pareto")

@@ -1,145 +1,131 @@
-"""The report's figures, each returned as a ``data:image/png;base64,...`` URI ready for an ``<img src>``.
+"""The report's charts against step and episode, each a spec that ``static/report.js`` draws with uPlot.
 
-matplotlib is imported inside each function (``import cloudai`` stays light) and used through its object API
-(``Figure`` on the Agg canvas): no pyplot global state, no GUI backend, safe in any thread. PNG rather than
-SVG keeps a 10 000-point scatter small and quick for a browser to draw.
+A spec is plain JSON (``html.chart`` embeds it): ``title``, ``xlabel``, ``ylabel``, ``rows`` (the name of the
+agent run's ``chartdata.Rows`` table its points refer to), ``series`` and layout (``width``, ``height`` in px,
+``xlog``, ``xrange``, ``ticks``: ``[x, label, rotated]``, ``boxes``: ``[x, half width, q1, q3, median, low
+whisker, high whisker]``). A series has ``label``, ``color``, ``size`` (marker diameter, px; 0: none) and
+``line`` (``"step"``, ``"line"`` or absent), and its points either as ``rows`` (row numbers) whose ``x``/``y``
+are columns of the table (``"step"``, ``"reward"``, ``"elapsed"``, ``"obs:<i>"``, ``"knob:<j>"``), or as
+explicit ``xs``/``ys`` (a point's ``rows`` entry, or its ``tips`` text, is what hovering it shows).
+Nothing here imports a plotting library: building a spec is list work, bounded by ``thin``.
 """
 
 from __future__ import annotations
 
-import base64
-import io
+import json
 import math
-from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
-from cloudai.reports.analysis import best_so_far
-from cloudai.reports.thin import MAX_POINTS, changes, envelope
+from cloudai.reports.chartdata import finite
+from cloudai.reports.thin import MAX_POINTS, change_index, envelope, envelope_index
 
 if TYPE_CHECKING:
-    from matplotlib.axes import Axes
-    from matplotlib.figure import Figure
-
+    from cloudai.reports.chartdata import Rows
     from cloudai.reports.trajectory import Step, Trajectory
 
-STATUS_STYLE = {
-    "ok": ("tab:blue", "o"),
-    "cached": ("tab:gray", "o"),
-    "failed": ("tab:red", "x"),
-    "constraint": ("tab:orange", "x"),
-    "timeout": ("tab:purple", "x"),
-    "pruned": ("tab:olive", "v"),
+Spec = dict[str, object]
+STATUS_STYLE = {  # the tab10 colours the PNG figures had
+    "ok": "rgba(31,119,180,0.6)",
+    "cached": "rgba(127,127,127,0.6)",
+    "failed": "rgba(214,39,40,0.8)",
+    "constraint": "rgba(255,127,14,0.8)",
+    "timeout": "rgba(148,103,189,0.8)",
+    "pruned": "rgba(188,189,34,0.8)",
 }
+PAGE_WIDTH = 1100  # px: the page's 1150 px less its padding
+HEIGHT = 320
 
 
-LEFT, RIGHT, TOP = 0.75, 0.2, 0.35  # margins in inches: y tick labels and label, right edge, title
-DPI = 90
-PAGE_WIDTH = 12.4  # inches: at DPI, the page's 1150 px less its padding, so a full-width plot is drawn 1:1
-
-
-def _figure(
-    width: float = PAGE_WIDTH, height: float = 3.6, nrows: int = 1, ncols: int = 1, bottom: float = 0.6, count: int = 0
-) -> tuple[Figure, list[Axes]]:
-    """A figure with margins fixed in inches (``bottom``: room for x tick labels and label) rather than a
-    layout engine: constrained layout draws every figure twice and was ~40% of the report's time.
-    ``count``: the first ``count`` cells of the grid get an axes (default all); an axes costs as much to make
-    as a small figure's drawing, so none is made to be hidden."""
-    from matplotlib.figure import Figure
-
-    fig = Figure(figsize=(width, height), dpi=DPI)
-    axes_w = (width - RIGHT - ncols * LEFT) / ncols  # every subplot keeps its own y labels
-    axes_h = (height - nrows * (TOP + bottom)) / nrows  # and its own title and x labels
-    fig.subplots_adjust(
-        left=LEFT / width,
-        right=1 - RIGHT / width,
-        bottom=bottom / height,
-        top=1 - TOP / height,
-        wspace=LEFT / axes_w,
-        hspace=(TOP + bottom) / axes_h,
-    )
-    grid = fig.add_gridspec(nrows, ncols)
-    return fig, [fig.add_subplot(grid[i // ncols, i % ncols]) for i in range(count or nrows * ncols)]
-
-
-def _uri(fig: Figure) -> str:
-    """The figure as a PNG data URI, at zlib level 3: encoding at the default level 6 took half again as long
-    for ~15 % fewer bytes."""
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", pil_kwargs={"compress_level": 3})
-    return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
-
-
-def title(ax: Axes, text: str, size: str = "small") -> None:
-    """``ax.set_title`` at a fixed height: left to itself, matplotlib measures the y tick labels of every
-    axes on each draw to lift the title clear of an offset text (~20 % of a small figure's time)."""
-    ax.set_title(text, fontsize=size, y=1.0)
-
-
-def scatter(ax: Axes, points: Sequence[tuple[float, float]], **style: Any) -> None:
-    """``ax.scatter`` of (x, y) pairs, handed over as float arrays: from Python lists matplotlib builds a masked
-    array element by element, which cost more than the drawing."""
-    import numpy as np
-
-    xy = np.array(points, dtype=float).reshape(-1, 2)
-    ax.scatter(xy[:, 0], xy[:, 1], **style)
-
-
-def by_step(ax: Axes, series: dict[str, list[tuple[float, float]]], size: float, **style: Any) -> str:
-    """Status -> (step, value) points, each status in its own colour and marker; a series longer than
-    ``MAX_POINTS`` as its envelope (``thin.envelope``, which the page's note explains). Returns what to add to the
-    title then ("" if nothing)."""
-    for status, points in series.items():
-        color, marker = STATUS_STYLE[status]
-        scatter(ax, envelope(points), s=size, c=color, marker=marker, label=status, **style)
-    if all(len(points) <= MAX_POINTS for points in series.values()):
-        return ""
-    return f"{sum(map(len, series.values()))} points: their outline and an even sample drawn"
-
-
-def status_series(traj: Trajectory, value: Callable[[Step], float]) -> dict[str, list[tuple[float, float]]]:
-    """Status -> (step, value) of its steps with a finite value, in ``STATUS_STYLE`` order; empty ones left out."""
-    series: dict[str, list[tuple[float, float]]] = {status: [] for status in STATUS_STYLE}
+def by_step(rows: Rows, traj: Trajectory, value: Callable[[Step], float], y: str) -> tuple[list[Spec], str]:
+    """One series per status of the steps with a finite ``value`` (the table's column ``y``), in
+    ``STATUS_STYLE`` order, each longer than ``MAX_POINTS`` as its envelope (``thin.envelope``, which the page's
+    note explains). Returns the series and what to add to the title then ("" if nothing)."""
+    groups: dict[str, tuple[list[Step], list[float]]] = {status: ([], []) for status in STATUS_STYLE}
     for s in traj.steps:
-        y = value(s)
-        if s.status in series and math.isfinite(y):
-            series[s.status].append((s.step, y))
-    return {status: points for status, points in series.items() if points}
+        v = value(s)
+        if s.status in groups and math.isfinite(v):
+            groups[s.status][0].append(s)
+            groups[s.status][1].append(v)
+    size = 3 if len(traj.steps) > 2000 else 5
+    series: list[Spec] = []
+    for status, (steps, values) in groups.items():
+        if steps:
+            drawn = rows.refs(steps[i] for i in envelope_index(values))
+            series.append({"label": status, "color": STATUS_STYLE[status], "size": size, "x": "step", "y": y,
+                           "rows": drawn})  # fmt: skip
+    total = sum(len(steps) for steps, _ in groups.values())
+    if all(len(steps) <= MAX_POINTS for steps, _ in groups.values()):
+        return series, ""
+    return series, f"{total} points: their outline and an even sample drawn"
 
 
-def reward_curve(traj: Trajectory, ylabel: str = "reward") -> str:
+def spec(rows: Rows | None, series: list[Spec], xlabel: str, ylabel: str, title: str = "", **layout: object) -> Spec:
+    """A chart spec (see the module docstring); ``layout`` overrides the full-width default size."""
+    out: Spec = {"title": title, "xlabel": xlabel, "ylabel": ylabel, "series": series}
+    out |= {"width": PAGE_WIDTH, "height": HEIGHT} | layout
+    if rows is not None:
+        out["rows"] = rows.name
+    return out
+
+
+def best_line(rows: Rows, traj: Trajectory) -> Spec:
+    """Best reward so far as a step line through the points where it changes; each point is the step that set
+    that best, so hovering it shows the configuration to beat."""
+    xs, ys, setters = best_changes(traj)
+    return {"label": "best so far", "color": "black", "size": 0, "line": "step", "xs": xs, "ys": list(map(finite, ys)),
+            "rows": [None if s is None else rows.refs([s])[0] for s in setters]}  # fmt: skip
+
+
+def best_changes(traj: Trajectory) -> tuple[list[float], list[float], list[Step | None]]:
+    """The best-so-far step function where it changes (``thin.changes``): step, best reward (NaN before the first
+    scored step), the step that set it."""
+    best: Step | None = None
+    ys: list[float] = []
+    setters: list[Step | None] = []
+    for s in traj.steps:
+        if s.scored and (best is None or s.reward > best.reward):
+            best = s
+        ys.append(math.nan if best is None else best.reward)
+        setters.append(best)
+    keep = change_index(ys)
+    return [traj.steps[i].step for i in keep], [ys[i] for i in keep], [setters[i] for i in keep]
+
+
+def reward_curve(rows: Rows, traj: Trajectory, ylabel: str = "reward") -> Spec:
     """Reward per step coloured by status, with the best-so-far line: how fast the search converged."""
-    fig, (ax,) = _figure()
-    thinned = by_step(ax, status_series(traj, lambda s: s.reward), 6 if len(traj.steps) > 2000 else 18, alpha=0.6)
-    if thinned:
-        title(ax, thinned)
-    xs, ys = changes([s.step for s in traj.steps], best_so_far(traj))
-    ax.step(xs, ys, where="post", color="black", label="best so far")
-    ax.set_xlabel("step")
-    ax.set_ylabel(ylabel)
-    ax.legend(loc="lower right", fontsize="small")
-    return _uri(fig)
+    series, thinned = by_step(rows, traj, lambda s: s.reward, "reward")
+    return spec(rows, [*series, best_line(rows, traj)], "step", ylabel, thinned)
 
 
-def episode_returns(returns: dict[int, tuple[float, int]]) -> str:
+def episode_returns(returns: dict[int, tuple[float, int]]) -> Spec:
     """Return per episode of a live-RL run: is the agent learning? A long run as its envelope (the title says)."""
-    fig, (ax,) = _figure()
     points = [(float(ep), ret) for ep, (ret, _) in returns.items()]
     drawn = envelope(points)
-    xy = list(zip(*drawn, strict=True)) if drawn else [[], []]
-    ax.plot(xy[0], xy[1], marker="o" if len(drawn) <= 200 else "")
+    tips = [f"episode {ep:g}: return {ret:.6g} over {returns[int(ep)][1]} steps" for ep, ret in drawn]
+    series: Spec = {"label": "return", "color": "#1f77b4", "size": 5 if len(drawn) <= 200 else 0, "line": "line",
+                    "xs": [ep for ep, _ in drawn], "ys": [finite(ret) for _, ret in drawn], "tips": tips}  # fmt: skip
+    title = ""
     if len(drawn) < len(points):
-        title(ax, f"{len(points)} episodes: each of {MAX_POINTS // 4} bins' min and max and an even sample drawn")
-    ax.set_xlabel("episode")
-    ax.set_ylabel("return (sum of rewards)")
-    return _uri(fig)
+        title = f"{len(points)} episodes: each of {MAX_POINTS // 4} bins' min and max and an even sample drawn"
+    return spec(None, [series], "episode", "return (sum of rewards)", title)
 
 
-def overlaid_best(curves: dict[str, Trajectory]) -> str:
-    """Best-so-far curves of several runs of one test on shared axes: label -> trajectory."""
-    fig, (ax,) = _figure()
-    for label, traj in curves.items():
-        ax.step(*changes([s.step for s in traj.steps], best_so_far(traj)), where="post", label=label)
-    ax.set_xlabel("step")
-    ax.set_ylabel("best reward so far")
-    ax.legend(fontsize="small")
-    return _uri(fig)
+def overlaid_best(curves: dict[str, Trajectory]) -> Spec:
+    """Best-so-far curves of several runs of one test on shared axes: label -> trajectory. Hovering a point says
+    which run, the step and the configuration that set that best."""
+    series: list[Spec] = []
+    for n, (label, traj) in enumerate(curves.items()):
+        xs, ys, setters = best_changes(traj)
+        tips = [_best_tip(label, x, y, s) for x, y, s in zip(xs, ys, setters, strict=True)]
+        series.append({"label": label, "color": PALETTE[n % len(PALETTE)], "size": 4, "line": "step", "xs": xs,
+                       "ys": list(map(finite, ys)), "tips": tips})  # fmt: skip
+    return spec(None, series, "step", "best reward so far")
+
+
+def _best_tip(label: str, step: float, best: float, setter: Step | None) -> str:
+    where = "" if setter is None else f" (set at step {setter.step})\n{json.dumps(setter.action, sort_keys=True)}"
+    return f"{label}\nstep {step}: best so far {best:.6g}{where}"
+
+
+PALETTE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22"]

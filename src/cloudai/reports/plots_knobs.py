@@ -1,143 +1,116 @@
-"""Reward against each knob's value: box + strip for a categorical knob, a scatter for a range (log for ``log = true``).
-
-Each knob is a band of x, up to ``PER_ROW`` bands side by side on one axes with one reward axis per row,
-rather than an axes per knob: an axes (its y axis, spines, title) cost as much to draw as everything in its
-panel. Each band maps its knob's values onto its own stretch of x, with its own tick labels, and is named
-above. Same conventions as ``plots`` (matplotlib's object API on Agg, PNG data URI).
+"""Reward against each knob's value, one small chart per knob, three to a row: box + strip for a categorical
+knob, a scatter for a range (log x for ``log = true``). Same conventions as ``plots`` (specs for
+``static/report.js``; a point is a row of the agent run's table, so hovering it shows its whole configuration).
 """
 
 from __future__ import annotations
 
 import math
 import random
+from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from cloudai.reports.analysis import knob_kind
-from cloudai.reports.plots import _figure, _uri, scatter
+from cloudai.reports.plots import PAGE_WIDTH, Spec, spec
 from cloudai.reports.thin import MAX_POINTS, even
 
 if TYPE_CHECKING:
-    from matplotlib.axes import Axes
-
-    from cloudai.reports.trajectory import Trajectory
+    from cloudai.reports.chartdata import Rows
+    from cloudai.reports.trajectory import Step, Trajectory
 
 PER_ROW = 3
-MAX_CATEGORIES = 20  # boxes per categorical knob: the most often tried values (the figure and page say so)
+MAX_CATEGORIES = 20  # boxes per categorical knob: the most often tried values (the chart and page say so)
 MAX_LABEL = 14  # characters of a category shown under its box
-PAD = 0.08  # of a band's width, left free on each side
+JITTER = 0.3  # a strip point's offset from its box's centre, at most, in categories
+HALF = 0.25  # a box's half width, in categories
+POINTS = "rgba(31,119,180,0.45)"
+Box = tuple[float, float, float, float, float, float, float]  # x, half width, q1, q3, median, low and high whisker
 
 
-@dataclass
-class Row:
-    """What one row's bands draw, gathered so that each kind of mark is one artist for the whole row."""
-
-    points: list[tuple[float, float]] = field(default_factory=list)
-    frame: list[list[tuple[float, float]]] = field(default_factory=list)  # boxes, whiskers, caps
-    medians: list[list[tuple[float, float]]] = field(default_factory=list)
-    ticks: list[float] = field(default_factory=list)
-    labels: list[str] = field(default_factory=list)
-    rotated: list[bool] = field(default_factory=list)
-
-
-def knob_effects(traj: Trajectory, log_knobs: Sequence[str] = (), ylabel: str = "reward") -> tuple[str, list[str]]:
-    """The figure, and one sentence per knob drawn in part (for the page's notes)."""
-    knobs = traj.knobs
-    ncols = min(PER_ROW, len(knobs))
-    rows = [knobs[i : i + ncols] for i in range(0, len(knobs), ncols)]
-    fig, axes = _figure(4.0 * ncols, 3.2 * len(rows), len(rows), 1, bottom=0.9)
+def knob_effects(
+    rows: Rows, traj: Trajectory, log_knobs: Sequence[str] = (), ylabel: str = "reward"
+) -> tuple[list[Spec], list[str]]:
+    """One chart per knob, and one sentence per knob drawn in part (for the page's notes)."""
     scored = traj.scored()
+    charts: list[Spec] = []
     notes: list[str] = []
-    for ax, names in zip(axes, rows, strict=True):
-        row = Row()
-        for band, knob in enumerate(names):
-            pairs = [(s.action.get(knob), s.reward) for s in scored if s.action.get(knob) is not None]
-            name = knob
-            if knob_kind([v for v, _ in pairs]) == "categorical":
-                shown, of = _categorical(row, band, [(str(v), r) for v, r in pairs])
-                if shown < of:
-                    notes.append(f"{knob}: the {shown} most often tried of its {of} values are drawn.")
-            else:
-                numeric = [(float(v), r) for v, r in pairs if isinstance(v, int | float) and math.isfinite(v)]
-                log = knob in log_knobs and all(v > 0 for v, _ in numeric)
-                _numeric(row, band, numeric, log)
-                name += " (log scale)" if log else ""
-            if len(pairs) > MAX_POINTS:
-                notes.append(f"{knob}: an even sample of its {len(pairs)} points is drawn.")
-                name += f" (an even sample of {len(pairs)} points)"
-            ax.text(band + 0.5, 1.02, name, transform=ax.get_xaxis_transform(), ha="center", va="bottom",
-                    fontsize="small" if len(pairs) > MAX_POINTS else "medium")  # fmt: skip
-            if band:
-                ax.axvline(band, color="lightgray", linewidth=0.8)
-        _draw(ax, row, len(names))
-        if len(names) < ncols:  # a last, shorter row keeps the bands as wide as the rows above
-            box = ax.get_position()
-            ax.set_position((box.x0, box.y0, box.width * len(names) / ncols, box.height))
-        ax.set_ylabel(ylabel, fontsize="small")
-    return _uri(fig), notes
+    for j, knob in enumerate(traj.knobs):
+        steps, values = _set(scored, knob)
+        name = knob
+        if knob_kind(values) == "categorical":
+            chart, shown, of = categorical(rows, list(zip(steps, map(str, values), strict=True)))
+            if shown < of:
+                notes.append(f"{knob}: the {shown} most often tried of its {of} values are drawn.")
+        else:  # numbers only (knob_kind): the finite ones are drawn
+            finite = [i for i, v in enumerate(values) if math.isfinite(v)]
+            log = knob in log_knobs and all(values[i] > 0 for i in finite)
+            chart = numeric(rows, [steps[i] for i in finite], f"knob:{j}", log)
+            name += " (log scale)" if log else ""
+        if len(steps) > MAX_POINTS:
+            notes.append(f"{knob}: an even sample of its {len(steps)} points is drawn.")
+            name += f" (an even sample of {len(steps)} points)"
+        charts.append(chart | {"title": name, "xlabel": knob, "ylabel": ylabel})
+    return charts, notes
 
 
-def _draw(ax: Axes, row: Row, bands: int) -> None:
-    from matplotlib.collections import LineCollection
-
-    scatter(ax, row.points, s=7, alpha=0.45, color="tab:blue")
-    ax.add_collection(LineCollection(row.frame, colors="black", linewidths=1.0))
-    ax.add_collection(LineCollection(row.medians, colors="tab:orange", linewidths=1.5))
-    ax.set_xticks(row.ticks, row.labels, fontsize="small")
-    for label, rotated in zip(ax.get_xticklabels(), row.rotated, strict=True):
-        label.set_rotation(30 if rotated else 0)
-    ax.set_xlim(0, bands)
-    ax.autoscale_view(scalex=False)
+def _set(steps: list[Step], knob: str) -> tuple[list[Step], list]:
+    """The steps that set ``knob``, and its value in each (one pass, no pair per step: 10^5 steps a knob)."""
+    values = [s.action.get(knob) for s in steps]
+    if None not in values:
+        return steps, values
+    kept = [i for i, v in enumerate(values) if v is not None]
+    return [steps[i] for i in kept], [values[i] for i in kept]
 
 
-def _numeric(row: Row, band: int, pairs: list[tuple[float, float]], log: bool) -> None:
-    """A range knob: its values scaled onto the band (by their log when ``log``), ticks at round values."""
-    from matplotlib.ticker import LogLocator, MaxNLocator
-
-    if not pairs:
-        return
-    f = math.log10 if log else float
-    lo, hi = min(v for v, _ in pairs), max(v for v, _ in pairs)
-    span = f(hi) - f(lo)
-
-    def x(v: float) -> float:
-        return band + 0.5 if span == 0 else band + PAD + (f(v) - f(lo)) / span * (1 - 2 * PAD)
-
-    row.points += [(x(v), r) for v, r in even(pairs)]
-    locator = LogLocator(numticks=5) if log else MaxNLocator(nbins=4)
-    ticks = [float(t) for t in locator.tick_values(lo, hi) if lo <= t <= hi]
-    for t in ticks if len(ticks) >= 2 else sorted({lo, hi, *ticks}):  # a range within a decade: its ends too
-        row.ticks.append(x(t))
-        row.labels.append(f"{t:g}")
-        row.rotated.append(False)
+def _small(rows: Rows, series: list[Spec], **layout: object) -> Spec:
+    return spec(rows, series, "", "", width=PAGE_WIDTH // PER_ROW - 14, height=280) | layout
 
 
-def _categorical(row: Row, band: int, pairs: list[tuple[str, float]]) -> tuple[int, int]:
+def numeric(rows: Rows, steps: list[Step], column: str, log: bool) -> Spec:
+    """A range knob: reward against its value (the table's ``column``), an even sample of a long run."""
+    series = {"label": "trials", "color": POINTS, "size": 4, "x": column, "y": "reward", "rows": rows.refs(even(steps))}
+    return _small(rows, [series], xlog=log)
+
+
+def categorical(rows: Rows, pairs: list[tuple[Step, str]]) -> tuple[Spec, int, int]:
     """Box (quartiles, whiskers at 1.5 IQR, median) + jittered points for the ``MAX_CATEGORIES`` most frequent
-    values, spread evenly over the band; returns (values drawn, values there are)."""
-    from matplotlib.cbook import boxplot_stats
-
-    groups: dict[str, list[float]] = {}
-    for label, reward in pairs:
-        groups.setdefault(label, []).append(reward)
+    values, at x = 0, 1, ...; returns the chart, the values drawn and the values there are."""
+    groups: dict[str, list[Step]] = {}
+    for s, label in pairs:
+        groups.setdefault(label, []).append(s)
     order = sorted(groups, key=lambda g: -len(groups[g]))[:MAX_CATEGORIES]
-    if not order:
-        return 0, 0
-    step = (1 - 2 * PAD) / len(order)
     jitter = random.Random(0)
-    for i, box in enumerate(boxplot_stats([groups[g] for g in order])):
-        c, half, q1, q3 = band + PAD + (i + 0.5) * step, 0.25 * step, box["q1"], box["q3"]
-        row.frame += [[(c - half, q1), (c + half, q1), (c + half, q3), (c - half, q3), (c - half, q1)],
-                      [(c, q1), (c, box["whislo"])], [(c, q3), (c, box["whishi"])]]  # fmt: skip
-        row.frame += [[(c - half / 2, w), (c + half / 2, w)] for w in (box["whislo"], box["whishi"])]
-        row.medians.append([(c - half, box["med"]), (c + half, box["med"])])
-        # the box uses every point; the strip beside it an even sample
-        row.points += [
-            (c + jitter.uniform(-0.3, 0.3) * step, y) for y in even(groups[order[i]], MAX_POINTS // len(order))
-        ]
-        label = order[i]
-        row.ticks.append(c)
-        row.labels.append(label if len(label) <= MAX_LABEL else label[: MAX_LABEL - 1] + "…")
-        row.rotated.append(len(order) > 4)
-    return len(order), len(groups)
+    drawn: list[Step] = []
+    xs: list[float] = []
+    boxes: list[Box] = []
+    ticks: list[tuple[float, str, bool]] = []
+    for i, label in enumerate(order):
+        rewards = [s.reward for s in groups[label] if math.isfinite(s.reward)]  # an infinite one has no place
+        if rewards:
+            boxes.append((i, HALF, *box_stats(rewards)))
+        strip = even(groups[label], MAX_POINTS // len(order))  # the box uses every point; the strip an even sample
+        drawn += strip
+        xs += [i + jitter.uniform(-JITTER, JITTER) for _ in strip]
+        ticks.append((i, label if len(label) <= MAX_LABEL else label[: MAX_LABEL - 1] + "…", len(order) > 4))
+    series = {"label": "trials", "color": POINTS, "size": 4, "xs": xs, "y": "reward", "rows": rows.refs(drawn)}
+    chart = _small(rows, [series], xrange=[-0.5, max(len(order), 1) - 0.5], ticks=ticks, boxes=boxes)
+    return chart, len(order), len(groups)
+
+
+def box_stats(values: list[float]) -> tuple[float, float, float, float, float]:
+    """q1, q3, median (linear interpolation between ranks, as numpy's percentile), and the whiskers: the most
+    extreme values within 1.5 IQR of the quartiles (Tukey's; matplotlib's boxplot default)."""
+    ordered = sorted(values)
+    q1, med, q3 = (_quantile(ordered, q) for q in (0.25, 0.5, 0.75))
+    reach = 1.5 * (q3 - q1)
+    low = ordered[bisect_left(ordered, q1 - reach)]  # the quartiles lie within the values: both exist
+    high = ordered[bisect_right(ordered, q3 + reach) - 1]
+    return q1, q3, med, min(low, q1), max(high, q3)
+
+
+def _quantile(ordered: list[float], q: float) -> float:
+    pos = q * (len(ordered) - 1)
+    lo = math.floor(pos)
+    hi = min(lo + 1, len(ordered) - 1)
+    return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)

@@ -19,6 +19,7 @@ from cloudai.reports import analysis, confirm, plots, plots_knobs, regimes, thin
 from cloudai.reports import html as h
 from cloudai.reports import measure_sections as ms
 from cloudai.reports.baseline import versus_first
+from cloudai.reports.chartdata import Rows
 from cloudai.reports.load import BEST_FILE, AgentRun, Entry, RunData
 from cloudai.reports.regime_top import value_in
 from cloudai.reports.trajectory import Trajectory
@@ -92,22 +93,26 @@ def agent_section(run: RunData, ar: AgentRun) -> str:
     if ar.finished:
         href = "/".join(quote(p) for p in (ar.test_id, str(ar.iteration), BEST_FILE))
         parts.append(f"<p>The recommended configuration as a test TOML, ready to run: {h.link(href, href)}</p>")
-    reward_img = h.img(plots.reward_curve(traj, entry.reward_label), entry.reward_label)
-    parts.append(h.section(f"{base}--reward", f"Reward per step ({entry.reward_label})", [reward_img], 3))
+    drawn = Rows(base, traj.knobs, [entry.label(m) for m in entry.agent_metrics], entry.reward_label)
+    reward_chart = h.chart(f"{base}--reward-chart", plots.reward_curve(drawn, traj, entry.reward_label),
+                           f"{entry.reward_label} per step")  # fmt: skip
+    parts.append(h.section(f"{base}--reward", f"Reward per step ({entry.reward_label})", [reward_chart], 3))
     if not entry.live_rl or entry.agent_metrics != ("default",):
-        parts.append(ms.observations_section(traj, entry, base))
-    pareto = ms.pareto_section(traj, entry, base)
+        parts.append(ms.observations_section(drawn, traj, entry, base))
+    pareto = ms.pareto_section(drawn, traj, entry, base)
     if pareto is not None:
         parts.append(pareto)
     if traj.knobs and traj.scored():
-        knobs_img, drawn = plots_knobs.knob_effects(traj, entry.log_knobs, entry.reward_label)
+        specs, partly = plots_knobs.knob_effects(drawn, traj, entry.log_knobs, entry.reward_label)
         logs = [k for k in traj.knobs if k in entry.log_knobs]
-        knob_parts = [h.img(knobs_img, "knobs"), *(h.note(n) for n in drawn)]
+        knob_charts = h.charts(h.chart(f"{base}--knobs-{j}", c, f"reward against {k}")
+                               for j, (c, k) in enumerate(zip(specs, traj.knobs, strict=True)))  # fmt: skip
+        knob_parts = [knob_charts, *(h.note(n) for n in partly)]
         knob_parts += [h.note(f"Log axes: {', '.join(logs)} (ranges with log = true).")] if logs else []
         parts.append(h.section(f"{base}--knobs", "Knob effects", knob_parts, 3))
     parts.append(_importance(traj, base))
     parts.append(ms.top_section(traj, entry, base, ar.confirmed))
-    parts.append(ms.time_section(traj, base))
+    parts.append(ms.time_section(drawn, traj, base))
     parts.append(ms.trials_section(ar, base))
     if traj.env_params:
         parts.append(_regimes(traj, entry, base, ar.confirmed))
@@ -115,8 +120,8 @@ def agent_section(run: RunData, ar: AgentRun) -> str:
         confirming = {step for e in ar.confirmed for step in e.steps}
         returns = analysis.episode_returns(traj, confirming)
         table = h.table(["episode", "return", "steps"], [(ep, ret, n) for ep, (ret, n) in returns.items()])
-        img = h.img(plots.episode_returns(returns), "episode returns")
-        shown = [h.note(analysis.returns_summary(returns)), img, table]
+        chart = h.chart(f"{base}--episodes-chart", plots.episode_returns(returns), "episode returns")
+        shown = [h.note(analysis.returns_summary(returns)), chart, table]
         if confirming:
             shown.append(
                 h.note(
@@ -125,6 +130,7 @@ def agent_section(run: RunData, ar: AgentRun) -> str:
                 )
             )
         parts.append(h.section(f"{base}--episodes", "Episode returns", shown, 3))
+    parts.append(drawn.script())  # after every chart: the rows they asked for
     return h.section(base, title, parts, data="agent")
 
 

@@ -1,7 +1,8 @@
-"""Which points a figure draws: all of them when there are few, a bounded subset that keeps the shape otherwise.
+"""Which points a chart draws: all of them when there are few, a bounded subset that keeps the shape otherwise.
 
-Drawing (and PNG-encoding) markers is what grows with a run's length, so every series a figure draws goes
-through here and the figure's cost stays bounded at any N. The subsets, and what the page says about them:
+The points a chart draws are embedded in the page (``chartdata``), and drawing them is what grows with a run's
+length, so every series a chart draws goes through here and the page's size and cost stay bounded at any N.
+The subsets, and what the page says about them:
 
 - ``envelope``: for a series against step, the lowest and the highest point of each of ``limit // 4``
   consecutive bins (the outline of the cloud, outliers included) and an even sample of its inside;
@@ -19,7 +20,7 @@ from typing import TypeVar
 
 T = TypeVar("T")
 # At most this many markers per series: an even sample or an envelope of a longer one is drawn, and the
-# figure (its title) and the page (a note) say so.
+# chart (its title) and the page (a note) say so.
 MAX_POINTS = 1500
 
 
@@ -32,21 +33,31 @@ def envelope(points: list[tuple[float, float]], limit: int = MAX_POINTS) -> list
     """At most ``limit`` of ``points`` (in x order), in x order: of each of ``limit // 4`` consecutive bins of
     (nearly) equal size its lowest and highest point (by y), and an even sample (every k-th point) for the inside
     of the cloud, which the extremes alone would leave empty. All points when there are at most ``limit``."""
-    if len(points) <= limit:
-        return points
+    return [points[i] for i in envelope_index([y for _, y in points], limit)]
+
+
+def envelope_index(ys: Sequence[float], limit: int = MAX_POINTS) -> list[int]:
+    """``envelope`` of the points ``(i, ys[i])``, as the indices it keeps (ascending)."""
+    if len(ys) <= limit:
+        return list(range(len(ys)))
     bins = max(1, limit // 4)
-    keep = set(range(0, len(points), -(-len(points) // max(1, limit - 2 * bins))))
+    keep = set(range(0, len(ys), -(-len(ys) // max(1, limit - 2 * bins))))
     for b in range(bins):
-        rows = range(len(points) * b // bins, len(points) * (b + 1) // bins)
-        keep.add(min(rows, key=lambda i: points[i][1]))
-        keep.add(max(rows, key=lambda i: points[i][1]))
-    return [points[i] for i in sorted(keep)]
+        rows = range(len(ys) * b // bins, len(ys) * (b + 1) // bins)
+        keep.add(min(rows, key=ys.__getitem__))
+        keep.add(max(rows, key=ys.__getitem__))
+    return sorted(keep)
 
 
 def changes(xs: Sequence[float], ys: Sequence[float]) -> tuple[list[float], list[float]]:
     """A step function (``where="post"``) with only the points where ``y`` changes, plus the last: the same line."""
-    keep = [i for i in range(len(ys)) if i == 0 or i == len(ys) - 1 or not _same(ys[i], ys[i - 1])]
+    keep = change_index(ys)
     return [xs[i] for i in keep], [ys[i] for i in keep]
+
+
+def change_index(ys: Sequence[float]) -> list[int]:
+    """The indices ``changes`` keeps: the first, each where ``y`` differs from the one before, the last."""
+    return [i for i in range(len(ys)) if i == 0 or i == len(ys) - 1 or not _same(ys[i], ys[i - 1])]
 
 
 def _same(a: float, b: float) -> bool:
@@ -54,7 +65,7 @@ def _same(a: float, b: float) -> bool:
 
 
 def envelope_note(series: int, limit: int = MAX_POINTS) -> str:
-    """What a figure against step says when some series has more than ``limit`` points (else "")."""
+    """What a chart against step says when some series has more than ``limit`` points (else "")."""
     if series <= limit:
         return ""
     return (

@@ -37,7 +37,7 @@ class Step:
     key: str  # the action as canonical JSON: equal configurations, equal keys
     env: dict[str, Value] = field(default_factory=dict)
     reason: str = ""  # why a failed/timeout/constraint step did not score
-    # The reward is a real measurement of the action. Set once: every figure and table filters on it.
+    # The reward is a real measurement of the action. Set once: every chart and table filters on it.
     scored: bool = field(init=False, compare=False, repr=False)
 
     def __post_init__(self) -> None:

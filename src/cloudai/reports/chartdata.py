@@ -1,0 +1,92 @@
+"""``Rows``: the steps an agent run's charts draw, embedded in the page once as JSON.
+
+Every chart of an agent run refers to its points by row number into one table (``<script type=
+"application/json" class="rows">``): step, status, reward, duration, each observed metric and each knob's
+value. A point drawn by several charts (reward, observations, duration, knob effects) is one row, and hovering
+any of them shows that row: the step's configuration and metrics (``static/report.js``). Only the rows some
+chart draws are kept (``thin`` bounds each chart), so the table stays a few thousand rows at any run length.
+
+Columns (``cols``), each a list with one value per row (``null`` where nothing was measured):
+``step``, ``status`` (an index into ``statuses``), ``reward``, ``elapsed``, ``obs:<i>`` (the i-th of
+``metrics``, as the run names it with its unit), ``knob:<j>`` (the j-th of ``knobs``; a value that is not a
+number, a string, a bool or null as its JSON text).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Sequence
+from html import escape
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from cloudai.reports.trajectory import Step
+
+
+class Rows:
+    """The drawn steps of one agent run, in the order charts first asked for them."""
+
+    def __init__(self, name: str, knobs: Sequence[str], metrics: Sequence[str], reward: str) -> None:
+        """``name``: how charts find the table (unique in the page); ``metrics``, ``reward``: their labels."""
+        self.name, self.knobs, self.metrics, self.reward = name, list(knobs), list(metrics), reward
+        self._index: dict[int, int] = {}  # step number -> row
+        self._steps: list[Step] = []
+
+    def __len__(self) -> int:
+        return len(self._steps)
+
+    def refs(self, steps: Iterable[Step]) -> list[int]:
+        """The row of each step, adding those not drawn yet."""
+        out = []
+        for s in steps:
+            row = self._index.get(s.step)
+            if row is None:
+                row = self._index[s.step] = len(self._steps)
+                self._steps.append(s)
+            out.append(row)
+        return out
+
+    def table(self) -> dict[str, object]:
+        """The rows as columns (see the module docstring), ready for ``json.dumps``."""
+        steps = self._steps
+        statuses = list(dict.fromkeys(s.status for s in steps))
+        code = {status: i for i, status in enumerate(statuses)}
+        cols: dict[str, list[object]] = {
+            "step": [s.step for s in steps],
+            "status": [code[s.status] for s in steps],
+            "reward": [finite(s.reward) for s in steps],
+            "elapsed": [finite(s.elapsed_s) for s in steps],
+        }
+        for i in range(len(self.metrics)):
+            cols[f"obs:{i}"] = [finite(s.observation[i]) if i < len(s.observation) else None for s in steps]
+        for j, knob in enumerate(self.knobs):
+            cols[f"knob:{j}"] = [scalar(s.action.get(knob)) for s in steps]
+        return {"statuses": statuses, "knobs": self.knobs, "metrics": self.metrics, "reward": self.reward, "cols": cols}
+
+    def script(self) -> str:
+        """The table as an inline JSON script the page's charts find by ``name`` (their ``rows``)."""
+        name = escape(self.name)
+        return f'<script type="application/json" class="rows" data-rows="{name}">{to_json(self.table())}</script>'
+
+
+def finite(value: object) -> float | None:
+    """A number JSON can carry: NaN, infinities and non-numbers as ``None``."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        return None
+    return value
+
+
+def scalar(value: object) -> object:
+    """A knob value as JSON shows it: scalars as they are (a non-finite float as its text), others as JSON text."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    return json.dumps(value, sort_keys=True)
+
+
+def to_json(value: object) -> str:
+    """Compact JSON that is safe inside ``<script>``: every ``<`` (only ever inside a string) as ``\\u003c``, so no
+    ``</script>`` or ``<!--`` in a knob's value can end or bend the script; a JSON parser reads the same string."""
+    return json.dumps(value, separators=(",", ":"), allow_nan=False).replace("<", "\\u003c")
