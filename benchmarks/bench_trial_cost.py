@@ -1,6 +1,7 @@
 """Marginal cost of one DSE trial (issue 18): cloudai next to a bare loop doing the same spawn and files.
 
-    uv run python benchmarks/bench_trial_cost.py [--sizes 100,1000,10000] [--big] [--dir DIR] [--profile N]
+    uv run python benchmarks/bench_trial_cost.py [--sizes 100,1000,10000] [--against REV] [--big] [--dir DIR]
+        [--profile N]
 
 Each trial is ``sleep 0`` (the cheapest there is: any overhead shows). For each N:
 
@@ -16,6 +17,9 @@ Each trial is ``sleep 0`` (the cheapest there is: any overhead shows). For each 
   most once a second). It runs before and after ours; the mean is the baseline.
 
 Aim: ours / bare <= 1.25 at every N, flat in N: the median of ``--repeat`` rounds (3), each printed.
+CPU is what the run costs the machine, jobs included (``RUSAGE_CHILDREN``), less a 1-trial run's (start-up).
+``--against REV`` (default ``main``) also runs REV's ``src/`` (``git archive``) in every round, between the
+same two bare runs: the floor, REV's figure and this tree's side by side (``--against ''`` skips it).
 ``--big`` adds N = 100 000 and prints the run's wall time, peak RSS (aim < 3 min, < 200 MB) and checks
 trajectory.csv and the report.
 ``--dir DIR`` puts both runs' files there (default: the system's temp dir). On a disk every file creation
@@ -27,6 +31,7 @@ costs 0.1-1 ms and varies with the file system's journal, which hides our overhe
 from __future__ import annotations
 
 import argparse
+import contextlib
 import cProfile
 import json
 import os
@@ -37,6 +42,8 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 TEST = 'name = "t"\ntest_template_name = "SleepZero"\n[cmd_args]\nseconds = 0\n[extra_env_vars]\nK = {values}\n'
@@ -67,11 +74,23 @@ def _write_inputs(root: Path, n: int) -> list[str]:
             "--output-dir", str(root / "out")]  # fmt: skip
 
 
-def ours(root: Path, n: int) -> dict[str, float]:
+@contextmanager
+def source_tree(rev: str) -> Iterator[Path]:
+    """``src/`` of git revision ``rev`` of this repository, unpacked in a temporary dir (for PYTHONPATH)."""
+    repo = Path(__file__).resolve().parent.parent
+    with tempfile.TemporaryDirectory() as tmp:
+        archive = subprocess.run(["git", "-C", str(repo), "archive", rev, "src"], capture_output=True, check=True)
+        subprocess.run(["tar", "-x", "-C", tmp], input=archive.stdout, check=True)
+        yield Path(tmp) / "src"
+
+
+def ours(root: Path, n: int, src: Path | None = None) -> dict[str, float]:
+    """One ``cloudai run`` of N trials; ``src``: another tree's ``src/`` (e.g. main's) instead of this one."""
     args = _write_inputs(root, n)
+    env = {**os.environ, "PYTHONPATH": str(src)} if src else None
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.time()
-    done = subprocess.run([sys.executable, "-c", RUNNER, *args], capture_output=True, text=True)
+    done = subprocess.run([sys.executable, "-c", RUNNER, *args], capture_output=True, text=True, env=env)
     end = time.time()
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if done.returncode != 0:
@@ -141,33 +160,42 @@ def _cpu() -> float:
     return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
 
 
-def measure(n: int, fixed_cpu: float, repeat: int, where: str | None) -> None:
-    """``fixed_cpu``: CPU seconds of a 1-trial run (start-up, validation, summary), taken out of ours.
+def measure(n: int, fixed_cpu: dict[str, float], repeat: int, where: str | None, srcs: dict[str, Path | None]) -> None:
+    """``fixed_cpu``: CPU seconds of a 1-trial run (start-up, validation, summary) of each tree, taken out of its CPU.
 
-    ``repeat`` rounds of bare / ours / bare; each round's ratio is printed and the median is the figure (one
-    round of 100 trials is a 0.2 s sweep: a single one moves by +-0.2x on a shared VM)."""
-    ratios, sweep_ratios, cpu_ratios = [], [], []
+    ``repeat`` rounds of bare / ours (each tree in ``srcs``) / bare; each round's ratios are printed and the median
+    is the figure (one round of 100 trials is a 0.2 s sweep: a single one moves by +-0.2x on a shared VM)."""
+    ratios: dict[str, list[float]] = {name: [] for name in srcs}
+    sweep_ratios: dict[str, list[float]] = {name: [] for name in srcs}
+    cpu_ratios: dict[str, list[float]] = {name: [] for name in srcs}
+    floors: list[float] = []
     for round_ in range(1, repeat + 1):
         with tempfile.TemporaryDirectory(dir=where) as tmp:
             root = Path(tmp)
             wall_a, cpu_a, after_a = bare(root / "bare_a", n)
-            got = ours(root / "ours", n)
+            runs = {name: ours(root / f"ours-{name}", n, src) for name, src in srcs.items()}
             wall_b, cpu_b, after_b = bare(root / "bare_b", n)
-        marginal_ms = got["after_first"] / (n - 1) * 1000
         bare_marginal_ms = (after_a + after_b) / 2 / (n - 1) * 1000
-        sweep_ms, bare_ms = got["sweep"] / n * 1000, (wall_a + wall_b) / 2 / n * 1000
-        ours_cpu_ms, bare_cpu_ms = max(0.0, got["cpu"] - fixed_cpu) / n * 1000, (cpu_a + cpu_b) / 2 / n * 1000
-        ratios.append(marginal_ms / bare_marginal_ms)
-        sweep_ratios.append(sweep_ms / bare_ms)
-        cpu_ratios.append(ours_cpu_ms / bare_cpu_ms)
-        print(f"N={n:>6} round {round_}: per trial ours {marginal_ms:.2f} ms, bare {bare_marginal_ms:.2f} ms "
-              f"(runs {after_a / (n - 1) * 1000:.2f}/{after_b / (n - 1) * 1000:.2f}) -> {ratios[-1]:.2f}x; "
-              f"sweep / N {sweep_ms:.2f} vs {bare_ms:.2f} ms -> {sweep_ratios[-1]:.2f}x; CPU (jobs included) "
-              f"{ours_cpu_ms:.2f} vs {bare_cpu_ms:.2f} ms -> {cpu_ratios[-1]:.2f}x; whole run {got['wall']:.2f} s, "
-              f"last job end -> exit {got['tail']:.3f} s, peak RSS {got['rss_mb']:.0f} MB, "
-              f"{got['files']:.0f} files ({got['empty']:.0f} empty)")  # fmt: skip
-    print(f"N={n:>6}: median of {repeat}: marginal ours / bare {statistics.median(ratios):.2f}x (aim <= 1.25); "
-          f"sweep / N {statistics.median(sweep_ratios):.2f}x; CPU {statistics.median(cpu_ratios):.2f}x")  # fmt: skip
+        bare_ms, bare_cpu_ms = (wall_a + wall_b) / 2 / n * 1000, (cpu_a + cpu_b) / 2 / n * 1000
+        floors.append(bare_cpu_ms)
+        print(f"N={n:>6} round {round_}: bare (the floor) {bare_marginal_ms:.2f} ms per trial (runs "
+              f"{after_a / (n - 1) * 1000:.2f}/{after_b / (n - 1) * 1000:.2f}), CPU {bare_cpu_ms:.2f} ms")  # fmt: skip
+        for name, got in runs.items():
+            marginal_ms = got["after_first"] / (n - 1) * 1000
+            sweep_ms = got["sweep"] / n * 1000
+            ours_cpu_ms = max(0.0, got["cpu"] - fixed_cpu[name]) / n * 1000
+            ratios[name].append(marginal_ms / bare_marginal_ms)
+            sweep_ratios[name].append(sweep_ms / bare_ms)
+            cpu_ratios[name].append(ours_cpu_ms / bare_cpu_ms)
+            print(f"    {name:>6}: per trial {marginal_ms:.2f} ms -> {ratios[name][-1]:.2f}x; sweep / N {sweep_ms:.2f} "
+                  f"vs {bare_ms:.2f} ms -> {sweep_ratios[name][-1]:.2f}x; CPU (jobs included) {ours_cpu_ms:.2f} ms -> "
+                  f"{cpu_ratios[name][-1]:.2f}x; whole run {got['wall']:.2f} s, last job end -> exit "
+                  f"{got['tail']:.3f} s, peak RSS {got['rss_mb']:.0f} MB, {got['files']:.0f} files "
+                  f"({got['empty']:.0f} empty)")  # fmt: skip
+    print(f"N={n:>6}: median of {repeat}: floor CPU {statistics.median(floors):.2f} ms per trial")
+    for name in srcs:
+        cpu, marginal, sweep = (statistics.median(x[name]) for x in (cpu_ratios, ratios, sweep_ratios))
+        print(f"    {name:>6}: CPU {cpu:.2f}x the floor (aim <= 1.25); marginal {marginal:.2f}x; sweep/N {sweep:.2f}x")
 
 
 def big(n: int, where: str | None) -> None:
@@ -193,22 +221,22 @@ def _wait_report(run_dir: Path) -> str:
     return f"{'complete' if ok else 'MISSING'} ({size} bytes, waited {seconds:.2f} s after the exit)"
 
 
-def profile(n: int) -> None:
+def profile(n: int, where: str | None) -> None:
     from click.testing import CliRunner
 
     from cloudai.cli import cli
 
     exec(SETUP, {})  # the same SleepZero workload, in this process
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory(dir=where) as tmp:
         args = _write_inputs(Path(tmp), n)
-        prof = cProfile.Profile()
+        prof = cProfile.Profile(time.process_time)
         prof.enable()
         CliRunner().invoke(cli, args)
         prof.disable()
         from cloudai.reports.background import wait_for_report
 
         wait_for_report(next((Path(tmp) / "out").iterdir()))
-    pstats.Stats(prof).sort_stats("tottime").print_stats(25)
+    pstats.Stats(prof).sort_stats(os.environ.get("SORT", "tottime")).print_stats(int(os.environ.get("TOP", "25")))
 
 
 def main() -> None:
@@ -218,15 +246,23 @@ def main() -> None:
     parser.add_argument("--profile", type=int, default=0, help="cProfile an in-process run of this many trials")
     parser.add_argument("--dir", default=None, help="where the runs write (default: the system's temp dir)")
     parser.add_argument("--repeat", type=int, default=3, help="rounds per N (the median ratio is the figure)")
+    parser.add_argument("--against", default="main", help="git revision measured beside this tree ('' for none)")
     opts = parser.parse_args()
     if opts.profile:
-        profile(opts.profile)
+        profile(opts.profile, opts.dir)
         return
-    with tempfile.TemporaryDirectory(dir=opts.dir) as tmp:
-        fixed_cpu = ours(Path(tmp), 1)["cpu"]
-    print(f"a 1-trial run: {fixed_cpu:.2f} s CPU (start-up, validation, summary): taken out of ours' CPU below")
-    for n in (int(s) for s in opts.sizes.split(",")):
-        measure(n, fixed_cpu, opts.repeat, opts.dir)
+    with contextlib.ExitStack() as stack:
+        srcs: dict[str, Path | None] = {"this": None}
+        if opts.against:
+            srcs = {opts.against[:6]: stack.enter_context(source_tree(opts.against)), **srcs}
+        fixed_cpu: dict[str, float] = {}
+        for name, src in srcs.items():
+            with tempfile.TemporaryDirectory(dir=opts.dir) as tmp:
+                fixed_cpu[name] = ours(Path(tmp), 1, src)["cpu"]
+            print(f"{name}: a 1-trial run: {fixed_cpu[name]:.2f} s CPU (start-up, validation, summary): taken out "
+                  "of its CPU below")  # fmt: skip
+        for n in (int(s) for s in opts.sizes.split(",")):
+            measure(n, fixed_cpu, opts.repeat, opts.dir, srcs)
     if opts.big:
         big(100_000, opts.dir)
 
