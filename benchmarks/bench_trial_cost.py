@@ -17,7 +17,8 @@ Each trial is ``sleep 0`` (the cheapest there is: any overhead shows). For each 
   most once a second). It runs before and after ours; the mean is the baseline.
 
 Aim: ours / bare <= 1.25 at every N, flat in N: the median of ``--repeat`` rounds (3), each printed.
-CPU is what the run costs the machine, jobs included (``RUSAGE_CHILDREN``), less a 1-trial run's (start-up).
+CPU is what the run costs the machine, jobs included (``RUSAGE_CHILDREN``), also marginal: the workload notes
+the run's CPU as each trial ends (``BENCH_CPU_FILE``), the bare loop its own.
 ``--against REV`` (default ``main``) also runs REV's ``src/`` (``git archive``) in every round, between the
 same two bare runs: the floor, REV's figure and this tree's side by side (``--against ''`` skips it).
 ``--big`` adds N = 100 000 and prints the run's wall time, peak RSS (aim < 3 min, < 200 MB) and checks
@@ -50,14 +51,23 @@ TEST = 'name = "t"\ntest_template_name = "SleepZero"\n[cmd_args]\nseconds = 0\n[
 # The real CLI with one extra workload: ``sleep 0`` whose metric is a constant (no file to read), so a trial
 # costs exactly its process (an agent-driven test needs a metric; ``Sleep`` declares none).
 SETUP = """
+import os, resource
 from cloudai.workloads import WORKLOADS
 from cloudai.workloads.sleep import Sleep
+
+def _cpu():
+    me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
 
 class SleepZero(Sleep):
     name = "SleepZero"
     metrics = ("default",)
 
     def read_metrics(self, job_dir):
+        # the run's CPU (its finished jobs included) as each trial ends: first and last -> the marginal CPU
+        if "BENCH_CPU_FILE" in os.environ:
+            with open(os.environ["BENCH_CPU_FILE"], "a") as out:
+                out.write(f"{job_dir.name} {_cpu()}\\n")
         return {"default": 0.0}
 
 WORKLOADS.register("SleepZero", SleepZero)
@@ -87,7 +97,8 @@ def source_tree(rev: str) -> Iterator[Path]:
 def ours(root: Path, n: int, src: Path | None = None) -> dict[str, float]:
     """One ``cloudai run`` of N trials; ``src``: another tree's ``src/`` (e.g. main's) instead of this one."""
     args = _write_inputs(root, n)
-    env = {**os.environ, "PYTHONPATH": str(src)} if src else None
+    cpu_file = root / "cpu.txt"  # the step and the run's CPU at each trial's end (SleepZero writes it)
+    env = {**os.environ, "BENCH_CPU_FILE": str(cpu_file), **({"PYTHONPATH": str(src)} if src else {})}
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.time()
     done = subprocess.run([sys.executable, "-c", RUNNER, *args], capture_output=True, text=True, env=env)
@@ -102,6 +113,7 @@ def ours(root: Path, n: int, src: Path | None = None) -> dict[str, float]:
     rows = (it / "trajectory.csv").read_text().count("\n") - 1
     assert rows == n, f"{rows} trajectory rows for {n} trials"
     report = _wait_report(run_dir)  # before the next measurement: it renders after the exit
+    cpu_at = {int(step): float(cpu) for step, cpu in (line.split() for line in cpu_file.read_text().splitlines())}
     return {
         "report": report,  # type: ignore[dict-item]
         "sweep": last["ended_at"] - first["submitted_at"],
@@ -109,6 +121,7 @@ def ours(root: Path, n: int, src: Path | None = None) -> dict[str, float]:
         "wall": end - start,
         "tail": end - last["ended_at"],
         "cpu": (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime),
+        "cpu_after_first": cpu_at[n] - cpu_at[1] if n > 1 else 0.0,
         "rss_mb": after.ru_maxrss / 1024,
         "files": sum(1 for p in it.rglob("*") if p.is_file()),
         "empty": sum(1 for p in it.rglob("*") if p.is_file() and p.stat().st_size == 0),
@@ -117,13 +130,13 @@ def ours(root: Path, n: int, src: Path | None = None) -> dict[str, float]:
 
 
 def bare(root: Path, n: int) -> tuple[float, float, float]:
-    """N trials doing only what the contract needs; (wall, CPU incl. children, wall after the first trial) s."""
+    """N trials doing only what the contract needs; (wall, wall after the first trial, CPU incl. children after
+    the first trial) s."""
     root.mkdir(parents=True)
     env = dict(os.environ)
     flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC
-    cpu0 = _cpu()
     start = time.perf_counter()
-    synced, first_end = 0.0, start
+    synced, first_end, first_cpu = 0.0, start, _cpu()
     with (root / "trajectory.csv").open("a") as traj:
         for step in range(1, n + 1):
             job_dir = root / str(step)
@@ -150,9 +163,9 @@ def bare(root: Path, n: int) -> tuple[float, float, float]:
                 os.fsync(traj.fileno())
                 synced = time.monotonic()
             if step == 1:
-                first_end = time.perf_counter()
+                first_end, first_cpu = time.perf_counter(), _cpu()
     end = time.perf_counter()
-    return end - start, _cpu() - cpu0, end - first_end
+    return end - start, end - first_end, _cpu() - first_cpu
 
 
 def _cpu() -> float:
@@ -160,11 +173,12 @@ def _cpu() -> float:
     return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
 
 
-def measure(n: int, fixed_cpu: dict[str, float], repeat: int, where: str | None, srcs: dict[str, Path | None]) -> None:
-    """``fixed_cpu``: CPU seconds of a 1-trial run (start-up, validation, summary) of each tree, taken out of its CPU.
+def measure(n: int, repeat: int, where: str | None, srcs: dict[str, Path | None]) -> None:
+    """``repeat`` rounds of bare / ours (each tree in ``srcs``) / bare; each round's ratios are printed and the
+    median is the figure (one round of 100 trials is a 0.2 s sweep: a single one moves by +-0.2x on a shared VM).
 
-    ``repeat`` rounds of bare / ours (each tree in ``srcs``) / bare; each round's ratios are printed and the median
-    is the figure (one round of 100 trials is a 0.2 s sweep: a single one moves by +-0.2x on a shared VM)."""
+    Per-trial figures are marginal: from the first trial's end to the last's, over N - 1, in wall time and in CPU
+    (the process's and its finished jobs'), so start-up, the first trial's one-time costs and the report are out."""
     ratios: dict[str, list[float]] = {name: [] for name in srcs}
     sweep_ratios: dict[str, list[float]] = {name: [] for name in srcs}
     cpu_ratios: dict[str, list[float]] = {name: [] for name in srcs}
@@ -172,27 +186,28 @@ def measure(n: int, fixed_cpu: dict[str, float], repeat: int, where: str | None,
     for round_ in range(1, repeat + 1):
         with tempfile.TemporaryDirectory(dir=where) as tmp:
             root = Path(tmp)
-            wall_a, cpu_a, after_a = bare(root / "bare_a", n)
+            wall_a, after_a, cpu_a = bare(root / "bare_a", n)
             runs = {name: ours(root / f"ours-{name}", n, src) for name, src in srcs.items()}
-            wall_b, cpu_b, after_b = bare(root / "bare_b", n)
+            wall_b, after_b, cpu_b = bare(root / "bare_b", n)
         bare_marginal_ms = (after_a + after_b) / 2 / (n - 1) * 1000
-        bare_ms, bare_cpu_ms = (wall_a + wall_b) / 2 / n * 1000, (cpu_a + cpu_b) / 2 / n * 1000
+        bare_ms, bare_cpu_ms = (wall_a + wall_b) / 2 / n * 1000, (cpu_a + cpu_b) / 2 / (n - 1) * 1000
         floors.append(bare_cpu_ms)
         print(f"N={n:>6} round {round_}: bare (the floor) {bare_marginal_ms:.2f} ms per trial (runs "
-              f"{after_a / (n - 1) * 1000:.2f}/{after_b / (n - 1) * 1000:.2f}), CPU {bare_cpu_ms:.2f} ms")  # fmt: skip
+              f"{after_a / (n - 1) * 1000:.2f}/{after_b / (n - 1) * 1000:.2f}), CPU {bare_cpu_ms:.3f} ms (runs "
+              f"{cpu_a / (n - 1) * 1000:.3f}/{cpu_b / (n - 1) * 1000:.3f})")  # fmt: skip
         for name, got in runs.items():
             marginal_ms = got["after_first"] / (n - 1) * 1000
             sweep_ms = got["sweep"] / n * 1000
-            ours_cpu_ms = max(0.0, got["cpu"] - fixed_cpu[name]) / n * 1000
+            ours_cpu_ms = got["cpu_after_first"] / (n - 1) * 1000
             ratios[name].append(marginal_ms / bare_marginal_ms)
             sweep_ratios[name].append(sweep_ms / bare_ms)
             cpu_ratios[name].append(ours_cpu_ms / bare_cpu_ms)
             print(f"    {name:>6}: per trial {marginal_ms:.2f} ms -> {ratios[name][-1]:.2f}x; sweep / N {sweep_ms:.2f} "
-                  f"vs {bare_ms:.2f} ms -> {sweep_ratios[name][-1]:.2f}x; CPU (jobs included) {ours_cpu_ms:.2f} ms -> "
-                  f"{cpu_ratios[name][-1]:.2f}x; whole run {got['wall']:.2f} s, last job end -> exit "
-                  f"{got['tail']:.3f} s, peak RSS {got['rss_mb']:.0f} MB, {got['files']:.0f} files "
+                  f"vs {bare_ms:.2f} ms -> {sweep_ratios[name][-1]:.2f}x; CPU (jobs included) {ours_cpu_ms:.3f} ms -> "
+                  f"{cpu_ratios[name][-1]:.2f}x; whole run {got['wall']:.2f} s ({got['cpu']:.2f} s CPU), last job "
+                  f"end -> exit {got['tail']:.3f} s, peak RSS {got['rss_mb']:.0f} MB, {got['files']:.0f} files "
                   f"({got['empty']:.0f} empty)")  # fmt: skip
-    print(f"N={n:>6}: median of {repeat}: floor CPU {statistics.median(floors):.2f} ms per trial")
+    print(f"N={n:>6}: median of {repeat}: the floor's CPU {statistics.median(floors):.3f} ms per trial")
     for name in srcs:
         cpu, marginal, sweep = (statistics.median(x[name]) for x in (cpu_ratios, ratios, sweep_ratios))
         print(f"    {name:>6}: CPU {cpu:.2f}x the floor (aim <= 1.25); marginal {marginal:.2f}x; sweep/N {sweep:.2f}x")
@@ -255,14 +270,8 @@ def main() -> None:
         srcs: dict[str, Path | None] = {"this": None}
         if opts.against:
             srcs = {opts.against[:6]: stack.enter_context(source_tree(opts.against)), **srcs}
-        fixed_cpu: dict[str, float] = {}
-        for name, src in srcs.items():
-            with tempfile.TemporaryDirectory(dir=opts.dir) as tmp:
-                fixed_cpu[name] = ours(Path(tmp), 1, src)["cpu"]
-            print(f"{name}: a 1-trial run: {fixed_cpu[name]:.2f} s CPU (start-up, validation, summary): taken out "
-                  "of its CPU below")  # fmt: skip
         for n in (int(s) for s in opts.sizes.split(",")):
-            measure(n, fixed_cpu, opts.repeat, opts.dir, srcs)
+            measure(n, opts.repeat, opts.dir, srcs)
     if opts.big:
         big(100_000, opts.dir)
 
