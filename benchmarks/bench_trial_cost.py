@@ -18,7 +18,7 @@ Each trial is ``sleep 0`` (the cheapest there is: any overhead shows). For each 
 
 Aim: ours / bare <= 1.25 at every N, flat in N: the median of ``--repeat`` rounds (3), each printed.
 CPU is what the run costs the machine, jobs included (``RUSAGE_CHILDREN``), also marginal: the workload notes
-the run's CPU as each trial ends (``BENCH_CPU_FILE``), the bare loop its own.
+the run's CPU as the first and the last trial end (``BENCH_CPU_FILE``), the bare loop its own.
 ``--against REV`` (default ``main``) also runs REV's ``src/`` (``git archive``) in every round, between the
 same two bare runs: the floor, REV's figure and this tree's side by side (``--against ''`` skips it).
 ``--big`` adds N = 100 000 and prints the run's wall time, peak RSS (aim < 3 min, < 200 MB) and checks
@@ -64,8 +64,8 @@ class SleepZero(Sleep):
     metrics = ("default",)
 
     def read_metrics(self, job_dir):
-        # the run's CPU (its finished jobs included) as each trial ends: first and last -> the marginal CPU
-        if "BENCH_CPU_FILE" in os.environ:
+        # the run's CPU (its finished jobs included) as the first and the last trial end -> the marginal CPU
+        if job_dir.name in os.environ.get("BENCH_CPU_STEPS", "").split(","):
             with open(os.environ["BENCH_CPU_FILE"], "a") as out:
                 out.write(f"{job_dir.name} {_cpu()}\\n")
         return {"default": 0.0}
@@ -98,7 +98,8 @@ def ours(root: Path, n: int, src: Path | None = None) -> dict[str, float]:
     """One ``cloudai run`` of N trials; ``src``: another tree's ``src/`` (e.g. main's) instead of this one."""
     args = _write_inputs(root, n)
     cpu_file = root / "cpu.txt"  # the step and the run's CPU at each trial's end (SleepZero writes it)
-    env = {**os.environ, "BENCH_CPU_FILE": str(cpu_file), **({"PYTHONPATH": str(src)} if src else {})}
+    env = {**os.environ, "BENCH_CPU_FILE": str(cpu_file), "BENCH_CPU_STEPS": f"1,{n}"}
+    env |= {"PYTHONPATH": str(src)} if src else {}
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.time()
     done = subprocess.run([sys.executable, "-c", RUNNER, *args], capture_output=True, text=True, env=env)
