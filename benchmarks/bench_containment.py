@@ -3,13 +3,15 @@
 ``sleep 0`` jobs submitted and waited for one at a time through ``StandaloneSystem``, in this
 process, with: no containment (baseline), the subreaper sweep alone, and cgroup v2 + sweep (where
 this machine has cgroup v2 writable). Rounds interleave the three so load drifts hit all alike;
-the median per-job time of each and its difference from the baseline are printed.
+the median per-job time of each and its difference from the baseline are printed, with the CPU per job (this
+process's and its jobs'): the cgroup move's cost is mostly a wait (an RCU grace period), not CPU.
 
 Run: ``uv run python benchmarks/bench_containment.py``
 """
 
 from __future__ import annotations
 
+import resource
 import statistics
 import tempfile
 import time
@@ -32,15 +34,21 @@ class _NoContainment(Containment):
         return env, Contained("")
 
 
-def _per_job_ms(containment: Containment, root: Path) -> float:
+def _cpu() -> float:
+    me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+def _per_job_ms(containment: Containment, root: Path) -> tuple[float, float]:
+    """(wall, CPU of this process and its jobs) ms per job."""
     system = StandaloneSystem(StandaloneSystemConfig())
     system._contain = containment  # pyright: ignore[reportPrivateUsage]
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), _cpu()
     for i in range(JOBS):
         job = system.submit(JobSpec(f"j{i}", ("sleep", "0"), root / str(i)))
         while not job.done:
             system.wait([job], timeout=None)
-    return (time.perf_counter() - start) / JOBS * 1000
+    return (time.perf_counter() - start) / JOBS * 1000, (_cpu() - cpu) / JOBS * 1000
 
 
 def main() -> None:
@@ -50,16 +58,20 @@ def main() -> None:
         "cgroup+subreaper": Containment,
     }
     times: dict[str, list[float]] = {name: [] for name in variants}
+    cpus: dict[str, list[float]] = {name: [] for name in variants}
     with tempfile.TemporaryDirectory() as tmp:
         for r in range(ROUNDS):
             for name, make in variants.items():
-                times[name].append(_per_job_ms(make(), Path(tmp) / f"{name}-{r}"))
-    base = statistics.median(times["none"])
+                wall, cpu = _per_job_ms(make(), Path(tmp) / f"{name}-{r}")
+                times[name].append(wall)
+                cpus[name].append(cpu)
+    base, base_cpu = statistics.median(times["none"]), statistics.median(cpus["none"])
     cgroups = Containment().cgroup_root is not None
     print(f"per job, one at a time ({JOBS} jobs x {ROUNDS} rounds, median); cgroup v2 writable: {cgroups}")
     for name, values in times.items():
-        median = statistics.median(values)
-        print(f"  {name:17s} {median:6.2f} ms  (+{median - base:5.2f} ms, x{median / base:.2f} vs none)")
+        median, cpu = statistics.median(values), statistics.median(cpus[name])
+        print(f"  {name:17s} {median:6.2f} ms  (+{median - base:5.2f} ms, x{median / base:.2f} vs none); CPU, jobs "
+              f"included, {cpu:.3f} ms (x{cpu / base_cpu:.2f})")  # fmt: skip
 
 
 if __name__ == "__main__":

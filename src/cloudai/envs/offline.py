@@ -98,9 +98,12 @@ class _Measured:
     metrics: dict[str, Any] | None
 
 
+_KEY_JSON = json.JSONEncoder(sort_keys=True, default=str)  # made once: json.dumps with options makes one per call
+
+
 def cache_key(action: Mapping[str, Any], env_params: Mapping[str, Any]) -> str:
     """Canonical JSON of (action, env_params): equal configurations in an equal environment, equal keys."""
-    return json.dumps([action, env_params], sort_keys=True, default=str)
+    return _KEY_JSON.encode([action, env_params])
 
 
 class CloudAIGymEnv(BaseGym):

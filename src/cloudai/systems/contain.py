@@ -137,16 +137,38 @@ def _move_early_children(cgroup: _Cgroup, pid: int) -> None:
     """Move into the job's cgroup what its first process forked before it was moved (a job that starts with
     ``env -i setsid sleep &`` forks within a millisecond of its exec, before ``adopt`` runs; such a process carries
     no mark for the sweep either). Forks after the move inherit the cgroup; a second look catches a fork made while
-    the first was being moved. Usually there is none: one read of the job's children."""
+    the first was being moved. Usually there is none: one read of the first process's ``children``. Only its main
+    thread's children are looked at (a process just past its ``execve`` has no other thread yet; reading every
+    thread's cost a directory listing per trial, more than the move itself)."""
     moved: set[int] = set()
     for _ in range(3):
-        early = [child for child in _descendants(pid) if child not in moved]
+        early = [child for child in _main_thread_descendants(pid) if child not in moved]
         if not early:
             return
         for child in early:
             with contextlib.suppress(OSError):  # it may have exited meanwhile
                 os.write(cgroup.procs, str(child).encode())
         moved.update(early)
+
+
+def _main_thread_descendants(pid: int) -> list[int]:
+    """The children of ``pid``'s main thread, theirs, and so on: ``/proc/<pid>/task/<pid>/children``, one read each."""
+    out, todo = [], [pid]
+    while todo and len(out) < 100_000:
+        parent = todo.pop()
+        try:
+            fd = os.open(f"/proc/{parent}/task/{parent}/children", os.O_RDONLY | os.O_CLOEXEC)
+        except OSError:  # it has exited
+            continue
+        try:
+            kids = [int(p) for p in os.read(fd, 1 << 16).split()]
+        except (OSError, ValueError):
+            kids = []
+        finally:
+            os.close(fd)
+        out += kids
+        todo += kids
+    return out
 
 
 def sweep(mark: str) -> int:

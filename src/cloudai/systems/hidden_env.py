@@ -13,12 +13,19 @@ import os
 from collections.abc import Mapping
 
 DEFAULT_HIDDEN = frozenset({"CLOUDAI_GYM_TOKEN", "CLOUDAI_SERVE_TOKEN"})
-_hidden: set[str] = set(DEFAULT_HIDDEN)
+_hidden: frozenset[str] = DEFAULT_HIDDEN  # replaced, never mutated: see ``hidden``
 
 
 def hide_env_var(name: str) -> None:
     """Keep ``name`` out of every job started from now on (in this process)."""
-    _hidden.add(name)
+    global _hidden
+    _hidden = _hidden | {name}
+
+
+def hidden() -> frozenset[str]:
+    """The names hidden now; a new object after each ``hide_env_var``, so a caller may keep a ``job_environ``
+    result for as long as ``hidden()`` returns the same object."""
+    return _hidden
 
 
 def job_environ(base: Mapping[str, str] | None = None) -> dict[str, str]:

@@ -22,7 +22,7 @@ from cloudai.atomicfile import write_small
 from cloudai.config.system import StandaloneSystemConfig, hf_home
 from cloudai.systems.base import Job, JobSpec, JobStatus, System, held_interrupts, redeliver
 from cloudai.systems.contain import Contained, Containment
-from cloudai.systems.hidden_env import job_environ
+from cloudai.systems.hidden_env import hidden, job_environ
 
 _CANCEL_GRACE_S = 2.0
 _POLL_FALLBACK_S = 0.02
@@ -75,8 +75,10 @@ class StandaloneSystem(System):
         self._interrupt_pending: list[int] = []
         self._null: int | None = None  # /dev/null, opened once: every job's stdin
         # Jobs inherit the environment cloudai had when this system was made (its run's start): reading
-        # os.environ decodes every variable, a cost per trial as large as a cgroup move.
+        # os.environ decodes every variable, a cost per trial as large as a cgroup move. Less the hidden names
+        # and with global_env_vars, built again only when a name is hidden meanwhile (see ``_job_env``).
         self._environ = dict(os.environ)
+        self._base_env: tuple[frozenset[str], dict[str, str]] | None = None
 
     def submit(self, spec: JobSpec, dependencies: Sequence[str] = ()) -> Job:
         """Start ``spec`` now (``dependencies`` are never given here: ``native_dependencies`` is False).
@@ -90,7 +92,7 @@ class StandaloneSystem(System):
         _make_dir(spec.job_dir)
         write_small(spec.job_dir / self.script_name, self.render(spec).encode())
         now = time.time()
-        env = {**job_environ(self._environ), **self.config.global_env_vars, **spec.env}  # never cloudai's tokens
+        env = {**self._job_env(), **spec.env}  # never cloudai's tokens
         with held_interrupts() as held:  # a started process is registered and contained before Ctrl-C acts
             try:
                 job = self._start(spec, env, now)
@@ -104,6 +106,14 @@ class StandaloneSystem(System):
         else:
             redeliver(held)
         return job
+
+    def _job_env(self) -> dict[str, str]:
+        """What every job of this system inherits: the run's environment less cloudai's tokens, with
+        ``global_env_vars`` (the caller copies it)."""
+        names = hidden()
+        if self._base_env is None or self._base_env[0] is not names:
+            self._base_env = (names, {**job_environ(self._environ), **self.config.global_env_vars})
+        return self._base_env[1]
 
     def _start(self, spec: JobSpec, env: dict[str, str], now: float) -> Job:
         env, contained = self._contain.prepare(env)

@@ -43,8 +43,11 @@ MAX_RECORD_BYTES = 256 << 20
 SYNC_INTERVAL_S = 1.0  # a run's fsync cadence: an fsync per row cost more than a `sleep 0` trial (RELIABILITY.md)
 
 
+_JSON = json.JSONEncoder(sort_keys=True, separators=(",", ":"), allow_nan=False)  # once, not per row
+
+
 def _json(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), allow_nan=False)
+    return _JSON.encode(value)
 
 
 def _one_line(text: str) -> str:
