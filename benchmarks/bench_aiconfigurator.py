@@ -1,6 +1,6 @@
 """Aiconfigurator through cloudai: what a trial costs, against aiconfigurator's own search, and search quality.
 
-Needs the environment: ``cloudai install`` (see USER_GUIDE "Aiconfigurator"); ``--install-path`` (default
+Needs the environment: ``cloudai install`` (see docs/test-toml.md, "Aiconfigurator"); ``--install-path`` (default
 ``.cache/install``, where ``.ci/run`` and the tests put it). Sections (``--section``, default all):
 
 * ``cost``: one estimate's cost, bare in the package's own process (pinned database, warm) against a trial's

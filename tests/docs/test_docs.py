@@ -1,4 +1,4 @@
-"""Documentation examples run: every fenced bash/python/toml snippet of README.md and USER_GUIDE.md.
+"""Documentation examples run: every fenced bash/python/toml snippet of README.md and the guide (docs/*.md).
 
 Snippets are found by ``tests.docs.snippets`` (new doc sections are tested without touching this
 file). How each language is checked:
@@ -27,7 +27,7 @@ from tests.docs.snippets import Snippet, snippets
 from cloudai.config.system import system_from_dict
 from cloudai.config.test import load_test
 
-DOCS = ("README.md", "USER_GUIDE.md")
+DOCS = ("README.md", *(f"docs/{p.name}" for p in sorted((REPO / "docs").glob("*.md"))))
 SNIPPETS = [s for doc in DOCS for s in snippets(REPO / doc, REPO)]
 LOCAL = ("localhost:8000", "127.0.0.1:8000")
 ADDRESS = "127.0.0.1:8000"  # what a server's banner names once it is up

@@ -11,7 +11,7 @@ Subclasses implement two methods; ``run`` is the loop and rarely needs overridin
 Class attributes: ``samples_env_params`` says whether the agent copes with a randomized
 environment (env_params); ``can_ask_ahead`` whether it may have several trials in flight
 (``agent_config.max_parallel``; the DSE tells finished steps in step order, so the same seed asks the
-same points whatever the timing, see USER_GUIDE "Reproducible parallel runs"); ``config_model``
+same points whatever the timing, see docs/agents.md, "Reproducible parallel runs"); ``config_model``
 validates ``agent_config`` at load time and ``entry_problems`` checks it against the entry (e.g. a
 single-objective sampler given several objectives).
 

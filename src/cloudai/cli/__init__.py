@@ -406,7 +406,7 @@ def serve(
 ) -> None:
     """Serve one agent-driven test as an OpenEnv-compatible environment (WebSocket /ws, HTTP).
 
-    With --lease PORT: a control plane that leases out sandboxes, each its own `cloudai serve` (USER_GUIDE).
+    With --lease PORT: a control plane that leases out sandboxes, each its own `cloudai serve` (docs/leases.md).
     """
 
     setup_logging(verbose, log_file)

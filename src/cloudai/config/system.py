@@ -45,7 +45,7 @@ def hf_home(config: BaseModel) -> Path:
 
 SYSTEM_MODELS: dict[str, type[BaseModel]] = {"standalone": StandaloneSystemConfig}
 
-# CloudAI's other schedulers: its files name them, cloudai does not run on them (USER_GUIDE says why).
+# CloudAI's other schedulers: its files name them, cloudai does not run on them (docs/system-toml.md says why).
 CLOUDAI_ONLY_SCHEDULERS = {"kubernetes": "Kubernetes", "runai": "Run:ai", "lsf": "IBM LSF"}
 
 

@@ -1,7 +1,7 @@
 """Test TOML models: a workload kind (``test_template_name``) with its ``cmd_args``.
 
 The agent fields (``agent``, ``agent_steps``, ...) and ``env_params`` may sit on the test
-or on a scenario entry; the entry wins. See USER_GUIDE.md for every field.
+or on a scenario entry; the entry wins. See docs/test-toml.md for every field.
 """
 
 from __future__ import annotations

@@ -151,7 +151,7 @@ class Workload(ABC):
     noisy: ClassVar[bool] = False  # the same point measures differently when re-run: confirm the best by default
     units: ClassVar[dict[str, str]] = {}  # metric -> unit, shown on report axes and tables
     # What a real run needs: "cpu" runs on any machine (this one too); "gpu" needs GPUs (tests use a stand-in
-    # that prints the tool's output). USER_GUIDE's coverage table says it for every workload.
+    # that prints the tool's output). docs/test-toml.md's coverage table says it for every workload.
     hardware: ClassVar[Literal["cpu", "gpu"]] = "gpu"
     mpi: ClassVar[bool] = True  # False: not an MPI program's launch (Slurm renders no ``--mpi``; CloudAI's fio)
     value_lists: ClassVar[frozenset[str]] = frozenset()  # list-valued cmd_args that are one value, not a sweep
