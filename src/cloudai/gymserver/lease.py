@@ -211,7 +211,13 @@ class LeaseClient:
             time.sleep(min(delay, remaining))
             delay = min(delay * 2, 1.0)
             if time.monotonic() < deadline:  # else the loop says it is not ready
-                sandbox = self._sandbox(self._call("GET", _path(sandbox["id"]), "lease", deadline=deadline), "lease")
+                try:
+                    reply = self._call("GET", _path(sandbox["id"]), "lease", deadline=deadline)
+                except GymServerError:
+                    if time.monotonic() < deadline:
+                        raise
+                    continue  # the deadline ran out during the poll (a loaded machine): the loop says not ready
+                sandbox = self._sandbox(reply, "lease")
 
     def _call(
         self, method: str, path: str, call: str, body: dict[str, Any] | None = None, deadline: float | None = None
