@@ -1,0 +1,103 @@
+"""``cloudai serve --lease --system-config <slurm system>``: each sandbox a Slurm job of the local Slurm.
+
+One control plane as a user starts it serves a live-RL run of 4 lanes (each lease a job running ``cloudai serve``
+on the node), then the queue holds none of its jobs; one SIGKILLed with the keepers of its jobs: the jobs end by
+their own ``--exit-when-idle``. Synchronisation: banners, ``/health``, process exits, ``squeue``.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import httpx
+import pytest
+from tests.conftest import REPO, SLURM_SYSTEM_TOML
+from tests.gym.live_case import LiveCase, episodes
+from tests.leases.test_lease_control import _pids_with, served_tests
+from tests.reliability.procs import wait_until
+
+from cloudai.gymserver.lease import LeaseClient
+
+pytestmark = pytest.mark.slurm
+
+TOKEN = "slurm-plane-tok-5171"
+
+
+@contextmanager
+def control_plane(root: Path, *flags: str) -> Iterator[tuple[subprocess.Popen[str], str]]:
+    """``cloudai serve --lease 0`` on the local Slurm (token set): the process and its URL."""
+    tests, scenario = served_tests(root)
+    argv = [sys.executable, "-m", "cloudai", "serve", "--lease", "0", "--system-config", str(SLURM_SYSTEM_TOML),
+            "--tests-dir", str(tests), "--test-scenario", str(scenario), "--output-dir", str(root / "out"), *flags]  # fmt: skip
+    env = {**os.environ, "CLOUDAI_SERVE_TOKEN": TOKEN}
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=REPO,
+                            start_new_session=True)  # fmt: skip
+    try:
+        assert proc.stdout is not None
+        banner = proc.stdout.readline()
+        assert banner.startswith("Leasing echo at http://127.0.0.1:"), banner + proc.communicate(timeout=30)[1]
+        yield proc, banner.split(" at ")[1].split()[0]
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            proc.communicate(timeout=60)
+
+
+def queued(root: Path) -> list[str]:
+    """The Slurm jobs still in the queue whose job dir is under ``root`` (this test's own, whoever else queues)."""
+    done = subprocess.run(["squeue", "-h", "-o", "%i|%Z"], capture_output=True, text=True, timeout=30, check=True)
+    return [line.split("|")[0] for line in done.stdout.splitlines() if line.split("|", 1)[1].startswith(str(root))]
+
+
+def test_a_live_rl_run_of_four_lanes_over_slurm_sandboxes_records_every_step_once_and_leaves_no_job(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CLOUDAI_GYM_TOKEN", TOKEN)
+    with control_plane(tmp_path, "--max-leases", "4", "--lease-time-limit", "300") as (proc, url):
+        case = LiveCase(tmp_path / "client").write(
+            'agent = "random_search"\nagent_steps = 12\nagent_config = { seed = 3, confirm = 0, max_parallel = 4 }\n'
+            f'[cmd_args]\nlive_rl_mode = true\nenv_lease_url = "{url}"\nenv_lease_environment = "echo"\n'
+            "env_timeout_s = 60\n"
+        )
+        result = case.run()
+        assert result.returncode == 0, result.stdout + result.stderr
+        rows = case.rows()
+        assert [int(r["step"]) for r in rows] == list(range(1, 13))  # every step recorded once
+        assert {r["status"] for r in rows} == {"ok"}, [r["reason"] for r in rows]
+        assert sum(len(e) for e in episodes(rows).values()) == 12
+        jobs = sorted((tmp_path / "out" / "sandboxes").iterdir())
+        assert len(jobs) == 4  # one Slurm job per lease
+        for job in jobs:  # each ran cloudai serve on the node, behind the token
+            assert "Serving 'echo' at http://127.0.0.1:" in (job / "stdout.txt").read_text()
+            assert "bearer token" in (job / "stdout.txt").read_text()
+            assert TOKEN not in (job / "sbatch.sh").read_text() and (job / "token").stat().st_mode & 0o077 == 0
+        assert queued(tmp_path) == []  # every lease released: every job cancelled
+        headers = {"Authorization": f"Bearer {TOKEN}"}
+        assert httpx.get(f"{url}/sandboxes", headers=headers).json() == {"sandboxes": []}
+    assert proc.returncode == 130
+
+
+def test_a_sigkilled_control_plane_and_its_keepers_leave_jobs_that_end_by_their_own_idle_expiry(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CLOUDAI_GYM_TOKEN", TOKEN)
+    with control_plane(tmp_path, "--lease-idle-timeout", "2") as (proc, url):
+        lease = LeaseClient(url, lease_timeout_s=60).acquire()
+        headers = {"Authorization": f"Bearer {TOKEN}"}
+        assert httpx.get(f"{lease.url}/health", headers=headers).status_code == 200
+        (job,) = queued(tmp_path)
+        keepers = [p for p in _pids_with("cloudai.serve.slurm_sandbox") if p in _pids_with(str(tmp_path))]
+        assert keepers
+        for pid in keepers:  # nothing is left on this side to scancel the job
+            os.kill(pid, signal.SIGKILL)
+        proc.kill()
+        proc.wait(30)
+        wait_until(lambda: queued(tmp_path) == [], None, f"Slurm job {job} to end by its own idle expiry", 60)
+    stdout = next((tmp_path / "out" / "sandboxes").iterdir()) / "stdout.txt"
+    assert "(--exit-when-idle): stopping" in stdout.read_text()
