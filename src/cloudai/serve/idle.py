@@ -6,7 +6,7 @@ client has used it for S seconds (the job's time limit is the last backstop).
 
 Idle means no HTTP request in flight, no WebSocket connection open, and none ended within S seconds. An open but
 silent WebSocket session counts as use until ``--session-idle-timeout`` closes it. Stopping sends this process
-SIGTERM: ``serve.run`` then ends the running trial and exits as on any SIGTERM.
+SIGTERM: ``serve.run`` then stops as on any SIGTERM (a trial still running is cancelled), but returns (exit 0).
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ class IdleExit:
         self._lock = threading.Lock()
         self._busy = 0
         self._last = time.monotonic()
+        self.fired = False  # set before the SIGTERM it sends: ``serve.run`` then exits 0, not 130
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] not in ("http", "websocket"):
@@ -55,6 +56,7 @@ class IdleExit:
             while (idle := self.idle_for()) < self.idle_s:
                 time.sleep(max(0.05, min(1.0, self.idle_s - idle)))
             log.warning("no client for %gs (--exit-when-idle): stopping", self.idle_s)
+            self.fired = True
             os.kill(os.getpid(), signal.SIGTERM)
 
         thread = threading.Thread(target=loop, name="cloudai-serve-idle", daemon=True)

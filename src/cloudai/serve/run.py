@@ -45,7 +45,7 @@ def run(app: ServeApp, sock: socket.socket, *, max_body: int = MAX_BODY, exit_wh
     main thread, so a signal raises ``KeyboardInterrupt`` inside the running trial, whose job
     ``env.close()`` then cancels, as ``cloudai run`` does. Further signals are ignored while the
     bounded cleanup runs. ``exit_when_idle_s``: stop as on SIGTERM once no client used the server that long
-    (``cloudai.serve.idle``).
+    (``cloudai.serve.idle``), then return.
     """
     import uvicorn
 
@@ -80,6 +80,8 @@ def run(app: ServeApp, sock: socket.socket, *, max_body: int = MAX_BODY, exit_wh
         hub.close_env()  # cancels the running trial's job, writes every finished step
         server.should_exit = True
         thread.join(_STOP_S)
+        if idle is not None and idle.fired:
+            return  # stopped on purpose: nobody used it for exit_when_idle_s
         cancelled = "; the running trial was cancelled" if was_running else ""
         raise Interrupted(f"interrupted{cancelled}; every finished step is in trajectory.csv") from None
     finally:
