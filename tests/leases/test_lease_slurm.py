@@ -88,11 +88,12 @@ def test_a_sigkilled_control_plane_and_its_keepers_leave_jobs_that_end_by_their_
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("CLOUDAI_GYM_TOKEN", TOKEN)
-    with control_plane(tmp_path, "--lease-idle-timeout", "2") as (proc, url):
+    with control_plane(tmp_path, "--lease-idle-timeout", "2", "--max-leases", "1") as (proc, url):
         lease = LeaseClient(url, lease_timeout_s=60).acquire()
         headers = {"Authorization": f"Bearer {TOKEN}"}
         assert httpx.get(f"{lease.url}/health", headers=headers).status_code == 200
-        (job,) = queued(tmp_path)
+        assert httpx.post(f"{url}/sandboxes", json={}, headers=headers).status_code == 429  # --max-leases 1
+        (job,) = queued(tmp_path)  # and no second job was queued
         keepers = [p for p in _pids_with("cloudai.serve.slurm_sandbox") if p in _pids_with(str(tmp_path))]
         assert keepers
         for pid in keepers:  # nothing is left on this side to scancel the job
