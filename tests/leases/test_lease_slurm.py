@@ -8,6 +8,7 @@ their own ``--exit-when-idle``. Synchronisation: banners, ``/health``, process e
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -42,8 +43,8 @@ def control_plane(root: Path, *flags: str) -> Iterator[tuple[subprocess.Popen[st
     try:
         assert proc.stdout is not None
         banner = proc.stdout.readline()
-        assert banner.startswith("Leasing echo at http://127.0.0.1:"), banner + proc.communicate(timeout=30)[1]
-        yield proc, banner.split(" at ")[1].split()[0]
+        assert banner.startswith("Leasing echo at http://"), banner + proc.communicate(timeout=30)[1]
+        yield proc, banner.split(" at ")[1].split()[0].replace("0.0.0.0", "127.0.0.1")
     finally:
         if proc.poll() is None:
             proc.send_signal(signal.SIGTERM)
@@ -88,12 +89,15 @@ def test_a_sigkilled_control_plane_and_its_keepers_leave_jobs_that_end_by_their_
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("CLOUDAI_GYM_TOKEN", TOKEN)
-    with control_plane(tmp_path, "--lease-idle-timeout", "2", "--max-leases", "1") as (proc, url):
+    flags = ("--lease-idle-timeout", "2", "--max-leases", "1", "--host", "0.0.0.0")
+    with control_plane(tmp_path, *flags) as (proc, url):
         lease = LeaseClient(url, lease_timeout_s=60).acquire()
         headers = {"Authorization": f"Bearer {TOKEN}"}
         assert httpx.get(f"{lease.url}/health", headers=headers).status_code == 200
         assert httpx.post(f"{url}/sandboxes", json={}, headers=headers).status_code == 429  # --max-leases 1
         (job,) = queued(tmp_path)  # and no second job was queued
+        node = subprocess.run(["squeue", "-h", "-j", job, "-o", "%N"], capture_output=True, text=True, check=True)
+        assert lease.url.startswith(f"http://{node.stdout.strip()}:")  # bound to 0.0.0.0: reported as its node
         keepers = [p for p in _pids_with("cloudai.serve.slurm_sandbox") if p in _pids_with(str(tmp_path))]
         assert keepers
         for pid in keepers:  # nothing is left on this side to scancel the job
@@ -105,3 +109,17 @@ def test_a_sigkilled_control_plane_and_its_keepers_leave_jobs_that_end_by_their_
     stderr = (job_dir / "stderr.txt").read_text()
     assert "no client for 2s (--exit-when-idle): stopping" in stderr
     assert "error" not in stderr, stderr  # a clean exit (0), not an interruption (130)
+
+
+def test_a_sandbox_job_that_ends_before_serving_fails_its_lease_with_its_last_words(tmp_path: Path) -> None:
+    """The keeper alone (what the board starts per lease): a job whose server dies at start (a node without the
+    environment) ends it with exit 1 and the job's stderr, which the board reports as the lease's error."""
+    dies = ["/bin/sh", "-c", "echo starting; echo 'no module named tests.leases' >&2; exit 2"]
+    keeper = [sys.executable, "-m", "cloudai.serve.slurm_sandbox", "--system-config", str(SLURM_SYSTEM_TOML),
+              "--job-dir", str(tmp_path / "job"), "--token-var", "CLOUDAI_SERVE_TOKEN", "--", *dies]  # fmt: skip
+    done = subprocess.run(keeper, capture_output=True, text=True, timeout=120, cwd=REPO)
+    assert done.returncode == 1, done.stdout + done.stderr
+    last = done.stdout.splitlines()[-1]
+    assert re.match(r"error: Slurm job \d+ ended \(failed exit code 2\) before serving: ", last), last
+    assert "no module named tests.leases" in last and "Exited with exit code 2" in last, last  # its stderr's tail
+    assert queued(tmp_path) == []
