@@ -18,14 +18,14 @@ from pathlib import Path
 
 import httpx
 import pytest
+from click.testing import CliRunner
 from tests.conftest import REPO, SLURM_SYSTEM_TOML
 from tests.gym.live_case import LiveCase, episodes
 from tests.leases.test_lease_control import _pids_with, served_tests
 from tests.reliability.procs import wait_until
 
+from cloudai.cli import cli
 from cloudai.gymserver.lease import LeaseClient
-
-pytestmark = pytest.mark.slurm
 
 TOKEN = "slurm-plane-tok-5171"
 
@@ -57,6 +57,7 @@ def queued(root: Path) -> list[str]:
     return [line.split("|")[0] for line in done.stdout.splitlines() if line.split("|", 1)[1].startswith(str(root))]
 
 
+@pytest.mark.slurm
 def test_a_live_rl_run_of_four_lanes_over_slurm_sandboxes_records_every_step_once_and_leaves_no_job(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -85,6 +86,7 @@ def test_a_live_rl_run_of_four_lanes_over_slurm_sandboxes_records_every_step_onc
     assert proc.returncode == 130
 
 
+@pytest.mark.slurm
 def test_a_sigkilled_control_plane_and_its_keepers_leave_jobs_that_end_by_their_own_idle_expiry(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -111,6 +113,7 @@ def test_a_sigkilled_control_plane_and_its_keepers_leave_jobs_that_end_by_their_
     assert "error" not in stderr, stderr  # a clean exit (0), not an interruption (130)
 
 
+@pytest.mark.slurm
 def test_a_sandbox_job_that_ends_before_serving_fails_its_lease_with_its_last_words(tmp_path: Path) -> None:
     """The keeper alone (what the board starts per lease): a job whose server dies at start (a node without the
     environment) ends it with exit 1 and the job's stderr, which the board reports as the lease's error."""
@@ -123,3 +126,12 @@ def test_a_sandbox_job_that_ends_before_serving_fails_its_lease_with_its_last_wo
     assert re.match(r"error: Slurm job \d+ ended \(failed exit code 2\) before serving: ", last), last
     assert "no module named tests.leases" in last and "Exited with exit code 2" in last, last  # its stderr's tail
     assert queued(tmp_path) == []
+
+
+def test_the_slurm_only_flags_are_refused_where_they_would_do_nothing(tmp_path: Path) -> None:
+    tests, scenario = served_tests(tmp_path)
+    serve = ["serve", "--lease", "0", "--tests-dir", str(tests), "--test-scenario", str(scenario)]
+    timed = CliRunner().invoke(cli, [*serve, "--lease-time-limit", "60"])  # the standalone system: no Slurm job
+    assert timed.exit_code == 2 and "--lease-time-limit: it is a Slurm sandbox job's time limit" in timed.output
+    idle = CliRunner().invoke(cli, [*serve, "--exit-when-idle", "3"])
+    assert idle.exit_code == 2 and "--exit-when-idle: it stops a `cloudai serve`, not a control plane" in idle.output

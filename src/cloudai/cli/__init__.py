@@ -366,7 +366,8 @@ def _needs(system_config: Path | None, tests_dir: Path | None, hook_dir: Path | 
     "--lease",
     type=click.IntRange(0, 65535),
     metavar="PORT",
-    help="Be a lease control plane on PORT instead: each lease runs its own `cloudai serve` of a test.",
+    help="Be a lease control plane on PORT instead: each lease runs its own `cloudai serve` of a test "
+    "(as a Slurm job when --system-config is a Slurm system).",
 )
 @click.option(
     "--max-leases",
@@ -442,6 +443,10 @@ def serve(
         click.echo(f"warning: serving on {host} without a token (--insecure): anyone may run trials", err=True)
     if lease is not None:
         from cloudai.cli.lease_serve import LeaseServe, serve_leases
+
+        if exit_when_idle is not None:
+            raise ConfigError("it stops a `cloudai serve`, not a control plane (--lease)", field="--exit-when-idle",
+                              hint="drop it: --lease-idle-timeout is the leases' own")  # fmt: skip
 
         how = LeaseServe(system_config, tests_dir, test_scenario, test_id, output_dir, host, lease, token_var,
                          session_idle_timeout, max_leases, lease_idle_timeout, lease_start_timeout,

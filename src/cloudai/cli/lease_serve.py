@@ -60,6 +60,9 @@ def serve_leases(how: LeaseServe, token: str | None) -> None:
             field="--test-id",
         )
     on_slurm = isinstance(plan.system_config, SlurmSystemConfig)
+    if how.lease_time_limit is not None and not on_slurm:
+        raise ConfigError("it is a Slurm sandbox job's time limit, and this system is not Slurm",
+                          field="--lease-time-limit", hint="drop it, or pass a Slurm --system-config")  # fmt: skip
     if on_slurm:
         SlurmSystem(plan.system_config).check()  # before anything listens: the tools and the controller answer
     sock = bind(how.host, how.port)

@@ -71,6 +71,9 @@ def main(args: list[str] | None = None) -> int:
         print(f"Slurm job {job.job_id} ended: {job.status} {job.reason}".rstrip(), flush=True)
         return 1
     except (KeyboardInterrupt, Stopped):
+        if job is not None and not job.done:  # e.g. still pending at --lease-start-timeout: say why
+            why = f": {job.reason}" if job.reason else ""
+            print(f"stopped; Slurm job {job.job_id} cancelled (it was {job.status}{why})", flush=True)
         return 0
     except CloudAIError as exc:
         print(f"error: {exc}", flush=True)
