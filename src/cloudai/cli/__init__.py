@@ -358,10 +358,16 @@ def _needs(system_config: Path | None, tests_dir: Path | None, hook_dir: Path | 
     help="Close a WebSocket session that sends nothing for this many seconds.",
 )
 @click.option(
+    "--exit-when-idle",
+    type=click.FloatRange(min=0, min_open=True),
+    help="Stop once no client used the server for this many seconds (a sandbox run as a Slurm job sets it).",
+)
+@click.option(
     "--lease",
     type=click.IntRange(0, 65535),
     metavar="PORT",
-    help="Be a lease control plane on PORT instead: each lease runs its own `cloudai serve` of a test.",
+    help="Be a lease control plane on PORT instead: each lease runs its own `cloudai serve` of a test "
+    "(as a Slurm job when --system-config is a Slurm system).",
 )
 @click.option(
     "--max-leases",
@@ -384,6 +390,11 @@ def _needs(system_config: Path | None, tests_dir: Path | None, hook_dir: Path | 
     show_default=True,
     help="With --lease: a sandbox not healthy this many seconds after its start is failed.",
 )
+@click.option(
+    "--lease-time-limit",
+    type=click.FloatRange(min=1),
+    help="With --lease on a Slurm system: each sandbox job's time limit in seconds (default: the partition's).",
+)
 @_common
 def serve(
     system_config: Path | None,
@@ -397,10 +408,12 @@ def serve(
     max_sessions: int,
     insecure: bool,
     session_idle_timeout: float,
+    exit_when_idle: float | None,
     lease: int | None,
     max_leases: int,
     lease_idle_timeout: float,
     lease_start_timeout: float,
+    lease_time_limit: float | None,
     verbose: bool,
     log_file: Path | None,
 ) -> None:
@@ -431,9 +444,13 @@ def serve(
     if lease is not None:
         from cloudai.cli.lease_serve import LeaseServe, serve_leases
 
+        if exit_when_idle is not None:
+            raise ConfigError("it stops a `cloudai serve`, not a control plane (--lease)", field="--exit-when-idle",
+                              hint="drop it: --lease-idle-timeout is the leases' own")  # fmt: skip
+
         how = LeaseServe(system_config, tests_dir, test_scenario, test_id, output_dir, host, lease, token_var,
                          session_idle_timeout, max_leases, lease_idle_timeout, lease_start_timeout,
-                         insecure)  # fmt: skip
+                         insecure, lease_time_limit)  # fmt: skip
         return serve_leases(how, token)
     sock = bind(host, port)
     loaded = load_env(tests_dir, test_scenario, test_id, system_config=system_config, output_dir=output_dir)
@@ -450,7 +467,7 @@ def serve(
     where = f"{loaded.trial_dir} (HTTP) and {loaded.trial_dir.parent}/<n> (WebSocket session n)"
     click.echo(f"Serving '{loaded.checked.entry.id}' at {url} ({auth}); results in {where}")
     try:
-        run(app, sock)  # until SIGINT/SIGTERM: raises Interrupted (exit 130)
+        run(app, sock, exit_when_idle_s=exit_when_idle)  # until SIGINT/SIGTERM: raises Interrupted (exit 130)
     finally:
         click.echo(f"Stopped. Results: {loaded.trial_dir.parent}")
 

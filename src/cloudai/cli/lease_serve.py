@@ -3,20 +3,25 @@
 A lease's ``environment`` names the test (its id in the scenario; omitted: ``--test-id``, else the only
 agent-driven one). Each lease runs ``cloudai serve`` of that test on a free port of the same ``--host``, in a
 process of its own (its results in its own dir under the output root), with the same token variable, so the
-client's one bearer token opens both the control plane and its sandboxes. The control plane itself:
-``cloudai.serve.control``."""
+client's one bearer token opens both the control plane and its sandboxes. With a Slurm ``--system-config``
+each sandbox is a Slurm job instead (``cloudai.serve.slurm_sandbox``): its ``cloudai serve`` runs the test on
+the job's node (standalone there), its results and job files under ``<output root>/sandboxes/<n>``. The
+control plane itself: ``cloudai.serve.control``."""
 
 from __future__ import annotations
 
 import sys
+import uuid
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import click
 
+from cloudai.config.slurm import SlurmSystemConfig
 from cloudai.errors import ConfigError
+from cloudai.systems.slurm.system import SlurmSystem
 
 
 @dataclass(frozen=True)
@@ -36,6 +41,7 @@ class LeaseServe:
     lease_idle_timeout: float
     lease_start_timeout: float
     insecure: bool = False
+    lease_time_limit: float | None = None  # a Slurm sandbox job's --time (None: the partition's)
 
 
 def serve_leases(how: LeaseServe, token: str | None) -> None:
@@ -53,9 +59,17 @@ def serve_leases(how: LeaseServe, token: str | None) -> None:
             file=how.test_scenario,
             field="--test-id",
         )
+    on_slurm = isinstance(plan.system_config, SlurmSystemConfig)
+    if how.lease_time_limit is not None and not on_slurm:
+        raise ConfigError("it is a Slurm sandbox job's time limit, and this system is not Slurm",
+                          field="--lease-time-limit", hint="drop it, or pass a Slurm --system-config")  # fmt: skip
+    if on_slurm:
+        SlurmSystem(plan.system_config).check()  # before anything listens: the tools and the controller answer
     sock = bind(how.host, how.port)
+    argv = slurm_sandbox_argv if on_slurm else sandbox_argv
+    root = how.output_dir or getattr(plan.system_config, "output_path", Path("results"))
     headers = {"Authorization": f"Bearer {token}"} if token else {}
-    board = Board(lambda name, options: sandbox_argv(how, tests, name, options), max_leases=how.max_leases,
+    board = Board(lambda name, options: argv(how, tests, name, options, root), max_leases=how.max_leases,
                   idle_timeout_s=how.lease_idle_timeout, start_timeout_s=how.lease_start_timeout,
                   headers=headers)  # fmt: skip
     app = create_control_app(board, token=token)
@@ -68,7 +82,9 @@ def serve_leases(how: LeaseServe, token: str | None) -> None:
         click.echo("Stopped: every lease released")
 
 
-def sandbox_argv(how: LeaseServe, tests: list[str], name: str | None, options: Mapping[str, Any]) -> list[str]:
+def sandbox_argv(
+    how: LeaseServe, tests: list[str], name: str | None, options: Mapping[str, Any], root: Path | None = None
+) -> list[str]:
     """``cloudai serve`` of the named test on a free port of the control plane's ``--host`` (so a client that reaches
     the one reaches the other); ``BadLease`` for a name or option it lacks."""
     from cloudai.serve.control import BadLease
@@ -88,3 +104,20 @@ def sandbox_argv(how: LeaseServe, tests: list[str], name: str | None, options: M
     if how.output_dir is not None:
         argv += ["--output-dir", str(how.output_dir.resolve())]
     return [*argv, "--insecure"] if how.insecure else argv
+
+
+def slurm_sandbox_argv(
+    how: LeaseServe, tests: list[str], name: str | None, options: Mapping[str, Any], root: Path | None = None
+) -> list[str]:
+    """The keeper of one sandbox job (``cloudai.serve.slurm_sandbox``): ``sandbox_argv`` run on a node, standalone
+    there (no ``--system-config``), its results under ``root``, stopping itself after the lease idle timeout."""
+    assert root is not None
+    local = replace(how, system_config=None, output_dir=root)
+    serve = [*sandbox_argv(local, tests, name, options), "--exit-when-idle", str(how.lease_idle_timeout)]
+    assert how.system_config is not None
+    job_dir = root.resolve() / "sandboxes" / uuid.uuid4().hex[:12]
+    keeper = [sys.executable, "-m", "cloudai.serve.slurm_sandbox", "--system-config", str(how.system_config.resolve()),
+              "--job-dir", str(job_dir), "--token-var", how.token_var]  # fmt: skip
+    if how.lease_time_limit is not None:
+        keeper += ["--time-limit", str(how.lease_time_limit)]
+    return [*keeper, "--", *serve]

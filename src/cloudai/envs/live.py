@@ -332,11 +332,16 @@ class LiveGymEnv(BaseGym):
         return [_Lane(0, first.result()), *(_Lane(k, None, starting=f) for k, f in enumerate(rest, 1))]
 
     def _close_lanes(self) -> None:
-        """Close every environment, waiting for the ones still starting (a lease granted late is released too)."""
+        """Close every environment, waiting for the ones still starting (a lease granted late is released too).
+        They close at once: releasing a sandbox waits until it stopped (a Slurm job: until it left the queue, ~2 s),
+        so N of them one after another took N times that. The first error is raised once all were closed."""
+        servers = [lane.server for lane in self._lanes if lane.server is not None]
         try:
-            for lane in self._lanes:
-                if lane.server is not None:
-                    close_server(lane.server)
+            if servers:
+                with ThreadPoolExecutor(len(servers), thread_name_prefix="cloudai-close") as pool:
+                    closing = [pool.submit(close_server, server) for server in servers]
+                for future in closing:
+                    future.result()
         finally:
             _close_started([lane.starting for lane in self._lanes if lane.starting is not None])
             if self._leasing is not None:

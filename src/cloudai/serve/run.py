@@ -38,19 +38,25 @@ def bind(host: str, port: int) -> socket.socket:
     return sock
 
 
-def run(app: ServeApp, sock: socket.socket, *, max_body: int = MAX_BODY) -> None:
+def run(app: ServeApp, sock: socket.socket, *, max_body: int = MAX_BODY, exit_when_idle_s: float | None = None) -> None:
     """Serve on ``sock`` until SIGINT/SIGTERM; then raise ``Interrupted`` (see the module docstring).
 
     uvicorn runs in a thread (it installs no signal handlers there); env calls run here, in the
     main thread, so a signal raises ``KeyboardInterrupt`` inside the running trial, whose job
     ``env.close()`` then cancels, as ``cloudai run`` does. Further signals are ignored while the
-    bounded cleanup runs.
+    bounded cleanup runs. ``exit_when_idle_s``: stop as on SIGTERM once no client used the server that long
+    (``cloudai.serve.idle``), then return.
     """
     import uvicorn
 
+    from cloudai.serve.idle import IdleExit
+
     hub = app.hub
     app.calls_in_main_thread = True
-    config = uvicorn.Config(app, log_level="warning", ws_max_size=max_body, timeout_graceful_shutdown=5, lifespan="on")
+    idle = IdleExit(app, exit_when_idle_s) if exit_when_idle_s is not None else None
+    config = uvicorn.Config(
+        idle or app, log_level="warning", ws_max_size=max_body, timeout_graceful_shutdown=5, lifespan="on"
+    )
     server = uvicorn.Server(config)
 
     def serve() -> None:
@@ -63,6 +69,8 @@ def run(app: ServeApp, sock: socket.socket, *, max_body: int = MAX_BODY) -> None
     thread = threading.Thread(target=serve, name="cloudai-serve-http", daemon=True)
     try:
         thread.start()
+        if idle is not None:
+            idle.watch()
         hub.calls.work()
     except KeyboardInterrupt:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -72,6 +80,8 @@ def run(app: ServeApp, sock: socket.socket, *, max_body: int = MAX_BODY) -> None
         hub.close_env()  # cancels the running trial's job, writes every finished step
         server.should_exit = True
         thread.join(_STOP_S)
+        if idle is not None and idle.fired:
+            return  # stopped on purpose: nobody used it for exit_when_idle_s
         cancelled = "; the running trial was cancelled" if was_running else ""
         raise Interrupted(f"interrupted{cancelled}; every finished step is in trajectory.csv") from None
     finally:
