@@ -62,7 +62,8 @@ def build_env(
     """The env of one (entry, iteration), recording into ``<run_dir>/<test id>/<iteration>/``."""
     from cloudai.agents import AGENTS
     from cloudai.envs.env_params import sampler_for
-    from cloudai.envs.offline import CloudAIGymEnv, TrialSetup
+    from cloudai.envs.offline import CloudAIGymEnv
+    from cloudai.envs.trial import TrialSetup
     from cloudai.plan.agent_checks import agent_config
     from cloudai.plan.load import build_system
     from cloudai.workloads import WORKLOADS
