@@ -11,7 +11,7 @@ import numbers
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from cloudai.errors import ConfigError
+from cloudai.errors import AgentError, ConfigError
 from cloudai.gymserver.spaces import ObsLeafDescriptor, as_leaf
 from cloudai.space import Categorical, Range, Space
 
@@ -79,3 +79,11 @@ def observation_leaves(env: object) -> dict[str, ObsLeafDescriptor] | None:
         if leaves is not None:
             return {str(name): as_leaf(leaf) for name, leaf in leaves.items()}
     return None
+
+
+def check_action(space: Space, action: Mapping[str, Any]) -> None:
+    """An action names exactly the space's dimensions (shared with the live env); ``AgentError`` otherwise."""
+    names = set(space.names)
+    if set(action) != names:
+        unknown, missing = sorted(set(action) - names), sorted(names - set(action))
+        raise AgentError(f"action {action!r} does not fit the space: unknown {unknown}, missing {missing}")

@@ -48,8 +48,9 @@ from typing import Any, TypeVar
 
 from cloudai.envs.base import BaseGym, Feedback, Observation
 from cloudai.envs.env_params import EnvParamSampler
-from cloudai.envs.knobs import observation_leaves
-from cloudai.envs.offline import TrialSetup, check_action, replayed
+from cloudai.envs.knobs import check_action, observation_leaves
+from cloudai.envs.resume import replayed
+from cloudai.envs.trial import TrialSetup
 from cloudai.errors import ConfigError, GymServerError, Problem, did_you_mean
 from cloudai.gymserver.factory import create_gym_server, is_reserved
 from cloudai.gymserver.layout import ObservationLayout

@@ -25,85 +25,42 @@ while its twin is still running waits for it rather than launching a second job.
 
 This env is offline DSE: ``done`` is always False and the episode never changes. The
 live-RL env (steps delegated to a ``GymServer``) is a sibling built by ``cloudai.run.dse.build_env``.
+
+What the two share lives beside them: ``TrialSetup`` and the trial bookkeeping (``envs.trial``), how a finished job
+becomes a step (``envs.outcome``), a resume's reading back (``envs.resume``), action checks (``envs.knobs``).
 """
 
 from __future__ import annotations
 
-import json
 import math
 import time
 from collections import deque
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from pathlib import Path
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from cloudai.config.objectives import Constraint, broken_constraints
 from cloudai.envs.base import BaseGym, Feedback, Observation
+from cloudai.envs.knobs import check_action
+from cloudai.envs.outcome import trial_outcome
 from cloudai.envs.pruning import ProgressWatch, PruneJudge
+from cloudai.envs.resume import replayed, set_aside_unrecorded
 from cloudai.envs.rewards import REWARDS, reward_of
-from cloudai.errors import AgentError, ConfigError
+from cloudai.envs.trial import Measured, Trial, TrialSetup, cache_key
+from cloudai.errors import ConfigError
 from cloudai.jobs.spec import build_spec, finish_job
 from cloudai.recordfiles import SCORED, Row
-from cloudai.space import Categorical, Space, env_cell
-from cloudai.systems.base import Job, JobStatus, System, held_interrupts, redeliver
+from cloudai.space import Categorical, Space
+from cloudai.systems.base import JobStatus, held_interrupts, redeliver
 from cloudai.trajectory.records import SYNC_INTERVAL_S, TrajectoryWriter
 from cloudai.workloads.base import Workload
 from cloudai.workloads.validity import ValidPoints
 
 if TYPE_CHECKING:
-    from cloudai.config.scenario import RunEntry
     from cloudai.envs.env_params import EnvParamSampler
+
+__all__ = ["CloudAIGymEnv", "TrialSetup", "cache_key", "check_action", "replayed", "trial_outcome"]
 
 
 _DECIDED = frozenset({*SCORED, "constraint"})  # a point with one of these is not worth another step
-
-
-@dataclass(frozen=True)
-class TrialSetup:
-    """What one agent-driven (entry, iteration) runs with; built by ``cloudai.run.dse``."""
-
-    entry: RunEntry
-    space: Space  # the entry's whole space: env_param dimensions included
-    workload: Workload | None  # None in live-RL mode: a trial is a server step, not a job
-    system: System
-    out_dir: Path  # <run dir>/<test id>/<iteration>
-    iteration: int = 0
-    penalty_reward: float = -1.0
-    max_in_flight: int = 1
-    sampler: EnvParamSampler | None = None
-    resume: bool = False
-    on_step: Callable[[Feedback], None] | None = field(default=None, compare=False)
-
-
-@dataclass(eq=False)
-class _Trial:
-    step: int
-    action: dict[str, Any]
-    env: dict[str, Any]
-    key: str  # cache_key(action, env)
-    started: float
-    job: Job | None = None
-    followers: list[_Trial] = field(default_factory=list)  # the same key asked while this one ran
-
-
-@dataclass(frozen=True, slots=True)
-class _Measured:
-    """What a cache hit repeats of a successful step; ``metrics`` None when they are the observation itself
-    (``agent_metrics`` in order: the usual case, no dict kept per step of a 10^5-step run)."""
-
-    step: int
-    reward: float
-    observation: Observation
-    metrics: dict[str, Any] | None
-
-
-_KEY_JSON = json.JSONEncoder(sort_keys=True, default=str)  # made once: json.dumps with options makes one per call
-
-
-def cache_key(action: Mapping[str, Any], env_params: Mapping[str, Any]) -> str:
-    """Canonical JSON of (action, env_params): equal configurations in an equal environment, equal keys."""
-    return _KEY_JSON.encode([action, env_params])
 
 
 class CloudAIGymEnv(BaseGym):
@@ -137,11 +94,11 @@ class CloudAIGymEnv(BaseGym):
         self._cache = {cache_key(f.action, f.env_params): self._measured(f) for f in scored}
         self._decided = {cache_key(f.action, f.env_params) for f in self._history if f.status in _DECIDED}
         self._refused = {cache_key(f.action, f.env_params) for f in self._history if f.status == "infeasible"}
-        _set_aside_unrecorded(setup.out_dir, self.writer.last_step)
+        set_aside_unrecorded(setup.out_dir, self.writer.last_step)
         self._next = self.writer.last_step + 1  # the numbers of an uninterrupted run: env_params draw by step
         self._episode = self._history[-1].episode if self._history else 1
-        self._pending: dict[int, _Trial] = {}  # in flight, by step
-        self._running: dict[str, _Trial] = {}  # in flight, by cache key
+        self._pending: dict[int, Trial] = {}  # in flight, by step
+        self._running: dict[str, Trial] = {}  # in flight, by cache key
         self._unwritten: deque[int] = deque()  # started steps not yet in trajectory.csv, ascending
         self._finished: dict[int, tuple[Feedback, float]] = {}  # finished, waiting for earlier steps
         self._reuse = True  # answer a repeated (action, env_params) from the cache; off: measure again
@@ -190,7 +147,7 @@ class CloudAIGymEnv(BaseGym):
         step = self._next
         self._next += 1
         self._unwritten.append(step)
-        trial = _Trial(step, dict(action), env, key, time.monotonic())
+        trial = Trial(step, dict(action), env, key, time.monotonic())
         return self._complete(trial, self._nothing(), self.setup.penalty_reward, "infeasible", {"reason": reason},
                               ready=False)  # fmt: skip
 
@@ -236,7 +193,7 @@ class CloudAIGymEnv(BaseGym):
             if self.setup.sampler
             else {}
         )
-        trial = _Trial(step, dict(action), env, cache_key(action, env), time.monotonic())
+        trial = Trial(step, dict(action), env, cache_key(action, env), time.monotonic())
         hit = self._cache.get(trial.key) if self._reuse else None
         if hit is not None:
             self._cached(trial, hit)
@@ -291,10 +248,10 @@ class CloudAIGymEnv(BaseGym):
             self._write_ready()
         self.writer.close()
 
-    def _values(self, trial: _Trial) -> dict[str, Any]:
+    def _values(self, trial: Trial) -> dict[str, Any]:
         return self.action_space.full({**trial.action, **trial.env})
 
-    def _submit(self, trial: _Trial) -> None:
+    def _submit(self, trial: Trial) -> None:
         entry, step = self.setup.entry, trial.step
         name = f"{entry.id}.{self.setup.iteration}.{step}"
         out = self.setup.out_dir / str(step)
@@ -325,7 +282,7 @@ class CloudAIGymEnv(BaseGym):
                 else:  # it ended on its own before the cancel reached it: keep what it measured
                     self._finish(trial)
 
-    def _pruned(self, trial: _Trial) -> None:
+    def _pruned(self, trial: Trial) -> None:
         del self._pending[trial.step]
         del self._running[trial.key]
         assert trial.job is not None and self._watch is not None
@@ -339,19 +296,19 @@ class CloudAIGymEnv(BaseGym):
         for follower in trial.followers:
             self._submit(follower)
 
-    def _cached(self, trial: _Trial, hit: _Measured) -> None:
+    def _cached(self, trial: Trial, hit: Measured) -> None:
         metrics = dict(zip(self.metrics, hit.observation, strict=False)) if hit.metrics is None else hit.metrics
         info = {"metrics": metrics, "cached_from": hit.step}
         self._complete(trial, hit.observation, hit.reward, "cached", info)
 
-    def _finish(self, trial: _Trial) -> None:
+    def _finish(self, trial: Trial) -> None:
         """Record a trial whose job ended. Atomic for Ctrl-C: a signal landing between "job.json says ok" and
         "the row is buffered" would lose a measurement that ``--resume`` then runs again."""
         with held_interrupts() as held:
             self._record_finished(trial)
         redeliver(held)
 
-    def _record_finished(self, trial: _Trial) -> None:
+    def _record_finished(self, trial: Trial) -> None:
         del self._pending[trial.step]
         if self._running.get(trial.key) is trial:
             del self._running[trial.key]
@@ -371,7 +328,7 @@ class CloudAIGymEnv(BaseGym):
 
     def _complete(
         self,
-        trial: _Trial,
+        trial: Trial,
         observation: Observation,
         reward: float,
         status: str,
@@ -414,76 +371,11 @@ class CloudAIGymEnv(BaseGym):
     def _check(self, action: Mapping[str, Any]) -> None:
         check_action(self.action_space, action)
 
-    def _measured(self, feedback: Feedback) -> _Measured:
-        return _Measured(feedback.step, feedback.reward, feedback.observation, feedback.extra_metrics(self.metrics))
+    def _measured(self, feedback: Feedback) -> Measured:
+        return Measured(feedback.step, feedback.reward, feedback.observation, feedback.extra_metrics(self.metrics))
 
     def _nothing(self) -> Observation:
         return [math.nan] * len(self.metrics)
 
     def _replayed(self, row: Row) -> Feedback:
         return replayed(row, self.setup.space, self.metrics)
-
-
-def check_action(space: Space, action: Mapping[str, Any]) -> None:
-    """An action names exactly the space's dimensions (shared with the live env); ``AgentError`` otherwise."""
-    names = set(space.names)
-    if set(action) != names:
-        unknown, missing = sorted(set(action) - names), sorted(names - set(action))
-        raise AgentError(f"action {action!r} does not fit the space: unknown {unknown}, missing {missing}")
-
-
-def replayed(row: Row, space: Space, metrics: tuple[str, ...]) -> Feedback:
-    """A recorded row as the agent saw it, env_params typed back through the space (shared with the live env)."""
-    env = {name: _typed(space, name, text) for name, text in row.env.items()}
-    info = {"status": row.status, "step": row.step, "episode": row.episode, "env_params": env, "reason": row.reason,
-            "metrics": dict(zip(metrics, row.observation, strict=False)), "replayed": True}  # fmt: skip
-    return Feedback(row.step, row.episode, row.action, row.reward, row.observation, row.status, False, info)
-
-
-def _typed(space: Space, name: str, text: str) -> Any:
-    """An env.csv cell back to the value it was written from (a candidate, or a number for a range)."""
-    dim = next((d for d in space.dims if d.name == name), None)
-    if isinstance(dim, Categorical):
-        return next((c for c in dim.choices if env_cell(c) == text), text)
-    if dim is not None:
-        return round(float(text)) if dim.dtype == "int" else float(text)
-    return text
-
-
-def trial_outcome(
-    job: Job,
-    metrics: Mapping[str, float],
-    names: Sequence[str],
-    constraints: Sequence[Constraint],
-    reward_fn: Callable[[float], float],
-    penalty: float,
-) -> tuple[str, Observation, float, str]:
-    """How a finished job becomes a step: ``(status, observation, reward, reason)``. The one place that decides
-    it, for the DSE env and for ``--single-sbatch`` alike: ``ok`` only for a job that ended well with every named
-    metric and inside ``agent_constraints`` (else ``constraint``, measured but refused), ``timeout``, or
-    ``failed``; the reward is the reward function's of the first metric for ``ok``, else the penalty."""
-    observation = [metrics.get(name, math.nan) for name in names]
-    status = {JobStatus.OK: "ok", JobStatus.TIMEOUT: "timeout"}.get(job.status, "failed")
-    reason = job.reason
-    if status == "ok" and any(name not in metrics for name in names):
-        status = "failed"  # finish_job has already said why in job.json
-    if status == "ok" and (broken := broken_constraints(constraints, metrics)):
-        status, reason = "constraint", broken  # measured, but outside agent_constraints
-    reward = reward_of(reward_fn, observation) if status == "ok" else penalty
-    return status, observation, reward, "" if status == "ok" else reason
-
-
-def _set_aside_unrecorded(out_dir: Path, last_step: int) -> None:
-    """Rename the job dirs of steps after the last recorded one (trials cancelled or in flight when the run
-    stopped: never recorded) to ``<step>.cancelled`` (``.cancelled.2``...), so a resumed run numbers its steps as
-    an uninterrupted run would (env_params are drawn per step number: env.csv stays identical) and no recorded
-    trial's files are touched."""
-    if not out_dir.is_dir():
-        return
-    for job_dir in out_dir.iterdir():
-        if job_dir.name.isdigit() and int(job_dir.name) > last_step and job_dir.is_dir():
-            target, n = out_dir / f"{job_dir.name}.cancelled", 1
-            while target.exists():
-                n += 1
-                target = out_dir / f"{job_dir.name}.cancelled.{n}"
-            job_dir.rename(target)

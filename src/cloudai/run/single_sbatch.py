@@ -268,7 +268,7 @@ def _record_iteration(it: _Iteration, by_name: dict[str, tuple[Job, dict[str, fl
     from cloudai.agents import AGENTS
     from cloudai.atomicfile import atomic_write
     from cloudai.envs.base import Feedback
-    from cloudai.envs.offline import trial_outcome
+    from cloudai.envs.outcome import trial_outcome
     from cloudai.envs.rewards import REWARDS
     from cloudai.plan.agent_checks import agent_config
     from cloudai.run.best import BEST_FILE, best_text

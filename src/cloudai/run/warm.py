@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from cloudai.envs.base import Feedback
-from cloudai.envs.offline import replayed
+from cloudai.envs.resume import replayed
 from cloudai.errors import ConfigError
 from cloudai.recordfiles import ENV_FILE, SCORED, TRAJECTORY_FILE
 from cloudai.space import point_problem

@@ -1,7 +1,8 @@
 """``cloudai serve``: one cloudai test exposed as an OpenEnv-compatible server for outside trainers.
 
-``app`` is the ASGI app (sessions, HTTP and WebSocket routes), ``wire`` the message shapes and
-schemas, ``calls`` runs env calls one at a time, ``run`` the process (threads, signals, shutdown).
+``app`` is the ASGI app, built from ``hub`` (the env, its call queue, the sessions), ``http_routes`` and
+``sessions`` (the WebSocket sessions); ``wire`` the message shapes and schemas, ``calls`` runs env calls one
+at a time, ``run`` the process (threads, signals, shutdown).
 ``cloudai serve --lease``: ``control`` (the lease control plane's routes and process) over ``sandboxes``
 (the leases it holds, each sandbox a child process).
 
