@@ -13,6 +13,7 @@ from collections import defaultdict
 from statistics import fmean, stdev
 from typing import TYPE_CHECKING
 
+from cloudai.display import show_action
 from cloudai.recordfiles import SCORED
 from cloudai.reports import html as h
 from cloudai.reports import plots_measure
@@ -67,7 +68,7 @@ def trials_section(ar: AgentRun, base: str) -> str:
     if not bad:
         none = [h.note("Every trial succeeded.")]
         return h.section(f"{base}--trials", "Trials that did not succeed", none, 3, data="trials")
-    rows = [(s.step, s.status, s.elapsed_s, ar.reasons.get(s.step, ""), json.dumps(s.action, sort_keys=True))
+    rows = [(s.step, s.status, s.elapsed_s, ar.reasons.get(s.step, ""), show_action(s.action, sort_keys=True))
             for s in bad[:MAX_TRIAL_ROWS]]  # fmt: skip
     parts = [h.table(["step", "status", "duration [s]", "reason", "action"], rows, status_col=1)]
     if len(bad) > MAX_TRIAL_ROWS:

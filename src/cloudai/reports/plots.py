@@ -12,11 +12,11 @@ Nothing here imports a plotting library: building a spec is list work, bounded b
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from cloudai.display import show_action
 from cloudai.reports.chartdata import finite
 from cloudai.reports.thin import MAX_POINTS, change_index, envelope, envelope_index
 
@@ -124,7 +124,7 @@ def overlaid_best(curves: dict[str, Trajectory]) -> Spec:
 
 
 def _best_tip(label: str, step: float, best: float, setter: Step | None) -> str:
-    where = "" if setter is None else f" (set at step {setter.step})\n{json.dumps(setter.action, sort_keys=True)}"
+    where = "" if setter is None else f" (set at step {setter.step})\n{show_action(setter.action, sort_keys=True)}"
     return f"{label}\nstep {step}: best so far {best:.6g}{where}"
 
 

@@ -16,7 +16,6 @@ terminal.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Sequence
 from pathlib import Path
@@ -25,8 +24,10 @@ from typing import TYPE_CHECKING, Any
 
 import toml
 
+from cloudai.display import show_action, show_value
 from cloudai.recordfiles import ENV_FILE, SCORED, TRAJECTORY_FILE
 from cloudai.reports.baseline import versus_first
+from cloudai.reports.choice import use_line
 from cloudai.reports.confirm import Estimate, ranked, verdict_lines, winner
 from cloudai.space import NUM_NODES, split_knobs
 
@@ -88,10 +89,11 @@ def best_text(
         f"# {title} of '{entry.id}' over {recorded} recorded step(s): step {best.step} ({best.status}),",
         f"# {name} {best.reward:.6g}{' ' + unit if unit else ''} (reward = {reward}; a single measurement).",
         "# Metrics: " + ", ".join(f"{k}={_num(v)}" for k, v in metrics.items()),
-        f"# Action: {', '.join(f'{k}={v!r}' for k, v in best.action.items())}",
+        f"# Action: {', '.join(f'{k}={show_value(v)}' for k, v in best.action.items())}",
     ]
     if best.env_params:
-        lines.append(f"# Measured under env_params {best.env_params} (sampled by the environment; fixed here).")
+        drawn = show_action(best.env_params)
+        lines.append(f"# Measured under env_params {drawn} (sampled by the environment; fixed here).")
     nodes = space.full(best.action).get(NUM_NODES, 1)
     if NUM_NODES in best.action or nodes != 1:
         lines.append(f"# num_nodes = {nodes}: set it on the scenario entry (not a test field).")
@@ -142,13 +144,15 @@ def outcome_lines(
     best = f"best of {searched} step(s) is step {single.step}: {single_text} (a single measurement)"
     top = winner(confirmed)
     if top is None:
-        lines = [f"{label}: {best}", f"  action {json.dumps(single.action)}"]
+        lines = [f"{label}: {best}", f"  action {show_action(single.action)}"]
         versus = versus_first(single.reward, single.action, (first.step, first.action, first.reward), (), unit)
     else:
         lines = [f"{label}: recommended {name}: {top.text(unit)}"]
         lines += [f"  why: {line}" for line in verdict_lines(confirmed, unit)]
         lines += [f"  {e.text(unit)}" for e in _in_order(confirmed) if e is not top]
-        lines.append(f"  search: {best}, action {json.dumps(single.action)}")
+        lines.append(f"  search: {best}, action {show_action(single.action)}")
+        use = use_line(confirmed, (single.step, single.reward, single.action, single.env_params), single_text, unit)
+        lines.append(f"  {use}")
         base = baseline if top.regime_aware else None  # the baseline's value over the env regimes, not one draw
         versus = versus_first(top.mean, top.action, (first.step, first.action, first.reward), confirmed, unit, base)
     if versus:
