@@ -1,4 +1,4 @@
-"""How values read to a person: floats without their binary noise, actions as compact JSON.
+"""How values read to a person: floats without their binary noise, actions as compact JSON, defaults as TOML.
 
 ``0.1 * 6`` is ``0.6000000000000001`` in binary floating point; a user reads that as a different value
 from the ``0.6`` they wrote. ``show_float`` rounds to ``DIGITS`` significant digits and prints the
@@ -12,7 +12,11 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping
+from enum import Enum
+from pathlib import Path
 from typing import Any
+
+from pydantic import BaseModel
 
 DIGITS = 12  # well beyond any knob a user types, well short of float noise (~16-17 digits)
 
@@ -43,3 +47,29 @@ def show_action(action: Mapping[str, Any], *, sort_keys: bool = False) -> str:
 def show_value(value: Any) -> str:
     """One knob value as ``key=value`` text shows it (``repr`` for strings, floats without noise)."""
     return show_float(value) if isinstance(value, float) else repr(clean(value))
+
+
+def toml_text(value: object) -> str:
+    """A default as TOML text: strings quoted, booleans lowercase, a model as an inline table of its set fields."""
+    if value is None:
+        return "(not set)"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return show_float(value)
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, Enum):
+        return toml_text(value.value)
+    if isinstance(value, str | Path):
+        return json.dumps(str(value))
+    if isinstance(value, BaseModel):
+        value = {
+            info.alias or k: v for k, info in type(value).model_fields.items() if (v := getattr(value, k)) is not None
+        }
+    if isinstance(value, dict):
+        inner = ", ".join(f"{k} = {toml_text(v)}" for k, v in value.items())
+        return f"{{ {inner} }}" if inner else "{}"
+    if isinstance(value, list | tuple | set | frozenset):
+        return "[" + ", ".join(toml_text(v) for v in value) + "]"
+    return str(value)

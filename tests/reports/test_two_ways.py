@@ -36,7 +36,7 @@ def test_the_terminal_and_the_report_say_which_configuration_to_use(env_params_r
     assert 'algo = "collnet"' in best
     use = 'Use candidate 1 (best.toml), action {"algo": "collnet", "chunk_kb": 4096, "num_channels": 4}.'
     assert use in output
-    search_best = "The search's best single measurement (step 69, bus_bw 55.1427 GB/s, action {\"algo\": \"ring\""
+    search_best = 'The search\'s best single measurement (step 69, bus_bw 55.1427 GB/s, action {"algo": "ring"'
     assert search_best in output and "is not it: that was one draw under env_params" in output
     assert "re-run as candidate 2, that configuration is worth 36.12" in output
     assert "below candidate 1's 41.33" in output

@@ -166,10 +166,7 @@ def _best_cell(entry: Entry, agent_runs: list[AgentRun], best: Step | None, top:
         values = [v for v in values if not math.isnan(v)]
         if not values or top.regime_aware:
             return f"reward {top.mean:.4g}{ci} ({how} of n={top.n}, confirmed; reward = {entry.reward_function})"
-        return (
-            f"{entry.measured(fmean(values))} (mean of {len(values)} confirmed re-runs; "
-            f"reward {top.mean:.4g}{ci})"
-        )
+        return f"{entry.measured(fmean(values))} (mean of {len(values)} confirmed re-runs; reward {top.mean:.4g}{ci})"
     if best is None:
         return "—"
     if metric is None or not best.observation or math.isnan(best.observation[0]):
