@@ -183,6 +183,10 @@ def test_a_live_rl_run_reports_the_return_of_each_episode(real_live: RealRun) ->
     (row,) = read_csv(real_live.path / "summary.csv")
     assert (row["kind"], row["steps"]) == ("live_rl", str(LIVE_STEPS))
     assert "live RL" in real_live.stdout
+    # the units ServingSim declares label its metrics; best.toml gives them too
+    assert "throughput [requests/s]" in report.read_text() and "p99_latency_ms [ms]" in report.read_text()
+    best = (real_live.it_dir("Tests.live") / "best.toml").read_text()
+    assert "requests/s, p99_latency_ms=" in best
 
 
 def test_an_interrupted_run_still_reports_its_finished_steps(real_interrupted: RealRun) -> None:

@@ -11,8 +11,13 @@ from tests.conftest import CONF
 from tests.dse.conftest import invoke
 
 from cloudai.display import show_action, show_float
+from cloudai.gymserver.factory import declared_units
+from cloudai.reports.chartdata import Rows
 from cloudai.reports.choice import use_line
 from cloudai.reports.confirm import Estimate
+from cloudai.reports.load import Entry
+from cloudai.reports.measure_sections import observations_section
+from cloudai.reports.trajectory import Trajectory
 
 TESTS = CONF / "common" / "test"
 SCENARIOS = CONF / "common" / "test_scenario"
@@ -71,3 +76,13 @@ def test_floats_show_without_binary_noise() -> None:
         '{"lr": 0.3, "dims": [0.6, 2], "name": "a"}'
     )
     assert json.loads(show_action({"lr": 0.1 * 3}))["lr"] == 0.3
+
+
+def test_a_live_environment_declares_its_units_or_the_report_says_none() -> None:
+    assert declared_units({"env_class": "cloudai.gym.examples.ServingSim"})["p99_latency_ms"] == "ms"
+    assert declared_units({"env_class": "tests.gym.live_envs.EchoEnv"}) == {}
+    assert declared_units({"env_url": "http://127.0.0.1:1"}) == {}  # OpenEnv carries no units
+    entry = Entry("t", "t", live_rl=True, agent_metrics=("latency", "depth"), units={"latency": "ms"})
+    section = observations_section(Rows("t-0", [], ["latency [ms]", "depth"], "reward"), Trajectory(), entry, "t-0")
+    assert "No unit declared by the live environment for: depth (" in section
+    assert "latency [ms]" in section

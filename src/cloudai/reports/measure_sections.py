@@ -42,7 +42,12 @@ def observations_section(drawn: Rows, traj: Trajectory, entry: Entry, base: str)
     )
     text = "Every observed metric against step: " + ", ".join(entry.label(m) for m in entry.agent_metrics) + "."
     title = "Observations per step"
-    return h.section(f"{base}--observations", title, [h.para(text), charts], 3, data="observations")
+    parts = [h.para(text), charts]
+    unitless = [m for m in entry.agent_metrics if m not in entry.units]
+    if entry.live_rl and unitless:  # a live server may declare none: say so rather than leave the reader guessing
+        parts.insert(1, h.note(f"No unit declared by the live environment for: {', '.join(unitless)} (an env_class "
+                               "declares them as a class attribute units = {metric: unit})."))  # fmt: skip
+    return h.section(f"{base}--observations", title, parts, 3, data="observations")
 
 
 def time_section(drawn: Rows, traj: Trajectory, base: str) -> str:

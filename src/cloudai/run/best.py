@@ -88,7 +88,7 @@ def best_text(
         *_confirmed_lines(confirmed, unit),
         f"# {title} of '{entry.id}' over {recorded} recorded step(s): step {best.step} ({best.status}),",
         f"# {name} {best.reward:.6g}{' ' + unit if unit else ''} (reward = {reward}; a single measurement).",
-        "# Metrics: " + ", ".join(f"{k}={_num(v)}" for k, v in metrics.items()),
+        "# Metrics: " + _metrics_text(entry, metrics),
         f"# Action: {', '.join(f'{k}={show_value(v)}' for k, v in best.action.items())}",
     ]
     if best.env_params:
@@ -113,6 +113,25 @@ def measured_as(entry: RunEntry) -> tuple[str, str]:
         return "reward", ""
     name = (default_means(entry.workload, entry.cmd_args) if metric == "default" else None) or metric
     return name, units_of(entry.workload, entry.cmd_args).get(metric, "")
+
+
+def metric_units(entry: RunEntry) -> dict[str, str]:
+    """Each metric's unit: the workload's, or for a live environment the ones its class declares."""
+    from cloudai.gymserver.factory import declared_units
+    from cloudai.workloads import units_of
+
+    if entry.cmd_args.get("live_rl_mode"):
+        return declared_units(entry.cmd_args)
+    return units_of(entry.workload, entry.cmd_args)
+
+
+def _metrics_text(entry: RunEntry, metrics: dict[str, Any]) -> str:
+    """``throughput=41.2 requests/s, queue_depth=3``; a live environment that declares no units is said to."""
+    units = metric_units(entry)
+    text = ", ".join(f"{k}={_num(v)}{' ' + units[k] if k in units else ''}" for k, v in metrics.items())
+    if entry.cmd_args.get("live_rl_mode") and not units:
+        text += " (the live environment declares no units)"
+    return text
 
 
 def _confirmed_lines(confirmed: Sequence[Estimate], unit: str) -> list[str]:
