@@ -465,6 +465,13 @@ def serve(
 @click.option(
     "--output", type=click.Path(path_type=Path, dir_okay=False), help="Write the report (or comparison) here."
 )
+@click.option(
+    "--compare-by",
+    type=click.Choice(["test-name", "test-id"]),
+    default="test-name",
+    show_default=True,
+    help="With several dirs: overlay the runs of one test name, or of one scenario test id (renamed tests).",
+)
 @_common
 def generate_report(
     results_dirs: tuple[Path, ...],
@@ -474,6 +481,7 @@ def generate_report(
     test_scenario: Path | None,
     hook_dir: Path | None,
     output: Path | None,
+    compare_by: str,
     verbose: bool,
     log_file: Path | None,
 ) -> None:
@@ -488,7 +496,7 @@ def generate_report(
         raise click.UsageError("give the results dir: cloudai generate-report DIR (or --result-dir DIR)")
     from cloudai.reports import generate_report as generate
 
-    click.echo(f"Report: {generate(dirs, output)}")
+    click.echo(f"Report: {generate(dirs, output, compare_by.replace('-', '_'))}")
 
 
 def _prepare(
