@@ -96,7 +96,11 @@ def test_list_takes_a_kind_and_verbose() -> None:
     assert "report.html" in reports.stdout and "trajectory.csv" in reports.stdout
     systems = cloudai("list", "systems", "-v")
     assert "default_partition = (required)" in systems.stdout and 'install_path = "install"' in systems.stdout
-    assert "= '" not in systems.stdout + workloads.stdout and "=None" not in workloads.stdout and "Args(" not in workloads.stdout
+    assert (
+        "= '" not in systems.stdout + workloads.stdout
+        and "=None" not in workloads.stdout
+        and "Args(" not in workloads.stdout
+    )
     assert 'genai_perf = { name = "genai_perf", cmd = "genai-perf profile", args = {} }' in workloads.stdout
 
 
