@@ -227,7 +227,8 @@ def test_two_real_runs_of_the_same_test_are_compared(real_dse: RealRun, real_int
     assert f"Report: {cmp}" in done.stdout
     page = parse(cmp)
     assert page.sections["compare-dse"] == "compare-dse"
-    assert list(page.charts) == ["compare-dse--chart"] and page.points("compare-dse--chart") > 0  # best so far
+    assert list(page.charts) == ["compare-dse--chart", "compare-dse--time-chart"]  # best so far: by step, by time
+    assert page.points("compare-dse--chart") > 0 and page.points("compare-dse--time-chart") > 0
     header, *rows = tables(cmp)["compare-dse"]
     assert header == ["value", f"{real_dse.path.name} #0", f"{real_interrupted.path.name} #0"]
     by_name = {r[0]: r[1:] for r in rows}
