@@ -115,6 +115,23 @@ def measured_as(entry: RunEntry) -> tuple[str, str]:
     return name, units_of(entry.workload, entry.cmd_args).get(metric, "")
 
 
+def _metric_of(entry: RunEntry, step: Feedback) -> str:
+    """``default 1854 ms``: the step's first agent metric in its unit when the reward is a transform of it
+    (``inverse``, ``negative``, ``log``); "" otherwise (live RL, a reward of the whole observation)."""
+    from cloudai.envs.rewards import GROWS_WITH_METRIC
+    from cloudai.workloads import default_means
+
+    if entry.cmd_args.get("live_rl_mode") or entry.agent.reward not in GROWS_WITH_METRIC or not step.observation:
+        return ""
+    value = step.observation[0]
+    if not isinstance(value, int | float) or not math.isfinite(value):
+        return ""
+    metric = entry.agent.metrics[0]
+    name = (default_means(entry.workload, entry.cmd_args) if metric == "default" else None) or metric
+    unit = metric_units(entry).get(metric, "")
+    return f"{name} {value:.6g}{' ' + unit if unit else ''}"
+
+
 def metric_units(entry: RunEntry) -> dict[str, str]:
     """Each metric's unit: the workload's, or for a live environment the ones its class declares."""
     from cloudai.gymserver.factory import declared_units
@@ -160,6 +177,9 @@ def outcome_lines(
     over the env regimes (env_params; ``regime_top.value_in``)."""
     name, unit = measured_as(entry)
     single_text = f"{name} {single.reward:.6g}{' ' + unit if unit else ''}"
+    metric = _metric_of(entry, single)
+    if name == "reward" and metric:  # a transform of one metric (inverse step time): say the metric too
+        single_text = f"{metric} (reward {single.reward:.6g})"
     best = f"best of {searched} step(s) is step {single.step}: {single_text} (a single measurement)"
     top = winner(confirmed)
     if top is None:
