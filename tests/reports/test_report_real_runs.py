@@ -235,4 +235,5 @@ def test_two_real_runs_of_the_same_test_are_compared(real_dse: RealRun, real_int
     bests = [read_csv(r.path / "summary.csv")[0] for r in (real_dse, real_interrupted)]
     assert by_name["best reward"] == [fmt(float(b["best_reward"])) for b in bests]
     assert by_name["steps"] == [b["steps"] for b in bests]
+    assert by_name["its bus_bw [GB/s]"] == by_name["best reward"]  # identity: the reward is the metric
     assert {"algo", "chunk_kb", "num_channels"} <= set(by_name)

@@ -16,7 +16,7 @@ from collections import defaultdict
 
 from cloudai.reports import html as h
 from cloudai.reports import plots
-from cloudai.reports.load import AgentRun, RunData
+from cloudai.reports.load import AgentRun, Entry, RunData
 
 
 def comparison_page(runs: list[RunData], by: str = "test_name") -> str:
@@ -28,14 +28,17 @@ def comparison_page(runs: list[RunData], by: str = "test_name") -> str:
     ]
     body = [h.section("overview", "Runs compared", [h.table(["run", "scenario", "results", "tests"], overview)])]
     by_test: dict[str, list[tuple[str, AgentRun]]] = defaultdict(list)
+    entries: dict[str, Entry] = {}  # matched key -> the first run's entry (its metric and unit)
     named: dict[str, dict[str, str]] = defaultdict(dict)  # test id -> run label -> test name (by test id)
     for label, run in zip(labels, runs, strict=True):
         for ar in run.agent_runs:
             name = run.entry(ar.test_id).test_name
-            by_test[ar.test_id if by == "test_id" else name].append((f"{label} #{ar.iteration}", ar))
+            key = ar.test_id if by == "test_id" else name
+            by_test[key].append((f"{label} #{ar.iteration}", ar))
+            entries.setdefault(key, run.entry(ar.test_id))
             named[ar.test_id][label] = name
     for key, members in by_test.items():
-        body.append(_agent_comparison(key, members, len(runs), named[key] if by == "test_id" else {}))
+        body.append(_agent_comparison(key, members, len(runs), named[key] if by == "test_id" else {}, entries[key]))
     if any(r.jobs for r in runs):
         body.append(_jobs_comparison(runs, labels))
     if not by_test and not any(r.jobs for r in runs):
@@ -51,7 +54,11 @@ def _labels(runs: list[RunData]) -> list[str]:
 
 
 def _agent_comparison(
-    test_name: str, members: list[tuple[str, AgentRun]], n_runs: int, names: dict[str, str] | None = None
+    test_name: str,
+    members: list[tuple[str, AgentRun]],
+    n_runs: int,
+    names: dict[str, str] | None = None,
+    entry: Entry | None = None,
 ) -> str:
     """``test_name``: the name (or id) the runs were matched by; ``names``: run label -> its test name (by id)."""
     slug = "compare-" + test_name.replace(" ", "_")
@@ -67,16 +74,20 @@ def _agent_comparison(
         parts.append(h.chart(f"{slug}--chart", plots.overlaid_best(curves), "best so far against step"))
         time_chart = plots.overlaid_best(curves, x="time")
         parts.append(h.chart(f"{slug}--time-chart", time_chart, "best so far against the trial time spent"))
-    parts.append(_best_side_by_side(members))
+    parts.append(_best_side_by_side(members, entry))
     what = "test id " if names else ""
     return h.section(slug, f"{what}{test_name}: best so far and best configurations", parts)
 
 
-def _best_side_by_side(members: list[tuple[str, AgentRun]]) -> str:
+def _best_side_by_side(members: list[tuple[str, AgentRun]], entry: Entry | None = None) -> str:
+    """One column per run: the best reward, and (a reward of one metric) that metric in its unit, then knobs."""
     bests = [(label, ar, ar.trajectory.best()) for label, ar in members]
     knobs = list(dict.fromkeys(k for _, ar, _ in bests for k in ar.trajectory.knobs))
-    rows: list[list[object]] = [
-        ["best reward", *(None if b is None else b.reward for _, _, b in bests)],
+    rows: list[list[object]] = [["best reward", *(None if b is None else b.reward for _, _, b in bests)]]
+    if entry is not None and entry.objective_metric is not None:
+        measured = [None if b is None or not b.observation else b.observation[0] for _, _, b in bests]
+        rows.append([f"its {entry.label(entry.objective_metric)}", *measured])
+    rows += [
         ["best step", *(None if b is None else b.step for _, _, b in bests)],
         ["steps", *(len(ar.trajectory.steps) for _, ar, _ in bests)],
         ["ok steps", *(ar.trajectory.status_counts().get("ok", 0) for _, ar, _ in bests)],
