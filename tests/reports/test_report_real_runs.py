@@ -7,6 +7,7 @@ trajectory.csv, env.csv), not from the report package.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -187,6 +188,7 @@ def test_a_live_rl_run_reports_the_return_of_each_episode(real_live: RealRun) ->
     assert "throughput [requests/s]" in report.read_text() and "p99_latency_ms [ms]" in report.read_text()
     best = (real_live.it_dir("Tests.live") / "best.toml").read_text()
     assert "requests/s, p99_latency_ms=" in best
+    assert re.search(r"search best's metrics: throughput=[-\d.e]+ requests/s, p99_latency_ms=", real_live.stdout)
 
 
 def test_an_interrupted_run_still_reports_its_finished_steps(real_interrupted: RealRun) -> None:

@@ -194,6 +194,9 @@ def outcome_lines(
         lines.append(f"  {use}")
         base = baseline if top.regime_aware else None  # the baseline's value over the env regimes, not one draw
         versus = versus_first(top.mean, top.action, (first.step, first.action, first.reward), confirmed, unit, base)
+    if entry.cmd_args.get("live_rl_mode"):  # the reward is the server's: its metrics, in their units, say what it was
+        metrics = single.info.get("metrics") or dict(zip(entry.agent.metrics, single.observation, strict=False))
+        lines.append(f"  search best's metrics: {_metrics_text(entry, metrics)}")
     if versus:
         lines.append(f"  against the baseline: {versus}")
     verdict = regime_verdict(out_dir)
