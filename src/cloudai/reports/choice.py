@@ -10,6 +10,7 @@ draw, and what that configuration is worth when measured like the recommendation
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -45,7 +46,7 @@ def use_line(
     elif not same.rewards:
         why = f"as candidate {same.candidate} it did not score when re-run ({same.failed} failed)"
     else:
-        spread = f" ± {same.ci95:.4g}" if same.ci95 == same.ci95 else ""
+        spread = "" if math.isnan(same.ci95) else f" ± {same.ci95:.4g}"
         over = " over the env regimes" if top.regime_aware else ""
         why = f"re-run as candidate {same.candidate}, that configuration is worth {same.mean:.4g}{spread}"
         why += f"{' ' + unit if unit else ''}{over}"
