@@ -84,7 +84,7 @@ def test_list_takes_a_kind_and_verbose() -> None:
     assert agents.returncode == 0 and "grid_search" in agents.stdout and "Sleep" not in agents.stdout
     assert "PydanticUndefined" not in agents.stdout and "enqueue = []" in agents.stdout
     workloads = cloudai("list", "workloads", "-v")
-    assert "Fio" in workloads.stdout and "metrics: " in workloads.stdout and "fio_binary = 'fio'" in workloads.stdout
+    assert "Fio" in workloads.stdout and "metrics: " in workloads.stdout and 'fio_binary = "fio"' in workloads.stdout
     from cloudai.workloads import WORKLOADS
 
     real = {"Fio", "NcclTest", "UCCTest", "OSUBench"}  # measure real hardware: their best is confirmed by default
@@ -95,7 +95,13 @@ def test_list_takes_a_kind_and_verbose() -> None:
     reports = cloudai("list", "reports")
     assert "report.html" in reports.stdout and "trajectory.csv" in reports.stdout
     systems = cloudai("list", "systems", "-v")
-    assert "default_partition = (required)" in systems.stdout and "install_path = 'install'" in systems.stdout
+    assert "default_partition = (required)" in systems.stdout and 'install_path = "install"' in systems.stdout
+    assert (
+        "= '" not in systems.stdout + workloads.stdout
+        and "=None" not in workloads.stdout
+        and "Args(" not in workloads.stdout
+    )
+    assert 'genai_perf = { name = "genai_perf", cmd = "genai-perf profile", args = {} }' in workloads.stdout
 
 
 def test_log_level_warn_is_accepted(tmp_path: Path) -> None:

@@ -28,7 +28,7 @@ def write(tmp_path: Path, env: str = "RendezvousEnv", kwargs: str = "") -> tuple
     return tmp_path / "tests", tmp_path / "scenario.toml"
 
 
-def test_rollout_steps_four_environments_at_once(tmp_path: Path) -> None:
+def test_rollout_steps_four_environments_at_once(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """Every step of RendezvousEnv waits for 4 instances: episodes collected one env at a time would break it."""
     tests, scenario = write(tmp_path, kwargs="env_kwargs = { parties = 4 }\n")
     loaded = load_env(tests, scenario, output_dir=tmp_path / "out")
@@ -47,6 +47,9 @@ def test_rollout_steps_four_environments_at_once(tmp_path: Path) -> None:
 
     episodes = asyncio.run(main())
     assert len(episodes) == 4 and sorted(asked) == sorted([0, 1, 2, 3] * 3)
+    said = capsys.readouterr().err  # where it recorded, once
+    assert said.count("cloudai rollout:") == 1
+    assert f"recording 4 environment(s) under {loaded.run_dir / 't'}: 0, 1, 2, 3" in said
     for episode in episodes:
         assert [t.terminated for t in episode] == [False, False, True]  # the env's done after 3 steps
         assert [t.next_observation[0] for t in episode] == [1.0, 2.0, 3.0]

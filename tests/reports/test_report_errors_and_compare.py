@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import csv
+import json
 import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 from tests.reports.report_builders import parse
 
 from cloudai.errors import ConfigError
@@ -74,13 +76,13 @@ def test_two_runs_of_the_same_test_are_compared(make_dse: MakeDse) -> None:
     assert (a / "summary.csv").exists() and (b / "summary.csv").exists()
     page = parse(out)
     assert page.sections["compare-tests.1-test"] == "compare-tests.1-test"
-    assert list(page.charts) == ["compare-tests.1-test--chart"]  # overlaid best-so-far curves
+    assert list(page.charts) == ["compare-tests.1-test--chart", "compare-tests.1-test--time-chart"]  # best so far
     assert [s["label"] for s in page.charts["compare-tests.1-test--chart"]["series"]] == [
         f"{a.name} #0",
         f"{b.name} #0",
     ]
     assert f"{a.name} #0" in page.cells and f"{b.name} #0" in page.cells  # best configurations side by side
-    assert {"best reward", "threads", "algo", "chunk"} <= set(page.cells)
+    assert {"best reward", "its default", "threads", "algo", "chunk"} <= set(page.cells)  # inverse(default)
     assert page.external == [] and page.loads == 0
 
 
@@ -115,3 +117,34 @@ def test_the_public_api_is_two_functions_and_the_list_of_outputs() -> None:
     import cloudai.reports
 
     assert cloudai.reports.__all__ == ["OUTPUTS", "generate_report", "print_summary"]
+
+
+def test_runs_of_one_test_id_under_different_test_names_overlay_by_id(make_dse: MakeDse) -> None:
+    """A test TOML renamed between two runs: by name they do not meet; ``--compare-by test-id`` overlays them,
+    each run named by its dir, against step and against the trial time spent."""
+    a = make_dse("dse-scenario_2026-11-23_07-00-00", steps=30, seed=1)
+    b = make_dse("dse-scenario_2026-11-23_08-00-00", steps=20, seed=2)
+    manifest = json.loads((b / "run.json").read_text())
+    manifest["entries"][0]["test_name"] = "renamed-test"
+    (b / "run.json").write_text(json.dumps(manifest))
+
+    by_name = parse(generate_report([a, b]))
+    assert {"compare-tests.1-test", "compare-renamed-test"} <= set(by_name.sections)
+    assert "Only in 1 of 2 runs" in by_name.all_text
+
+    from cloudai.cli import cli
+
+    out = a.parent / "by-id.html"
+    args = ["generate-report", str(a), str(b), "--compare-by", "test-id", "--output", str(out)]
+    result = CliRunner().invoke(cli, args, catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    page = parse(out)
+    assert "compare-Tests.1" in page.sections and "Only in" not in page.all_text
+    assert f"{a.name}: tests.1-test; {b.name}: renamed-test" in page.all_text
+    step_chart, time_chart = page.charts["compare-Tests.1--chart"], page.charts["compare-Tests.1--time-chart"]
+    assert [s["label"] for s in time_chart["series"]] == [f"{a.name} #0", f"{b.name} #0"]
+    assert time_chart["xlabel"].startswith("trial time spent [s]") and step_chart["xlabel"] == "step"
+    spent = [float(r["elapsed_s"]) for r in csv.DictReader((a / "Tests.1" / "0" / "trajectory.csv").open())]
+    first = time_chart["series"][0]
+    steps = step_chart["series"][0]["xs"]
+    assert first["xs"] == [pytest.approx(sum(spent[:step])) for step in steps]  # the sum of durations so far

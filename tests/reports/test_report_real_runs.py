@@ -7,6 +7,7 @@ trajectory.csv, env.csv), not from the report package.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -183,6 +184,11 @@ def test_a_live_rl_run_reports_the_return_of_each_episode(real_live: RealRun) ->
     (row,) = read_csv(real_live.path / "summary.csv")
     assert (row["kind"], row["steps"]) == ("live_rl", str(LIVE_STEPS))
     assert "live RL" in real_live.stdout
+    # the units ServingSim declares label its metrics; best.toml gives them too
+    assert "throughput [requests/s]" in report.read_text() and "p99_latency_ms [ms]" in report.read_text()
+    best = (real_live.it_dir("Tests.live") / "best.toml").read_text()
+    assert "requests/s, p99_latency_ms=" in best
+    assert re.search(r"search best's metrics: throughput=[-\d.e]+ requests/s, p99_latency_ms=", real_live.stdout)
 
 
 def test_an_interrupted_run_still_reports_its_finished_steps(real_interrupted: RealRun) -> None:
@@ -223,11 +229,13 @@ def test_two_real_runs_of_the_same_test_are_compared(real_dse: RealRun, real_int
     assert f"Report: {cmp}" in done.stdout
     page = parse(cmp)
     assert page.sections["compare-dse"] == "compare-dse"
-    assert list(page.charts) == ["compare-dse--chart"] and page.points("compare-dse--chart") > 0  # best so far
+    assert list(page.charts) == ["compare-dse--chart", "compare-dse--time-chart"]  # best so far: by step, by time
+    assert page.points("compare-dse--chart") > 0 and page.points("compare-dse--time-chart") > 0
     header, *rows = tables(cmp)["compare-dse"]
     assert header == ["value", f"{real_dse.path.name} #0", f"{real_interrupted.path.name} #0"]
     by_name = {r[0]: r[1:] for r in rows}
     bests = [read_csv(r.path / "summary.csv")[0] for r in (real_dse, real_interrupted)]
     assert by_name["best reward"] == [fmt(float(b["best_reward"])) for b in bests]
     assert by_name["steps"] == [b["steps"] for b in bests]
+    assert by_name["its bus_bw [GB/s]"] == by_name["best reward"]  # identity: the reward is the metric
     assert {"algo", "chunk_kb", "num_channels"} <= set(by_name)

@@ -58,6 +58,9 @@ def test_megatron_sweep_skips_invalid_points_records_oom_and_finds_the_fastest(t
     assert metrics["tokens_per_s"] == 16 * 4096 / 1.8544
     assert "Best of Tests.1: " in output and '"tensor_model_parallel_size": 2' in output
     assert "micro_batch_size = 4" in (trial_dir / "best.toml").read_text()
+    assert f"is step {step}: iteration-time 1854.4 ms (reward 0.000539258) (a single measurement)" in output
+    table = output[output.index("┏") :]  # the best in step time, not as 1/x
+    assert f"1854 ms (step {step})" in table and "best reward" not in table and "0.000539" not in table
 
 
 @pytest.mark.slurm

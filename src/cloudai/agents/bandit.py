@@ -38,6 +38,7 @@ import numpy as np
 from pydantic import Field
 
 from cloudai.agents.base import MAX_REJECTS, AgentConfig, BaseAgent
+from cloudai.display import show_value
 from cloudai.envs.base import BaseGym, Feedback, Observation
 
 if TYPE_CHECKING:
@@ -137,7 +138,7 @@ class BanditAgent(BaseAgent):
         lines = ["bandit: best action per env_params regime (mean reward):"]
         for regime, (action, mean) in self.best_per_context().items():
             where = ", ".join(f"{name}={label}" for name, label in zip(self.sampler.names, regime, strict=True))
-            what = ", ".join(f"{k}={v!r}" for k, v in action.items())
+            what = ", ".join(f"{k}={show_value(v)}" for k, v in action.items())
             lines.append(f"  {where}: {what} -> {mean:.6g}")
         return lines
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import typing
 
 from cloudai.agents.base import BaseAgent
+from cloudai.display import toml_text
 
 
 def describe_agent(agent_cls: type[BaseAgent]) -> list[str]:
@@ -19,7 +20,7 @@ def describe_agent(agent_cls: type[BaseAgent]) -> list[str]:
     lines = [f"env_params: {'yes' if agent_cls.samples_env_params else 'no'}; {parallel}"]
     for name, info in agent_cls.config_model.model_fields.items():
         choices = typing.get_args(info.annotation) if typing.get_origin(info.annotation) is typing.Literal else ()
-        text = f"{name} = {info.get_default(call_default_factory=True)!r}"
+        text = f"{name} = {toml_text(info.get_default(call_default_factory=True))}"
         if choices:
             text += f"  (one of {', '.join(map(str, choices))})"
         lines.append(text)

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import typing
 from collections.abc import Iterator
-from pathlib import Path
 
 from pydantic import BaseModel
+
+from cloudai.display import toml_text
 
 TITLES = {
     "workloads": "Workloads (test_template_name)",
@@ -81,10 +82,10 @@ def _describe(kind: str, name: str, obj: typing.Any) -> list[str]:
 
 
 def model_fields(model: type[BaseModel]) -> list[str]:
-    """``name = default`` per field of a pydantic model (a default factory's value, never PydanticUndefined)."""
+    """``name = default`` per field of a pydantic model, the default as a TOML reader writes it (``"/tmp"``,
+    ``true``, ``{ cmd = "genai-perf profile" }``; ``(not set)`` for None), never a Python repr."""
     lines = []
     for name, info in model.model_fields.items():
-        value = info.get_default(call_default_factory=True)
-        default = "(required)" if info.is_required() else repr(str(value) if isinstance(value, Path) else value)
+        default = "(required)" if info.is_required() else toml_text(info.get_default(call_default_factory=True))
         lines.append(f"{info.alias or name} = {default}")
     return lines

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import math
 import random
-from typing import Any
+from typing import Any, ClassVar
 
 from cloudai.errors import GymServerError
 from cloudai.gymserver.spaces import ContinuousSpace
@@ -44,6 +44,8 @@ _DECODE_STEPS = 16  # decode iterations per request
 
 class ServingSim:
     """A simulated inference server to retune online (see the module docstring for the model)."""
+
+    units: ClassVar[dict[str, str]] = {"throughput": "requests/s", "p99_latency_ms": "ms", "queue_depth": "requests"}
 
     def __init__(
         self,

@@ -20,6 +20,9 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import logging
+import os
+import sys
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,6 +33,7 @@ if TYPE_CHECKING:
 
     from cloudai.envs.base import BaseGym, Observation
 
+_log = logging.getLogger(__name__)
 Policy = Callable[[list[float], int], dict[str, Any] | Awaitable[dict[str, Any]]]
 
 
@@ -69,6 +73,7 @@ async def rollout(
     """``episodes`` whole episodes collected over ``envs`` at once, in the order they ended."""
     if episodes < 1 or not envs:
         raise ValueError("rollout needs at least one environment and one episode")
+    _say_where(envs)
     ended: list[list[Transition]] = []
     started = [0]
 
@@ -79,6 +84,25 @@ async def rollout(
 
     await asyncio.gather(*(worker(i, env) for i, env in enumerate(envs)))
     return ended
+
+
+def _say_where(envs: Sequence[AsyncEnv]) -> None:
+    """``cloudai rollout: recording 4 environment(s) into <run dir>/t/{0,1,2,3}`` (or that nothing is recorded)."""
+    dirs = [e.env.record_dir for e in envs]
+    recorded = [d for d in dirs if d is not None]
+    if not recorded:
+        text = f"cloudai rollout: {len(envs)} environment(s); nothing is recorded (no results dir)"
+    elif len(recorded) == 1:
+        text = f"cloudai rollout: recording into {recorded[0]}"
+    else:
+        parent = Path(os.path.commonpath(recorded))
+        text = f"cloudai rollout: recording {len(recorded)} environment(s) under {parent}: " + ", ".join(
+            str(d.relative_to(parent)) for d in recorded
+        )
+        if len(recorded) < len(dirs):
+            text += f" ({len(dirs) - len(recorded)} not recorded)"
+    _log.info(text)
+    print(text, file=sys.stderr)
 
 
 async def _episode(policy: Policy, env: AsyncEnv, index: int, max_steps: int | None) -> list[Transition]:

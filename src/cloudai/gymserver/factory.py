@@ -239,6 +239,22 @@ def _connection_problems(cmd_args: Mapping[str, Any], prefix: str, where: str | 
     return problems
 
 
+def declared_units(cmd_args: Mapping[str, Any]) -> dict[str, str]:
+    """The units a live environment declares for its metrics: ``units = {"p99_latency_ms": "ms"}`` on an
+    ``env_class`` (as a workload declares them); {} for a remote server (the OpenEnv protocol carries none) or a
+    class that declares none. Reports label metrics with them and say which have none."""
+    value = cmd_args.get("env_class")
+    if not isinstance(value, str) or not _DOTTED.fullmatch(value):
+        return {}
+    try:
+        units = getattr(_import_class(value, "env_class"), "units", None)
+    except ConfigError:
+        return {}
+    if not isinstance(units, Mapping):
+        return {}
+    return {str(k): str(v) for k, v in units.items() if isinstance(v, str) and v}
+
+
 def _import_class(value: str, field: str) -> type:
     module_name, _, class_name = value.rpartition(".")
     try:

@@ -2,7 +2,7 @@
 
 Public API (everything else in this package is private)::
 
-    generate_report(run_dirs: list[Path], output: Path | None = None) -> Path
+    generate_report(run_dirs: list[Path], output: Path | None = None, compare_by: str = "test_name") -> Path
     print_summary(run_dir: Path, console: rich.console.Console | None = None) -> None
 
 Both raise ``cloudai.errors.ConfigError`` (exit code 2) for a dir that is not a cloudai results dir.
@@ -34,15 +34,16 @@ OUTPUTS: dict[str, str] = {
 }
 
 
-def generate_report(run_dirs: list[Path], output: Path | None = None) -> Path:
+def generate_report(run_dirs: list[Path], output: Path | None = None, compare_by: str = "test_name") -> Path:
     """One self-contained ``report.html`` + ``summary.csv`` per dir; a comparison page for several dirs.
 
     Returns the page to open: the report for one dir, the comparison (``output`` or ``comparison.html``
-    beside the first dir) for several. See ``cloudai.reports.generate.generate_report``.
+    beside the first dir) for several, matching agent runs by ``compare_by`` (``"test_name"``, ``"test_id"``).
+    See ``cloudai.reports.generate.generate_report``.
     """
     from cloudai.reports.generate import generate_report as generate
 
-    return generate(run_dirs, output)
+    return generate(run_dirs, output, compare_by)
 
 
 def print_summary(run_dir: Path, console: Console | None = None, *, rendering: int | None = None) -> None:

@@ -20,6 +20,8 @@ from collections.abc import Iterable, Sequence
 from html import escape
 from typing import TYPE_CHECKING
 
+from cloudai.display import clean, show_action
+
 if TYPE_CHECKING:
     from cloudai.reports.trajectory import Step
 
@@ -81,9 +83,11 @@ def scalar(value: object) -> object:
     """A knob value as JSON shows it: scalars as they are (a non-finite float as its text), others as JSON text."""
     if isinstance(value, float) and not math.isfinite(value):
         return str(value)
-    if value is None or isinstance(value, bool | int | float | str):
+    if isinstance(value, float):
+        return clean(value)  # as the terminal shows it: 0.6, not 0.6000000000000001
+    if value is None or isinstance(value, bool | int | str):
         return value
-    return json.dumps(value, sort_keys=True)
+    return show_action(value, sort_keys=True) if isinstance(value, dict) else json.dumps(clean(value))
 
 
 def to_json(value: object) -> str:

@@ -37,6 +37,7 @@ from statistics import fmean, stdev
 from typing import Any, NamedTuple
 
 from cloudai.atomicfile import atomic_write
+from cloudai.display import show_action
 from cloudai.recordfiles import SCORED
 from cloudai.reports.regime_value import (
     Cell,
@@ -149,7 +150,7 @@ class Estimate:
         return f"{how} {self.mean:.6g}{ci}{unit} over the env regimes (95 % CI, n={self.n} measurements{fails}; {per})"
 
     def text(self, unit: str = "") -> str:
-        return f"candidate {self.candidate}: {self.value(unit)}; action {json.dumps(self.action, sort_keys=True)}"
+        return f"candidate {self.candidate}: {self.value(unit)}; action {show_action(self.action, sort_keys=True)}"
 
 
 def action_key(action: Mapping[str, Any]) -> str:

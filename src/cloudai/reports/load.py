@@ -29,6 +29,8 @@ JOB_RECORD = "job.json"
 FAILURE_FILE = "dse_failure.txt"
 BEST_FILE = "best.toml"  # written when an agent-driven iteration finishes with a best trial
 MAX_JSON = 16 << 20  # run.json, job.json, metrics.json: a larger one (or a device) is not one cloudai wrote
+# Rewards that are a monotone transform of the first agent metric (``envs.rewards``; reports import no envs).
+ONE_METRIC_REWARDS = frozenset({"identity", "negative", "inverse", "log"})
 ABOUT = ("cloudai_version", "command", "host")  # what run.json says of how the run was started
 
 
@@ -70,6 +72,23 @@ class Entry:
         if self.live_rl or self.reward_function != "identity":
             return ""
         return self.units.get(self.agent_metrics[0], "")
+
+    @property
+    def objective_metric(self) -> str | None:
+        """The metric the reward is a transform of (``step_time_s`` for ``inverse(step_time_s)``); None when the
+        reward is no one metric's (live RL, a reward of the whole observation such as ``ai_dynamo_log_scale``, a
+        plugin), or unknown (an old run.json)."""
+        if self.live_rl or self.reward_function not in ONE_METRIC_REWARDS:
+            return None
+        return self.agent_metrics[0]
+
+    def measured(self, value: float, spread: str = "") -> str:
+        """``step_time_s 8.08 s``: a value of ``objective_metric`` in its own name and unit (``spread``: e.g.
+        `` ± 0.2``, before the unit)."""
+        metric = self.objective_metric or "reward"
+        name = self.default_means if metric == "default" and self.default_means else metric
+        unit = self.units.get(metric, "")
+        return f"{name} {value:.4g}{spread}{' ' + unit if unit else ''}"
 
     @property
     def reward_label(self) -> str:

@@ -13,6 +13,7 @@ from collections import defaultdict
 from statistics import fmean, stdev
 from typing import TYPE_CHECKING
 
+from cloudai.display import show_action
 from cloudai.recordfiles import SCORED
 from cloudai.reports import html as h
 from cloudai.reports import plots_measure
@@ -41,7 +42,12 @@ def observations_section(drawn: Rows, traj: Trajectory, entry: Entry, base: str)
     )
     text = "Every observed metric against step: " + ", ".join(entry.label(m) for m in entry.agent_metrics) + "."
     title = "Observations per step"
-    return h.section(f"{base}--observations", title, [h.para(text), charts], 3, data="observations")
+    parts = [h.para(text), charts]
+    unitless = [m for m in entry.agent_metrics if m not in entry.units]
+    if entry.live_rl and unitless:  # a live server may declare none: say so rather than leave the reader guessing
+        parts.insert(1, h.note(f"No unit declared by the live environment for: {', '.join(unitless)} (an env_class "
+                               "declares them as a class attribute units = {metric: unit})."))  # fmt: skip
+    return h.section(f"{base}--observations", title, parts, 3, data="observations")
 
 
 def time_section(drawn: Rows, traj: Trajectory, base: str) -> str:
@@ -67,7 +73,7 @@ def trials_section(ar: AgentRun, base: str) -> str:
     if not bad:
         none = [h.note("Every trial succeeded.")]
         return h.section(f"{base}--trials", "Trials that did not succeed", none, 3, data="trials")
-    rows = [(s.step, s.status, s.elapsed_s, ar.reasons.get(s.step, ""), json.dumps(s.action, sort_keys=True))
+    rows = [(s.step, s.status, s.elapsed_s, ar.reasons.get(s.step, ""), show_action(s.action, sort_keys=True))
             for s in bad[:MAX_TRIAL_ROWS]]  # fmt: skip
     parts = [h.table(["step", "status", "duration [s]", "reason", "action"], rows, status_col=1)]
     if len(bad) > MAX_TRIAL_ROWS:

@@ -12,11 +12,11 @@ Nothing here imports a plotting library: building a spec is list work, bounded b
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from cloudai.display import show_action
 from cloudai.reports.chartdata import finite
 from cloudai.reports.thin import MAX_POINTS, change_index, envelope, envelope_index
 
@@ -80,16 +80,31 @@ def best_line(rows: Rows, traj: Trajectory) -> Spec:
 def best_changes(traj: Trajectory) -> tuple[list[float], list[float], list[Step | None]]:
     """The best-so-far step function where it changes (``thin.changes``): step, best reward (NaN before the first
     scored step), the step that set it."""
+    xs, ys, setters, _ = _best_changes(traj)
+    return xs, ys, setters
+
+
+def _best_changes(traj: Trajectory) -> tuple[list[float], list[float], list[Step | None], list[float]]:
+    """``best_changes`` and, at each kept point, the trial time spent so far (the sum of the trials' durations)."""
     best: Step | None = None
     ys: list[float] = []
     setters: list[Step | None] = []
+    spent: list[float] = []
+    total = 0.0
     for s in traj.steps:
         if s.scored and (best is None or s.reward > best.reward):
             best = s
+        total += s.elapsed_s if math.isfinite(s.elapsed_s) else 0.0
         ys.append(math.nan if best is None else best.reward)
         setters.append(best)
+        spent.append(total)
     keep = change_index(ys)
-    return [traj.steps[i].step for i in keep], [ys[i] for i in keep], [setters[i] for i in keep]
+    return (
+        [traj.steps[i].step for i in keep],
+        [ys[i] for i in keep],
+        [setters[i] for i in keep],
+        [spent[i] for i in keep],
+    )
 
 
 def reward_curve(rows: Rows, traj: Trajectory, ylabel: str = "reward") -> Spec:
@@ -111,21 +126,25 @@ def episode_returns(returns: dict[int, tuple[float, int]]) -> Spec:
     return spec(None, [series], "episode", "return (sum of rewards)", title)
 
 
-def overlaid_best(curves: dict[str, Trajectory]) -> Spec:
+def overlaid_best(curves: dict[str, Trajectory], x: str = "step") -> Spec:
     """Best-so-far curves of several runs of one test on shared axes: label -> trajectory. Hovering a point says
-    which run, the step and the configuration that set that best."""
+    which run, the step and the configuration that set that best. ``x``: ``"step"``, or ``"time"``: the trial time
+    spent so far (the sum of the trials' durations: a run that got there sooner is to the left, whatever its
+    step count; with parallel trials it exceeds the wall clock)."""
     series: list[Spec] = []
     for n, (label, traj) in enumerate(curves.items()):
-        xs, ys, setters = best_changes(traj)
-        tips = [_best_tip(label, x, y, s) for x, y, s in zip(xs, ys, setters, strict=True)]
+        steps, ys, setters, spent = _best_changes(traj)
+        xs = spent if x == "time" else steps
+        tips = [_best_tip(label, st, y, s, sp) for st, y, s, sp in zip(steps, ys, setters, spent, strict=True)]
         series.append({"label": label, "color": PALETTE[n % len(PALETTE)], "size": 4, "line": "step", "xs": xs,
                        "ys": list(map(finite, ys)), "tips": tips})  # fmt: skip
-    return spec(None, series, "step", "best reward so far")
+    xlabel = "trial time spent [s] (sum of trial durations)" if x == "time" else "step"
+    return spec(None, series, xlabel, "best reward so far")
 
 
-def _best_tip(label: str, step: float, best: float, setter: Step | None) -> str:
-    where = "" if setter is None else f" (set at step {setter.step})\n{json.dumps(setter.action, sort_keys=True)}"
-    return f"{label}\nstep {step}: best so far {best:.6g}{where}"
+def _best_tip(label: str, step: float, best: float, setter: Step | None, spent: float) -> str:
+    where = "" if setter is None else f" (set at step {setter.step})\n{show_action(setter.action, sort_keys=True)}"
+    return f"{label}\nstep {step} ({spent:.4g} s of trials): best so far {best:.6g}{where}"
 
 
 PALETTE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22"]

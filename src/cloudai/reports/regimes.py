@@ -13,7 +13,6 @@ worst-regime mean among those measured in every regime), if there is one.
 
 from __future__ import annotations
 
-import json
 import math
 from bisect import bisect_right
 from collections import defaultdict
@@ -21,6 +20,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from statistics import fmean
 
+from cloudai.display import show_action
 from cloudai.reports.analysis import is_number
 from cloudai.reports.trajectory import Step, Trajectory
 from cloudai.space import RegimeBins
@@ -160,7 +160,7 @@ def _verdict(rows: list[Regime], empty: list[str], best: Step, robust: tuple[Ste
     alternative = ""
     if robust is not None and robust[0].key != best.key:
         alternative = (
-            f" The most robust configuration measured in every regime is {json.dumps(robust[0].action)} "
+            f" The most robust configuration measured in every regime is {show_action(robust[0].action)} "
             f"(worst regime mean {robust[1]:.4g})."
         )
     if weak:

@@ -15,11 +15,13 @@ import math
 from datetime import UTC, datetime
 from urllib.parse import quote
 
+from cloudai.display import show_action
 from cloudai.reports import analysis, confirm, plots, plots_knobs, regimes, thin
 from cloudai.reports import html as h
 from cloudai.reports import measure_sections as ms
 from cloudai.reports.baseline import versus_first
 from cloudai.reports.chartdata import Rows
+from cloudai.reports.choice import use_line
 from cloudai.reports.load import BEST_FILE, AgentRun, Entry, RunData
 from cloudai.reports.regime_top import value_in
 from cloudai.reports.trajectory import Trajectory
@@ -83,12 +85,16 @@ def agent_section(run: RunData, ar: AgentRun) -> str:
     best = traj.best()
     parts += _confirmed(ar, entry, base)
     if best is not None:
-        action = json.dumps(best.action, sort_keys=True)
+        action = show_action(best.action, sort_keys=True)
         measured = ", ".join(
             f"{entry.label(m)} = {h.fmt(v)}" for m, v in zip(entry.agent_metrics, best.observation, strict=False)
         )
         single = f"{entry.reward_label} = {h.fmt(best.reward)} at step {best.step} (a single measurement; {measured})"
         parts.append(h.para(f"Best {'search step' if ar.confirmed else 'step'}: {single}, action {action}."))
+        single_text = f"{entry.reward_label} = {h.fmt(best.reward)}"
+        use = use_line(ar.confirmed, (best.step, best.reward, best.action, best.env), single_text, entry.reward_unit)
+        if use:
+            parts.append(h.note(use, "trap"))
         parts += _baseline(traj, entry, ar)
     if ar.finished:
         href = "/".join(quote(p) for p in (ar.test_id, str(ar.iteration), BEST_FILE))
@@ -181,7 +187,7 @@ def _confirmed(ar: AgentRun, entry: Entry, base: str) -> list[str]:
     value = "value over the env regimes" if top.regime_aware else "mean reward"  # the verdict's own estimate
     header = ["candidate", value, "± 95 % CI", "n", "failed", "action"]
     order = [*confirm.ranked(ar.confirmed), *(e for e in ar.confirmed if not e.rewards)]  # the verdict's order
-    rows = [[e.candidate, e.mean, e.ci95, e.n, e.failed, json.dumps(e.action, sort_keys=True)] for e in order]
+    rows = [[e.candidate, e.mean, e.ci95, e.n, e.failed, show_action(e.action, sort_keys=True)] for e in order]
     title = "Confirmed candidates (re-run after the search; steps listed in confirm.csv)"
     table = h.section(f"{base}--confirm", title, [h.table(header, rows)], 3)
     return [h.para(f"Recommended (best.toml): {top.text(entry.reward_unit)}."), *why, table]

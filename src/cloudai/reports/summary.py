@@ -17,12 +17,14 @@ import json
 import math
 from collections import Counter
 from pathlib import Path
+from statistics import fmean
 from typing import TYPE_CHECKING
 
 from cloudai.atomicfile import atomic_write
+from cloudai.display import show_action
 from cloudai.recordfiles import SCORED
 from cloudai.reports.confirm import Estimate, headline_step, ranked, winner
-from cloudai.reports.load import AgentRun, RunData, load_run
+from cloudai.reports.load import AgentRun, Entry, RunData, load_run
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -105,7 +107,7 @@ def print_summary(run_dir: Path, console: Console | None = None, *, rendering: i
     console = console or Console()
     driven = bool(run.agent_runs)
     table = Table(title=f"{run.scenario}: {run_dir}")
-    for column in ("test", "kind", "iterations", "status", *(("best reward",) if driven else ())):
+    for column in ("test", "kind", "iterations", "status", *(("best",) if driven else ())):
         table.add_column(column, overflow="fold")
     notes: list[str] = []  # best actions and incomplete runs, below the table: too wide for a column
     for entry in run.entries:
@@ -124,14 +126,14 @@ def print_summary(run_dir: Path, console: Console | None = None, *, rendering: i
             text = top[0].text(entry.reward_unit)
             notes.append(f"Recommended for {entry.id} (iteration {top[1].iteration}, best.toml): {text}")
         elif best is not None:
-            notes.append(f"Best of {entry.id}: {json.dumps(best.action, sort_keys=True)}")
+            notes.append(f"Best of {entry.id}: {show_action(best.action, sort_keys=True)}")
         if any(ar.status == "incomplete" for ar in agent_runs):
             notes.append(
                 f"{entry.id} is incomplete: it stopped before its last step; `--resume {run_dir}` continues it"
             )
         row = [f"{entry.id} ({entry.test_name})", kind, str(len(jobs) + len(agent_runs)), status]
         if driven:
-            row.append(_best_cell(agent_runs, best, top[0] if top else None))
+            row.append(_best_cell(entry, agent_runs, best, top[0] if top else None))
         table.add_row(*row)
     console.print(table)
     for line in notes:
@@ -143,15 +145,33 @@ def print_summary(run_dir: Path, console: Console | None = None, *, rendering: i
     console.print(f"Report: {where}", soft_wrap=True, markup=False, highlight=False)
 
 
-def _best_cell(agent_runs: list[AgentRun], best: Step | None, top: Estimate | None) -> str:
-    """The confirmed mean ± CI when the run confirmed; else the best single step."""
+def _best_cell(entry: Entry, agent_runs: list[AgentRun], best: Step | None, top: Estimate | None) -> str:
+    """The best as the user measures it: ``step_time_s 8.08 s (step 12)`` when the reward is a transform of one
+    metric (``Entry.objective_metric``), else the reward. After a confirmation, its mean ± CI; a non-linear
+    transform's mean is not the metric's, so there the metric's mean over the re-runs leads and the reward's
+    estimate (what the verdict ranked) follows."""
     if not agent_runs:
         return ""
+    metric = entry.objective_metric
     if top is not None:
         ci = "" if math.isnan(top.ci95) else f" ± {top.ci95:.2g}"
         how = "over the env regimes" if top.regime_aware else "mean"
-        return f"{top.mean:.4g}{ci} ({how} of n={top.n}, confirmed)"
-    return "—" if best is None else f"{best.reward:.4g} (step {best.step})"
+        if metric is None:
+            return f"reward {top.mean:.4g}{ci} ({how} of n={top.n}, confirmed)"
+        if entry.reward_function in ("identity", "negative"):  # linear: the metric's own estimate
+            sign = 1.0 if entry.reward_function == "identity" else -1.0
+            return f"{entry.measured(sign * top.mean, ci)} ({how} of n={top.n}, confirmed)"
+        runs = next(ar for ar in agent_runs if top in ar.confirmed).trajectory
+        values = [s.observation[0] for s in runs.steps if s.step in top.steps and s.scored and s.observation]
+        values = [v for v in values if not math.isnan(v)]
+        if not values or top.regime_aware:
+            return f"reward {top.mean:.4g}{ci} ({how} of n={top.n}, confirmed; reward = {entry.reward_function})"
+        return f"{entry.measured(fmean(values))} (mean of {len(values)} confirmed re-runs; reward {top.mean:.4g}{ci})"
+    if best is None:
+        return "—"
+    if metric is None or not best.observation or math.isnan(best.observation[0]):
+        return f"reward {best.reward:.4g} (step {best.step})"
+    return f"{entry.measured(best.observation[0])} (step {best.step})"
 
 
 def _best(agent_runs: list[AgentRun]) -> Step | None:

@@ -16,7 +16,6 @@ terminal.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Sequence
 from pathlib import Path
@@ -25,8 +24,10 @@ from typing import TYPE_CHECKING, Any
 
 import toml
 
+from cloudai.display import show_action, show_value
 from cloudai.recordfiles import ENV_FILE, SCORED, TRAJECTORY_FILE
 from cloudai.reports.baseline import versus_first
+from cloudai.reports.choice import use_line
 from cloudai.reports.confirm import Estimate, ranked, verdict_lines, winner
 from cloudai.space import NUM_NODES, split_knobs
 
@@ -87,11 +88,12 @@ def best_text(
         *_confirmed_lines(confirmed, unit),
         f"# {title} of '{entry.id}' over {recorded} recorded step(s): step {best.step} ({best.status}),",
         f"# {name} {best.reward:.6g}{' ' + unit if unit else ''} (reward = {reward}; a single measurement).",
-        "# Metrics: " + ", ".join(f"{k}={_num(v)}" for k, v in metrics.items()),
-        f"# Action: {', '.join(f'{k}={v!r}' for k, v in best.action.items())}",
+        "# Metrics: " + _metrics_text(entry, metrics),
+        f"# Action: {', '.join(f'{k}={show_value(v)}' for k, v in best.action.items())}",
     ]
     if best.env_params:
-        lines.append(f"# Measured under env_params {best.env_params} (sampled by the environment; fixed here).")
+        drawn = show_action(best.env_params)
+        lines.append(f"# Measured under env_params {drawn} (sampled by the environment; fixed here).")
     nodes = space.full(best.action).get(NUM_NODES, 1)
     if NUM_NODES in best.action or nodes != 1:
         lines.append(f"# num_nodes = {nodes}: set it on the scenario entry (not a test field).")
@@ -111,6 +113,42 @@ def measured_as(entry: RunEntry) -> tuple[str, str]:
         return "reward", ""
     name = (default_means(entry.workload, entry.cmd_args) if metric == "default" else None) or metric
     return name, units_of(entry.workload, entry.cmd_args).get(metric, "")
+
+
+def _metric_of(entry: RunEntry, step: Feedback) -> str:
+    """``default 1854 ms``: the step's first agent metric in its unit when the reward is a transform of it
+    (``inverse``, ``negative``, ``log``); "" otherwise (live RL, a reward of the whole observation)."""
+    from cloudai.envs.rewards import GROWS_WITH_METRIC
+    from cloudai.workloads import default_means
+
+    if entry.cmd_args.get("live_rl_mode") or entry.agent.reward not in GROWS_WITH_METRIC or not step.observation:
+        return ""
+    value = step.observation[0]
+    if not isinstance(value, int | float) or not math.isfinite(value):
+        return ""
+    metric = entry.agent.metrics[0]
+    name = (default_means(entry.workload, entry.cmd_args) if metric == "default" else None) or metric
+    unit = metric_units(entry).get(metric, "")
+    return f"{name} {value:.6g}{' ' + unit if unit else ''}"
+
+
+def metric_units(entry: RunEntry) -> dict[str, str]:
+    """Each metric's unit: the workload's, or for a live environment the ones its class declares."""
+    from cloudai.gymserver.factory import declared_units
+    from cloudai.workloads import units_of
+
+    if entry.cmd_args.get("live_rl_mode"):
+        return declared_units(entry.cmd_args)
+    return units_of(entry.workload, entry.cmd_args)
+
+
+def _metrics_text(entry: RunEntry, metrics: dict[str, Any]) -> str:
+    """``throughput=41.2 requests/s, queue_depth=3``; a live environment that declares no units is said to."""
+    units = metric_units(entry)
+    text = ", ".join(f"{k}={_num(v)}{' ' + units[k] if k in units else ''}" for k, v in metrics.items())
+    if entry.cmd_args.get("live_rl_mode") and not units:
+        text += " (the live environment declares no units)"
+    return text
 
 
 def _confirmed_lines(confirmed: Sequence[Estimate], unit: str) -> list[str]:
@@ -139,18 +177,26 @@ def outcome_lines(
     over the env regimes (env_params; ``regime_top.value_in``)."""
     name, unit = measured_as(entry)
     single_text = f"{name} {single.reward:.6g}{' ' + unit if unit else ''}"
+    metric = _metric_of(entry, single)
+    if name == "reward" and metric:  # a transform of one metric (inverse step time): say the metric too
+        single_text = f"{metric} (reward {single.reward:.6g})"
     best = f"best of {searched} step(s) is step {single.step}: {single_text} (a single measurement)"
     top = winner(confirmed)
     if top is None:
-        lines = [f"{label}: {best}", f"  action {json.dumps(single.action)}"]
+        lines = [f"{label}: {best}", f"  action {show_action(single.action)}"]
         versus = versus_first(single.reward, single.action, (first.step, first.action, first.reward), (), unit)
     else:
         lines = [f"{label}: recommended {name}: {top.text(unit)}"]
         lines += [f"  why: {line}" for line in verdict_lines(confirmed, unit)]
         lines += [f"  {e.text(unit)}" for e in _in_order(confirmed) if e is not top]
-        lines.append(f"  search: {best}, action {json.dumps(single.action)}")
+        lines.append(f"  search: {best}, action {show_action(single.action)}")
+        use = use_line(confirmed, (single.step, single.reward, single.action, single.env_params), single_text, unit)
+        lines.append(f"  {use}")
         base = baseline if top.regime_aware else None  # the baseline's value over the env regimes, not one draw
         versus = versus_first(top.mean, top.action, (first.step, first.action, first.reward), confirmed, unit, base)
+    if entry.cmd_args.get("live_rl_mode"):  # the reward is the server's: its metrics, in their units, say what it was
+        metrics = single.info.get("metrics") or dict(zip(entry.agent.metrics, single.observation, strict=False))
+        lines.append(f"  search best's metrics: {_metrics_text(entry, metrics)}")
     if versus:
         lines.append(f"  against the baseline: {versus}")
     verdict = regime_verdict(out_dir)

@@ -17,6 +17,7 @@ import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from cloudai.display import show_action
 from cloudai.envs.base import BaseGym, Observation
 from cloudai.run import Echo
 from cloudai.space import Categorical, Dimension, Space, split_knobs
@@ -74,7 +75,7 @@ def dry_run_entries(plan: Plan, run_dir: Path, system: System, echo: Echo, n: in
         rule = ValidPoints(action, workload, system.gpus_per_node, names, nodes_set=nodes_set)
         dry = _DryGym(action, list(entry.agent.metrics), sampler, rule if rule.has_rule else None)
         if rule.has_rule and action.has_grid and entry.agent.name != "grid_search":
-            first = [json.dumps(action.grid_point(i), default=str) for i in rule.first(3)]
+            first = [show_action(action.grid_point(i)) for i in rule.first(3)]
             echo(f"  first valid points: {', '.join(first) or 'none'}")
         agent = agent_cls(dry, config, min(n, steps or n))
         queue = [dict(p) for p in config.enqueue]  # evaluated first by the run (agent_config.enqueue)

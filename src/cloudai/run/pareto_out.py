@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import shutil
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from cloudai.atomicfile import atomic_write
+from cloudai.display import show_action
 from cloudai.reports.pareto import pareto_indices
 from cloudai.run import Echo
 from cloudai.run.best import best_text
@@ -75,7 +75,7 @@ def write_pareto(
 def front_table(entry: RunEntry, front: Sequence[tuple[Feedback, list[float]]]) -> list[str]:
     """A small aligned table: step, each objective (direction), the action."""
     heads = ["step", *(f"{o.metric} ({o.direction})" for o in entry.agent.objectives), "action"]
-    rows = [[str(f.step), *(f"{v:.6g}" for v in values), json.dumps(f.action)] for f, values in front]
+    rows = [[str(f.step), *(f"{v:.6g}" for v in values), show_action(f.action)] for f, values in front]
     shown = rows[:MAX_TABLE_ROWS]
     widths = [max(len(r[i]) for r in [heads, *shown]) for i in range(len(heads) - 1)]
     lines = [f"{entry.id}: Pareto front, {len(front)} trial(s):"]

@@ -57,6 +57,7 @@ def _regimes(checked: CheckedEntry) -> dict[str, object]:
 def write_run_manifest(plan: Plan, run_dir: Path, command: str = "") -> None:
     """``run.json``: what ran, so reports and ``--resume`` need not re-read the TOML; ``command``: how it was
     started (default: this process's argv)."""
+    from cloudai.gymserver.factory import declared_units
     from cloudai.workloads import default_means, units_of
 
     entries = [
@@ -73,7 +74,7 @@ def write_run_manifest(plan: Plan, run_dir: Path, command: str = "") -> None:
             "objectives": {o.metric: o.direction for o in c.entry.agent.objectives},
             "constraints": [k.text for k in c.entry.agent.constraints],
             "log_knobs": [d.name for d in c.space.dims if getattr(d, "log", False)],
-            "units": units_of(c.entry.workload, c.entry.cmd_args),
+            "units": declared_units(c.entry.cmd_args) if c.live_rl else units_of(c.entry.workload, c.entry.cmd_args),
             "default_means": default_means(c.entry.workload, c.entry.cmd_args),
             "env_params": sorted(c.entry.agent.env_params or {}),
             "env_param_regimes": _regimes(c),
