@@ -38,6 +38,7 @@ import socket
 import struct
 import sys
 import time
+from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +54,9 @@ FROM_RAW = {
     "gpus_per_replica": "num_total_gpus",
 }
 CLUSTER = ("replicas", "gpus_per_replica", "gpus_used", "total_gpus")
+OOM = "OOM:"  # how ``cli_estimate`` starts the reason of a configuration that does not fit GPU memory
+MEMO = 4096  # estimates the worker remembers (a few KB each)
+_answers: OrderedDict[str, dict[str, Any]] = OrderedDict()  # the worker's memo: request JSON -> answer
 _versions: dict[tuple[str, str], str] = {}  # (system, backend) -> the release's default database version
 
 
@@ -179,8 +183,10 @@ def _one_line(exc: BaseException) -> str:
 # --- the warm worker ---------------------------------------------------------------------------------------------
 
 
-def worker_name() -> bytes:
-    home = os.path.realpath(sys.prefix).encode()  # the environment, however it was reached
+def worker_name(prefix: str = sys.prefix) -> bytes:
+    """The worker's abstract socket name for the environment at ``prefix`` (its ``sys.prefix``: cloudai's side
+    names the environment's directory)."""
+    home = os.path.realpath(prefix).encode()  # the environment, however it was reached
     digest = hashlib.sha256(Path(__file__).read_bytes() + home + str(os.getuid()).encode())
     return b"\0cloudai-aiconfigurator-" + digest.hexdigest()[:20].encode()
 
@@ -231,10 +237,37 @@ def serve(listener: socket.socket) -> int:
             if not _same_user(conn):
                 continue
             try:
-                answer = estimate(json.loads(_read_all(conn)))
+                answer = answer_to(json.loads(_read_all(conn)))
             except Exception as exc:  # a request the package chokes on: that trial's answer, not the worker's end
                 answer = {"ok": False, "reason": f"{type(exc).__name__}: {_one_line(exc)}", "refused": True}
             conn.sendall(json.dumps(answer).encode())
+
+
+def answer_to(message: dict[str, Any]) -> dict[str, Any]:
+    """The worker's answer: ``{"fits": REQUEST}`` -> ``{"ok": True}`` or ``{"ok": False, "reason", "oom"}``
+    (``oom``: the model says the configuration does not fit GPU memory); anything else is an estimate request.
+    Both are answered from ``_answers``, so the trial of a point ``fits`` let through reuses its estimate."""
+    if "fits" in message:
+        answer = _memoised(message["fits"])
+        if answer.get("ok"):
+            return {"ok": True}
+        reason = str(answer.get("reason", ""))
+        return {"ok": False, "reason": reason, "oom": reason.startswith(OOM)}
+    return _memoised(message)
+
+
+def _memoised(request: dict[str, Any]) -> dict[str, Any]:
+    """``estimate(request)``, remembered for the last ``MEMO`` requests (an estimate is a pure function of its
+    request and the pinned database)."""
+    key = json.dumps(request, sort_keys=True)
+    if key in _answers:
+        _answers.move_to_end(key)
+        return _answers[key]
+    answer = estimate(request)
+    _answers[key] = answer
+    if len(_answers) > MEMO:
+        _answers.popitem(last=False)
+    return answer
 
 
 def _read_all(conn: socket.socket) -> bytes:
