@@ -19,7 +19,9 @@ The warm worker. ``import aiconfigurator`` takes ~0.8 s and the first estimate o
 asks a long-lived worker process and estimates itself only when there is none. The worker listens on a Linux
 abstract Unix socket named from this file's content, the environment and the user (no file to clean up, no path
 length limit; a changed runner or environment gets a worker of its own), answers one JSON request per
-connection, one at a time, only to the same user (``SO_PEERCRED``), and exits after
+connection (an estimate request, or ``{"fits": request}``: whether it fits GPU memory, ``answer_to``), one at a
+time, only to the same user (``SO_PEERCRED``), remembers its last estimates (a point's ``fits`` then its trial
+cost one estimate), and exits after
 ``CLOUDAI_AICONFIGURATOR_IDLE_S`` seconds (default 300) without a request. It only computes: the trial process
 writes the job dir's files, so the worker never writes where a request says.
 
@@ -246,7 +248,14 @@ def serve(listener: socket.socket) -> int:
 def answer_to(message: dict[str, Any]) -> dict[str, Any]:
     """The worker's answer: ``{"fits": REQUEST}`` -> ``{"ok": True}`` or ``{"ok": False, "reason", "oom"}``
     (``oom``: the model says the configuration does not fit GPU memory); anything else is an estimate request.
-    Both are answered from ``_answers``, so the trial of a point ``fits`` let through reuses its estimate."""
+    Both are answered from ``_answers``, so the trial of a point ``fits`` let through reuses its estimate.
+
+    Why a whole estimate and not a memory-only call: aiconfigurator 0.12 computes a worker's memory inside
+    ``run_static`` (``_get_memory_usage`` after the latency breakdown; ``set_memory_and_check_oom``) from a model
+    ``cli_estimate`` builds after resolving quantisation, MoE and system quirks; its own sweep
+    (``get_worker_candidates``) also runs ``run_static`` to learn OOM. Calling the private memory function
+    with a model built here would be a second, drifting copy of that resolution: a wrong "fits" is worse than a
+    few milliseconds. The estimate is not wasted: the point's trial, when it fits, is answered from the memo."""
     if "fits" in message:
         answer = _memoised(message["fits"])
         if answer.get("ok"):
