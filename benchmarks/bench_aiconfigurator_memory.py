@@ -105,7 +105,8 @@ def main() -> None:
     else:
         print("  refused draws: 0")
     if accepted:
-        print(f"  accepted draws: {len(accepted)}; ask + check each mean {statistics.mean(accepted) * 1e3:.2f} ms")
+        print(f"  accepted draws: {len(accepted)}; ask + check each mean {statistics.mean(accepted) * 1e3:.2f} ms, "
+              f"median {statistics.median(accepted) * 1e3:.2f} ms, first {accepted[0]:.2f} s")  # fmt: skip
     sys.stdout.flush()
 
 
