@@ -22,7 +22,7 @@ from cloudai.envs.rewards import REWARDS, reward_of
 from cloudai.errors import WorkloadError
 from cloudai.installables import MARKER
 from cloudai.space import flatten, parse_space
-from cloudai.workloads.aiconfigurator import Aiconfigurator, AiconfiguratorArgs
+from cloudai.workloads.aiconfigurator import Aiconfigurator, AiconfiguratorArgs, worker
 from cloudai.workloads.aiconfigurator.args import request
 from cloudai.workloads.aiconfigurator.catalog import CATALOG_FILE, ENV, problem
 from cloudai.workloads.validity import ValidPoints
@@ -123,6 +123,14 @@ def test_the_gpu_count_rule_vectorised_is_the_scalar_one(cmd_args: dict[str, Any
     scalar = [rule.violation(space.grid_point(i)) is None for i in range(space.grid_size)]
     assert rule.mask(0, space.grid_size).tolist() == scalar
     assert rule.count() == sum(scalar) < space.grid_size
+
+
+def test_a_worker_gone_mid_run_leaves_the_point_to_its_trial() -> None:
+    """No worker on the name the run holds (it ended, it was killed): the memory rule says nothing, so the point
+    is run and fails with the model's reason, as without a worker; nothing is remembered for a later ask."""
+    with worker.listening(b"\0cloudai-aiconfigurator-test-nobody-listens"):
+        assert Aiconfigurator().constraint({**AGG, "agg": {"batch_size": 8, "tp": 1}}) is None
+        assert not worker._said  # pyright: ignore[reportPrivateUsage]
 
 
 def test_ai_dynamo_log_scale_is_cloudais() -> None:
