@@ -21,9 +21,11 @@ from cloudai.config.test import load_test
 from cloudai.envs.rewards import REWARDS, reward_of
 from cloudai.errors import WorkloadError
 from cloudai.installables import MARKER
-from cloudai.workloads.aiconfigurator import Aiconfigurator, AiconfiguratorArgs
+from cloudai.space import flatten, parse_space
+from cloudai.workloads.aiconfigurator import Aiconfigurator, AiconfiguratorArgs, worker
 from cloudai.workloads.aiconfigurator.args import request
 from cloudai.workloads.aiconfigurator.catalog import CATALOG_FILE, ENV, problem
+from cloudai.workloads.validity import ValidPoints
 
 HERE = Path(__file__).resolve().parent
 CONF = HERE / "cloudai_conf"
@@ -101,6 +103,34 @@ def test_total_gpus_is_a_constraint() -> None:
     assert workload.constraint({**AGG, "agg": {"batch_size": 8, "tp": 4, "pp": 4}, "total_gpus": 8}) == (
         "uses 16 GPUs, more than total_gpus = 8"
     )
+
+
+@pytest.mark.parametrize(
+    "cmd_args",
+    [
+        {**AGG, "total_gpus": 8, "agg": {"batch_size": 8, "tp": [1, 2, 4, 8], "pp": [1, 2, 4], "dp": [1, 2]}},
+        {**{k: v for k, v in AGG.items() if k != "agg"}, "total_gpus": 12,
+         "disagg": {"p_tp": [1, 2, 4], "p_bs": 1, "p_workers": [1, 2, 3], "d_tp": [1, 4, 8], "d_bs": [8, 64],
+                    "d_workers": [1, 2]}},
+    ],
+)  # fmt: skip
+def test_the_gpu_count_rule_vectorised_is_the_scalar_one(cmd_args: dict[str, Any]) -> None:
+    """Counted and walked on the mask, the valid points are those ``constraint`` lets through (no worker: the
+    memory part says nothing)."""
+    space = parse_space(flatten(cmd_args))
+    rule = ValidPoints(space, Aiconfigurator(), None)
+    assert rule.vectorised
+    scalar = [rule.violation(space.grid_point(i)) is None for i in range(space.grid_size)]
+    assert rule.mask(0, space.grid_size).tolist() == scalar
+    assert rule.count() == sum(scalar) < space.grid_size
+
+
+def test_a_worker_gone_mid_run_leaves_the_point_to_its_trial() -> None:
+    """No worker on the name the run holds (it ended, it was killed): the memory rule says nothing, so the point
+    is run and fails with the model's reason, as without a worker; nothing is remembered for a later ask."""
+    with worker.listening(b"\0cloudai-aiconfigurator-test-nobody-listens"):
+        assert Aiconfigurator().constraint({**AGG, "agg": {"batch_size": 8, "tp": 1}}) is None
+        assert not worker._said  # pyright: ignore[reportPrivateUsage]
 
 
 def test_ai_dynamo_log_scale_is_cloudais() -> None:

@@ -20,7 +20,7 @@ import pytest
 from click.testing import CliRunner
 
 from cloudai.cli import cli
-from cloudai.workloads.aiconfigurator import worker
+from cloudai.workloads.aiconfigurator import Aiconfigurator, worker
 from cloudai.workloads.aiconfigurator.catalog import ENV
 
 HERE = Path(__file__).resolve().parent
@@ -134,3 +134,60 @@ def test_cloudais_pinned_legacy_database_is_exit_2_naming_the_shipped_ones(insta
     assert "cmd_args.version: '1.0.0rc3': aiconfigurator 0.12.0 ships no trtllm database of that version" in output
     assert "available: 1.3.0rc20" in output
     assert not (tmp_path / "results").exists()
+
+
+OOM_GRID = """
+name = "oom_grid"
+test_template_name = "Aiconfigurator"
+agent = "grid_search"
+agent_steps = 4
+
+[cmd_args]
+model_name = "meta-llama/Meta-Llama-3.1-70B"
+system = "h100_sxm"
+isl = 4000
+osl = 500
+
+  [cmd_args.agg]
+  tp = [1, 2, 4, 8]
+  batch_size = 8
+"""
+OOM_REASON = "OOM: the model 'meta-llama/Meta-Llama-3.1-70B' does not fit in GPU memory on system 'h100_sxm'"
+
+
+def test_a_configuration_out_of_gpu_memory_is_infeasible_with_the_models_reason(
+    installed: Path, tmp_path: Path
+) -> None:
+    """70B in BF16 at tp 1 (140 GB of weights) on an 80 GB H100: the model's own memory estimate rules it out
+    before a step (no job dir, no share of agent_steps); the three that fit are measured."""
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "oom_grid.toml").write_text(OOM_GRID)
+    (tmp_path / "s.toml").write_text('name = "s"\n[[Tests]]\nid = "t"\ntest_name = "oom_grid"\n')
+    with inside(tmp_path):
+        code, output = invoke("run", "--system-config", SYSTEM, "--tests-dir", tmp_path / "tests",
+                              "--test-scenario", tmp_path / "s.toml")  # fmt: skip
+    assert code == 0, output
+    rows = trajectory(tmp_path / "results")
+    assert [(json.loads(r["action"])["agg.tp"], r["status"]) for r in rows] == [
+        (1, "infeasible"), (2, "ok"), (4, "ok"), (8, "ok"),
+    ]  # fmt: skip
+    assert rows[0]["reason"].startswith(OOM_REASON + " with the given parallelism (tp=1, pp=1, dp=1)")
+    run_dir = next((tmp_path / "results").glob("*/t/0"))
+    assert not (run_dir / "1").exists()
+    assert "by the warm worker;" in (run_dir / "2" / "stdout.txt").read_text()
+
+
+def test_the_worker_says_what_does_not_fit_only_within_a_run(installed: Path) -> None:
+    """``oom`` asks the worker a run holds open; with none (a Slurm run) it says nothing and the trial fails with
+    the model's reason, as before."""
+    tp1 = {"model_name": "meta-llama/Meta-Llama-3.1-70B", "system": "h100_sxm", "isl": 4000, "osl": 500,
+           "agg": {"batch_size": 8, "tp": 1}}  # fmt: skip
+    tp4 = {**tp1, "agg": {"batch_size": 8, "tp": 4}}
+    workload = Aiconfigurator()
+    assert workload.constraint(tp1) is None
+    with worker.listening(worker.name(installed)):
+        reason = workload.constraint(tp1)
+        assert reason is not None and reason.startswith(OOM_REASON)
+        assert workload.constraint(tp4) is None
+        assert workload.constraint(tp1) == reason  # remembered: no second ask
+    assert workload.constraint(tp1) is None

@@ -19,7 +19,9 @@ The warm worker. ``import aiconfigurator`` takes ~0.8 s and the first estimate o
 asks a long-lived worker process and estimates itself only when there is none. The worker listens on a Linux
 abstract Unix socket named from this file's content, the environment and the user (no file to clean up, no path
 length limit; a changed runner or environment gets a worker of its own), answers one JSON request per
-connection, one at a time, only to the same user (``SO_PEERCRED``), and exits after
+connection (an estimate request, or ``{"fits": request}``: whether it fits GPU memory, ``answer_to``), one at a
+time, only to the same user (``SO_PEERCRED``), remembers its last estimates (a point's ``fits`` then its trial
+cost one estimate), and exits after
 ``CLOUDAI_AICONFIGURATOR_IDLE_S`` seconds (default 300) without a request. It only computes: the trial process
 writes the job dir's files, so the worker never writes where a request says.
 
@@ -38,6 +40,7 @@ import socket
 import struct
 import sys
 import time
+from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +56,9 @@ FROM_RAW = {
     "gpus_per_replica": "num_total_gpus",
 }
 CLUSTER = ("replicas", "gpus_per_replica", "gpus_used", "total_gpus")
+OOM = "OOM:"  # how ``cli_estimate`` starts the reason of a configuration that does not fit GPU memory
+MEMO = 4096  # estimates the worker remembers (a few KB each)
+_answers: OrderedDict[str, dict[str, Any]] = OrderedDict()  # the worker's memo: request JSON -> answer
 _versions: dict[tuple[str, str], str] = {}  # (system, backend) -> the release's default database version
 
 
@@ -179,8 +185,10 @@ def _one_line(exc: BaseException) -> str:
 # --- the warm worker ---------------------------------------------------------------------------------------------
 
 
-def worker_name() -> bytes:
-    home = os.path.realpath(sys.prefix).encode()  # the environment, however it was reached
+def worker_name(prefix: str = sys.prefix) -> bytes:
+    """The worker's abstract socket name for the environment at ``prefix`` (its ``sys.prefix``: cloudai's side
+    names the environment's directory)."""
+    home = os.path.realpath(prefix).encode()  # the environment, however it was reached
     digest = hashlib.sha256(Path(__file__).read_bytes() + home + str(os.getuid()).encode())
     return b"\0cloudai-aiconfigurator-" + digest.hexdigest()[:20].encode()
 
@@ -231,10 +239,44 @@ def serve(listener: socket.socket) -> int:
             if not _same_user(conn):
                 continue
             try:
-                answer = estimate(json.loads(_read_all(conn)))
+                answer = answer_to(json.loads(_read_all(conn)))
             except Exception as exc:  # a request the package chokes on: that trial's answer, not the worker's end
                 answer = {"ok": False, "reason": f"{type(exc).__name__}: {_one_line(exc)}", "refused": True}
             conn.sendall(json.dumps(answer).encode())
+
+
+def answer_to(message: dict[str, Any]) -> dict[str, Any]:
+    """The worker's answer: ``{"fits": REQUEST}`` -> ``{"ok": True}`` or ``{"ok": False, "reason", "oom"}``
+    (``oom``: the model says the configuration does not fit GPU memory); anything else is an estimate request.
+    Both are answered from ``_answers``, so the trial of a point ``fits`` let through reuses its estimate.
+
+    Why a whole estimate and not a memory-only call: aiconfigurator 0.12 computes a worker's memory inside
+    ``run_static`` (``_get_memory_usage`` after the latency breakdown; ``set_memory_and_check_oom``) from a model
+    ``cli_estimate`` builds after resolving quantisation, MoE and system quirks; its own sweep
+    (``get_worker_candidates``) also runs ``run_static`` to learn OOM. Calling the private memory function
+    with a model built here would be a second, drifting copy of that resolution: a wrong "fits" is worse than a
+    few milliseconds. The estimate is not wasted: the point's trial, when it fits, is answered from the memo."""
+    if "fits" in message:
+        answer = _memoised(message["fits"])
+        if answer.get("ok"):
+            return {"ok": True}
+        reason = str(answer.get("reason", ""))
+        return {"ok": False, "reason": reason, "oom": reason.startswith(OOM)}
+    return _memoised(message)
+
+
+def _memoised(request: dict[str, Any]) -> dict[str, Any]:
+    """``estimate(request)``, remembered for the last ``MEMO`` requests (an estimate is a pure function of its
+    request and the pinned database)."""
+    key = json.dumps(request, sort_keys=True)
+    if key in _answers:
+        _answers.move_to_end(key)
+        return _answers[key]
+    answer = estimate(request)
+    _answers[key] = answer
+    if len(_answers) > MEMO:
+        _answers.popitem(last=False)
+    return answer
 
 
 def _read_all(conn: socket.socket) -> bytes:

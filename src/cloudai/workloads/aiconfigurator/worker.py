@@ -5,20 +5,67 @@ child of cloudai, outside every job, so the system's end-of-job cleanup never re
 whether it listens (``ready``) or another worker already does (``running``: a test session's, another run's; it
 is used, not stopped). Anything else (the environment broke) leaves the trials to estimate cold, each in its own
 process: slower, the same numbers.
+
+While a worker listens, ``oom(request)`` asks it whether a configuration fits GPU memory (``Aiconfigurator.
+constraint``), so a point the model rules out is ``infeasible`` before any step is spent on it. Without one (a
+Slurm run, ``CLOUDAI_AICONFIGURATOR_WORKER=0``, a dry run) it says nothing and such a point is a failed trial
+with the model's reason, as before.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import os
+import socket
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
+from cloudai.workloads.aiconfigurator import runner
 from cloudai.workloads.aiconfigurator.catalog import ENV, RUNNER
 
 LOG = logging.getLogger(__name__)
+ASK_TIMEOUT_S = 120.0  # a first ask of a (system, backend) loads its database (~2 s); a stuck worker is not waited on
+_listening: list[bytes] = []  # the socket name of the worker the current run holds open (none: no session)
+_said: dict[str, str | None] = {}  # request JSON -> the model's OOM reason, or None (fits, or no answer to keep)
+
+
+def oom(request: dict[str, Any]) -> str | None:
+    """The model's own reason why ``request`` (``cli_estimate``'s keyword arguments) does not fit GPU memory, or
+    None: it fits, another failure (the trial will say), or no worker to ask. Remembered per request for the
+    run: a sampler redrawing a point it was refused pays a dict look-up. The worker answers with its memoised
+    estimate, which the point's trial then reuses: a point that fits costs nothing extra."""
+    if not _listening:
+        return None
+    key = json.dumps(request, sort_keys=True)
+    if key in _said:
+        return _said[key]
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
+            conn.settimeout(ASK_TIMEOUT_S)
+            conn.connect(_listening[-1])
+            conn.sendall(json.dumps({"fits": request}).encode())
+            conn.shutdown(socket.SHUT_WR)
+            answer = json.loads(b"".join(iter(lambda: conn.recv(1 << 16), b"")))
+    except (OSError, ValueError):  # the worker went away: the trial estimates itself, as without one
+        return None
+    _said[key] = answer["reason"] if answer.get("oom") else None
+    return _said[key]
+
+
+@contextlib.contextmanager
+def listening(name: bytes) -> Iterator[None]:
+    """Within the block, ``oom`` asks the worker listening on ``name``."""
+    _listening.append(name)
+    try:
+        yield
+    finally:
+        _listening.remove(name)
+        if not _listening:
+            _said.clear()
 
 
 @contextlib.contextmanager
@@ -28,16 +75,31 @@ def warm_worker(install_path: Path) -> Iterator[None]:
     if os.environ.get("CLOUDAI_AICONFIGURATOR_WORKER", "1") == "0" or not ENV.installed(install_path):
         yield
         return
-    proc = start(install_path)
+    proc, said = launch(install_path)
     try:
-        yield
+        if said in ("ready", "running"):
+            with listening(name(install_path)):
+                yield
+        else:
+            yield
     finally:
         if proc is not None:
             stop(proc)
 
 
+def name(install_path: Path) -> bytes:
+    """The abstract socket name the worker of the environment at ``install_path`` listens on."""
+    return runner.worker_name(str(ENV.path(install_path)))
+
+
 def start(install_path: Path) -> subprocess.Popen[str] | None:
     """Start a worker; the process when this call started one that listens, else None."""
+    return launch(install_path)[0]
+
+
+def launch(install_path: Path) -> tuple[subprocess.Popen[str] | None, str]:
+    """Start a worker: the process when this call started one that listens (else None), and its first line
+    (``ready``; ``running``: another worker listens; anything else: none does)."""
     with open(ENV.path(install_path) / "cloudai-worker.log", "a") as log:
         proc = subprocess.Popen(
             [str(ENV.python(install_path)), str(RUNNER), "worker"],
@@ -50,11 +112,11 @@ def start(install_path: Path) -> subprocess.Popen[str] | None:
     assert proc.stdout is not None
     said = proc.stdout.readline().strip()
     if said == "ready":
-        return proc
+        return proc, said
     proc.wait()
     if said != "running":
         LOG.warning("the aiconfigurator worker did not start (%s); trials estimate cold", said or "no answer")
-    return None
+    return None, said
 
 
 def stop(proc: subprocess.Popen[str]) -> None:

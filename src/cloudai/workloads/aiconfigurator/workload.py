@@ -11,9 +11,13 @@ asks a warm worker process (see ``runner``'s docstring), so a trial after the fi
 Metrics are CloudAI's names (``default`` = tokens/s/gpu, CloudAI's rule) plus ``request_latency_ms``,
 ``tokens_per_s``, ``memory_gb`` and the replica count. The per-GPU figure is aiconfigurator's own quantity: with
 ``total_gpus``, whole replicas fill the GPUs and the throughput is divided by all of them, idle ones included
-(``runner.on_cluster``); the replica's own figure is ``tokens_per_s_per_gpu_replica``. A configuration the model
-says cannot run (out of memory, a parallelism it refuses) is a failed trial whose reason is the model's own line.
-The release and database version each trial used are in its ``stdout.txt`` and ``report.json``.
+(``runner.on_cluster``); the replica's own figure is ``tokens_per_s_per_gpu_replica``. The release and database
+version each trial used are in its ``stdout.txt`` and ``report.json``.
+
+What the model rules out. A configuration that does not fit GPU memory is ``infeasible`` (no job, no step), its
+reason the model's own ``OOM: ...`` line, when a warm worker is there to ask (``worker.oom``: a run on this machine);
+a sampler's redraw of it costs a dict look-up. Without a worker (a Slurm run), and for any other refusal (a
+parallelism the model rejects), the trial runs and fails with the model's reason, as it always did.
 """
 
 from __future__ import annotations
@@ -24,13 +28,15 @@ from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from cloudai.errors import WorkloadError
 from cloudai.installables import Installable
 from cloudai.readfile import read_ends
 from cloudai.workloads.aiconfigurator import catalog
 from cloudai.workloads.aiconfigurator.args import AiconfiguratorArgs, request
-from cloudai.workloads.aiconfigurator.worker import warm_worker
-from cloudai.workloads.base import ONE_NODE, STDOUT_FILE, JobContext, Resources, Workload
+from cloudai.workloads.aiconfigurator.worker import oom, warm_worker
+from cloudai.workloads.base import ONE_NODE, STDOUT_FILE, JobContext, ResourceColumns, Resources, Workload
 
 METRICS = (
     "default",
@@ -94,11 +100,30 @@ class Aiconfigurator(Workload):
         return 1  # one estimate, not an MPI program
 
     def constraint(self, args: Mapping[str, Any], resources: Resources = ONE_NODE) -> str | None:
-        """A configuration (one replica: its prefill and decode workers together) must fit in ``total_gpus``."""
+        """A configuration (one replica: its prefill and decode workers together) must fit in ``total_gpus``, and
+        in GPU memory by the model's own estimate when a warm worker can tell (``worker.oom``)."""
         values = AiconfiguratorArgs.model_validate(args)
         if values.total_gpus is not None and values.gpus > values.total_gpus:
             return f"uses {values.gpus} GPUs, more than total_gpus = {values.total_gpus}"
-        return None
+        return oom(request(values))
+
+    def constraint_mask(self, columns: Mapping[str, np.ndarray], resources: ResourceColumns) -> np.ndarray | None:
+        """The GPU-count part of ``constraint`` over columns of points (flat names: ``agg.tp``, ``disagg.p_tp``,
+        ``total_gpus``), so a grid is counted and walked without building each point. The memory part needs the
+        model, point by point: a grid's count is an upper bound, and each step's own check refuses what it rules
+        out. None (decline) for columns of another shape."""
+        total = columns.get("total_gpus")
+        if total is None or (np.ndim(total) == 0 and np.asarray(total).item() is None):
+            return np.asarray(True)
+        try:
+            if any(name.startswith("agg.") for name in columns):
+                gpus = _product(columns, "agg.", ("tp", "pp", "dp"))
+            else:
+                prefill = _product(columns, "disagg.", ("p_workers", "p_tp", "p_pp", "p_dp"))
+                gpus = prefill + _product(columns, "disagg.", ("d_workers", "d_tp", "d_pp", "d_dp"))
+            return gpus <= np.asarray(total, dtype=np.int64)
+        except (TypeError, ValueError):
+            return None
 
     def failure_reason(self, job_dir: Path) -> str | None:
         """The runner's ``error: ...`` line (the model's own reason: out of memory, no database...)."""
@@ -114,3 +139,12 @@ class Aiconfigurator(Workload):
         if "tokens_per_s_per_gpu" not in metrics:
             raise WorkloadError("metrics.json has no tokens_per_s_per_gpu: the estimate did not finish")
         return metrics
+
+
+def _product(columns: Mapping[str, np.ndarray], prefix: str, names: Sequence[str]) -> np.ndarray:
+    """The product of the knobs ``prefix + name`` (1 where a knob has no column: the field's default)."""
+    out = np.asarray(1, dtype=np.int64)
+    for name in names:
+        if (column := columns.get(prefix + name)) is not None:
+            out = out * np.asarray(column, dtype=np.int64)
+    return out
