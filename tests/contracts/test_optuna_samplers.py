@@ -50,7 +50,7 @@ def test_list_shows_each_agents_config_and_capabilities() -> None:
 
     out = CliRunner().invoke(cli, ["list"], catch_exceptions=False).output
     optuna = out.split("  optuna\n", 1)[1].split("\n  random_search", 1)[0]
-    assert "sampler = 'tpe'  (one of tpe, random, cmaes, nsga2, qmc, gp)" in optuna
+    assert 'sampler = "tpe"  (one of tpe, random, cmaes, nsga2, qmc, gp)' in optuna
     assert "n_startup_trials = 10" in optuna and "env_params: yes" in optuna
     assert "max_parallel: yes, reproducible (same seed" in optuna
     grid = out.split("  grid_search\n", 1)[1].split("\n  optuna", 1)[0]

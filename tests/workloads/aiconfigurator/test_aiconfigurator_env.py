@@ -185,9 +185,14 @@ def test_the_worker_says_what_does_not_fit_only_within_a_run(installed: Path) ->
     tp4 = {**tp1, "agg": {"batch_size": 8, "tp": 4}}
     workload = Aiconfigurator()
     assert workload.constraint(tp1) is None
-    with worker.listening(worker.name(installed)):
-        reason = workload.constraint(tp1)
-        assert reason is not None and reason.startswith(OOM_REASON)
-        assert workload.constraint(tp4) is None
-        assert workload.constraint(tp1) == reason  # remembered: no second ask
+    own = worker.start(installed)  # the session's worker may have been stopped by another module's (xdist)
+    try:
+        with worker.listening(worker.name(installed)):
+            reason = workload.constraint(tp1)
+            assert reason is not None and reason.startswith(OOM_REASON)
+            assert workload.constraint(tp4) is None
+            assert workload.constraint(tp1) == reason  # remembered: no second ask
+    finally:
+        if own is not None:
+            worker.stop(own)
     assert workload.constraint(tp1) is None
