@@ -39,80 +39,37 @@ The sibling of ``CloudAIGymEnv``, built by ``cloudai.run.dse.build_env`` from th
 from __future__ import annotations
 
 import math
-import numbers
 import time
 from collections.abc import Callable, Mapping
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, as_completed, wait
-from dataclasses import dataclass, field
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from cloudai.envs.base import BaseGym, Feedback, Observation
 from cloudai.envs.env_params import EnvParamSampler
 from cloudai.envs.knobs import check_action, observation_leaves
+from cloudai.envs.lanes import Lane, Lanes
+from cloudai.envs.outcome import as_float, step_status
 from cloudai.envs.resume import replayed
 from cloudai.envs.trial import TrialSetup
 from cloudai.errors import ConfigError, GymServerError, Problem, did_you_mean
 from cloudai.gymserver.factory import create_gym_server, is_reserved
 from cloudai.gymserver.layout import ObservationLayout
-from cloudai.gymserver.protocol import GymServer, close_server
 from cloudai.gymserver.spaces import narrow_space, to_dimension
 from cloudai.space import Space, flatten, is_range
 from cloudai.trajectory.episodes import EpisodeLog
 from cloudai.trajectory.records import TrajectoryWriter
-from cloudai.untrusted import printable
 
 DEFAULT_METRICS = ("default",)
 SYNC_S = 0.2  # rows are flushed each step, fsync'ed at most this often: a step takes microseconds
 T = TypeVar("T")
 
 
-# What a server may report for a step it did not score.
-_SERVER_STATUSES = ("failed", "constraint", "infeasible", "timeout")
-
-
-def step_status(reward: Any, info: Mapping[str, Any]) -> tuple[str, str]:
-    """(status, reason) of a server step: the server's own non-ok status wins, then the reward decides."""
-    reported = info.get("status")
-    if reported in _SERVER_STATUSES:
-        return str(reported), printable(info.get("reason") or f"the server reported {reported}")
-    number = as_number(reward)
-    if number is not None and math.isfinite(number):
-        return "ok", ""
-    return "failed", f"the server's reward is {reward!r}, not a finite number"
-
-
-def as_number(value: Any) -> float | None:
-    """``value`` as a float when it is a real number: Python's, numpy's (``np.float32``, ``np.int64``, a 0-d array)
-    or any ``numbers.Real``; None for anything else (a bool, a string, None)."""
-    if isinstance(value, bool) or getattr(getattr(value, "dtype", None), "kind", "") == "b":  # numpy's bool_ too
-        return None
-    if getattr(value, "shape", None) == ():  # a numpy scalar or 0-d array
-        value = value.item()
-    return float(value) if isinstance(value, numbers.Real) else None
-
-
-@dataclass(eq=False)
-class _Lane:
-    """One environment instance and its episode: what a live step runs on."""
-
-    env_id: int
-    server: GymServer | None  # None while ``starting``
-    episode: int = 0  # the global episode number of its current (or last) episode
-    episodes: int = 0  # how many episodes it started (its own count: ``episode_in_env``)
-    in_episode: int = 0  # steps taken in the current episode
-    fresh: bool = False  # reset() ran and no step since: a second reset keeps the episode number
-    open: bool = False  # an episode is running (reset ran, no done since)
-    env: dict[str, Any] = field(default_factory=dict)  # env_params in force this episode
-    env_from: int = 0  # the step the held env_params apply from
-    busy: bool = False
-    starting: Future[GymServer] | None = None  # a lease still being granted (``_open_lanes``)
-
-
 @dataclass
 class _Done:
     """A finished step, before it is written (steps are written in step order)."""
 
-    lane: _Lane
+    lane: Lane
     step: int
     episode: int
     episode_in_env: int
@@ -146,13 +103,13 @@ class LiveGymEnv(BaseGym):
         cmd_args = {k: v for k, v in entry.cmd_args.items() if k not in self.env_names}
         declared = flatten(cmd_args)
         wanted = None if tuple(entry.agent.metrics) == DEFAULT_METRICS else list(entry.agent.metrics)
-        self._leasing: ThreadPoolExecutor | None = None  # the threads that take leases at once
-        self._lanes = self._open_lanes(
+        self._held_lanes = Lanes(  # leased ones requested at once (envs.lanes)
             lambda: create_gym_server(cmd_args, metrics=wanted, prefix=prefix, record_dir=setup.out_dir),
             max(1, setup.max_in_flight),
             at_once=bool(cmd_args.get("env_lease_url")),
         )
-        self.server = _server(self._lanes[0])
+        self._lanes = self._held_lanes.all
+        self.server = self._lanes[0].wait_ready()
         kind = type(self.server)
         self._where = getattr(self.server, "url", None) or f"{kind.__module__}.{kind.__qualname__}"
         try:
@@ -162,7 +119,7 @@ class LiveGymEnv(BaseGym):
             self.metrics = tuple(self.layout.select(wanted, f"{entry.field_prefix}.agent_metrics"))
             self._slots = [self.layout.columns.index(m) for m in self.metrics]
         except BaseException:
-            self._close_lanes()
+            self._held_lanes.close()
             raise
         self.max_in_flight = len(self._lanes)
         encode = getattr(self.server, "encode_observation", None)
@@ -298,60 +255,15 @@ class LiveGymEnv(BaseGym):
                 self._write(self._unwritten.pop(step))  # type: ignore[arg-type]
         finally:
             try:
-                self._close_lanes()
+                self._held_lanes.close()
             finally:
                 self.writer.close()
                 self.episodes.close()
 
-    # -- lanes -------------------------------------------------------------------------------
-
-    def _open_lanes(self, make: Callable[[], GymServer], count: int, *, at_once: bool) -> list[_Lane]:
-        """``count`` environments. Leased ones (``at_once``) are requested together: a sandbox takes a while to
-        start, so N leases one after another cost N starts before the first step. The first one ready becomes
-        lane 0 (the spaces are read from it); the others stay pending (``_Lane.starting``) and a step given to
-        one runs as soon as its sandbox is ready. Other kinds are made here, in order (an in-process env's
-        constructor need not be thread-safe)."""
-        if not at_once or count == 1:
-            servers: list[GymServer] = []
-            try:
-                for _ in range(count):
-                    servers.append(make())
-            except BaseException:
-                for server in servers:
-                    close_server(server)
-                raise
-            return [_Lane(env_id, server) for env_id, server in enumerate(servers)]
-        self._leasing = ThreadPoolExecutor(count, thread_name_prefix="cloudai-lease")
-        futures = [self._leasing.submit(make) for _ in range(count)]
-        try:
-            first = next(as_completed(futures))
-            first.result()  # a lease that failed fails the run here, before anything is written
-        except BaseException:
-            _close_started(futures)
-            raise
-        rest = [f for f in futures if f is not first]
-        return [_Lane(0, first.result()), *(_Lane(k, None, starting=f) for k, f in enumerate(rest, 1))]
-
-    def _close_lanes(self) -> None:
-        """Close every environment, waiting for the ones still starting (a lease granted late is released too).
-        They close at once: releasing a sandbox waits until it stopped (a Slurm job: until it left the queue, ~2 s),
-        so N of them one after another took N times that. The first error is raised once all were closed."""
-        servers = [lane.server for lane in self._lanes if lane.server is not None]
-        try:
-            if servers:
-                with ThreadPoolExecutor(len(servers), thread_name_prefix="cloudai-close") as pool:
-                    closing = [pool.submit(close_server, server) for server in servers]
-                for future in closing:
-                    future.result()
-        finally:
-            _close_started([lane.starting for lane in self._lanes if lane.starting is not None])
-            if self._leasing is not None:
-                self._leasing.shutdown(wait=True)
-
     # -- one lane ----------------------------------------------------------------------------
 
     def _reset(
-        self, lane: _Lane, step: int, seed: int | None = None, options: dict[str, Any] | None = None
+        self, lane: Lane, step: int, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[Observation, dict]:
         if not lane.fresh:
             self._episode += 1
@@ -362,21 +274,19 @@ class LiveGymEnv(BaseGym):
         lane.env_from = step
         if sampler:
             options = {**(options or {}), "env_params": dict(lane.env)}
-        server = _server(lane)
+        server = lane.wait_ready()
         raw, info = self._call("reset", lambda: server.reset(seed=seed, options=options))
         lane.fresh = lane.open = True
         lane.in_episode = 0
         return self._observe(self.layout.flat(raw)[0]), {**info, "episode": lane.episode, "env_params": dict(lane.env)}
 
-    def _run(self, lane: _Lane, step: int, action: dict[str, Any]) -> _Done:
+    def _run(self, lane: Lane, step: int, action: dict[str, Any]) -> _Done:
         """One step of ``lane`` (in the caller's or a worker thread; on a lane still starting, once it is ready);
         nothing written."""
-        if lane.starting is not None:
-            lane.server, lane.starting = lane.starting.result(), None
         if not lane.open:
             self._reset(lane, step)
         started = time.monotonic()
-        server = _server(lane)
+        server = lane.wait_ready()
         raw, reward, ended, server_info = self._call("step", lambda: server.step({**self._fixed, **action}))
         done = bool(ended)
         lane.fresh, lane.open = False, not done
@@ -386,7 +296,7 @@ class LiveGymEnv(BaseGym):
         status, reason = step_status(reward, server_info)
         if status == "ok" and problem:  # never a silent null, NaN, truncation or shifted value
             status, reason = "failed", problem
-        reward = _float(reward) if status == "ok" else self.setup.penalty_reward
+        reward = as_float(reward) if status == "ok" else self.setup.penalty_reward
         metrics = dict(zip(self.metrics, observation, strict=True))
         info = {**server_info, "status": status, "reason": reason, "step": step, "episode": lane.episode,
                 "env_params": dict(lane.env), "metrics": metrics, "done": done, "env_id": lane.env_id}  # fmt: skip
@@ -442,7 +352,7 @@ class LiveGymEnv(BaseGym):
 
     def _observe(self, values: list[Any]) -> Observation:
         """The ``agent_metrics`` of an observation's columns (``ObservationLayout.flat``), NaN where one is missing."""
-        return [_float(values[i]) if i < len(values) else math.nan for i in self._slots]
+        return [as_float(values[i]) if i < len(values) else math.nan for i in self._slots]
 
     def _shaped(self, observation: Observation) -> Observation | dict[str, Any]:
         """A step's observation as ``episodes.jsonl`` holds it: the declared leaves when structured, else the list."""
@@ -470,28 +380,6 @@ class _EpisodeSampler(EnvParamSampler):
         return held if held is not None else self._draw(step)
 
 
-def _server(lane: _Lane) -> GymServer:
-    assert lane.server is not None, "a lane still starting is waited for in _run"
-    return lane.server
-
-
-def _close_started(futures: list[Future[GymServer]]) -> None:
-    """Close the servers of ``futures`` once each is made (one that failed to start has nothing to close)."""
-    for future in futures:
-        if future.cancel():
-            continue
-        try:
-            server = future.result()
-        except BaseException:  # its error was the lease's, reported where it was waited for
-            continue
-        close_server(server)
-
-
 def _feedback(done: _Done) -> Feedback:
     return Feedback(done.step, done.episode, done.action, done.reward, done.observation, done.status, done.done,
                     done.info)  # fmt: skip
-
-
-def _float(value: Any) -> float:
-    number = as_number(value)
-    return math.nan if number is None else number

@@ -1,14 +1,18 @@
-"""How a finished job becomes a step: the one place that decides a trial's status, observation and reward."""
+"""How a finished job, or a live server's step, becomes a step: the one place that decides a trial's status,
+observation and reward."""
 
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 from cloudai.config.objectives import Constraint, broken_constraints
 from cloudai.envs.base import Observation
 from cloudai.envs.rewards import reward_of
 from cloudai.systems.base import Job, JobStatus
+from cloudai.untrusted import printable
 
 
 def trial_outcome(
@@ -32,3 +36,34 @@ def trial_outcome(
         status, reason = "constraint", broken  # measured, but outside agent_constraints
     reward = reward_of(reward_fn, observation) if status == "ok" else penalty
     return status, observation, reward, "" if status == "ok" else reason
+
+
+# What a server may report for a step it did not score.
+_SERVER_STATUSES = ("failed", "constraint", "infeasible", "timeout")
+
+
+def step_status(reward: Any, info: Mapping[str, Any]) -> tuple[str, str]:
+    """(status, reason) of a server step: the server's own non-ok status wins, then the reward decides."""
+    reported = info.get("status")
+    if reported in _SERVER_STATUSES:
+        return str(reported), printable(info.get("reason") or f"the server reported {reported}")
+    number = as_number(reward)
+    if number is not None and math.isfinite(number):
+        return "ok", ""
+    return "failed", f"the server's reward is {reward!r}, not a finite number"
+
+
+def as_number(value: Any) -> float | None:
+    """``value`` as a float when it is a real number: Python's, numpy's (``np.float32``, ``np.int64``, a 0-d array)
+    or any ``numbers.Real``; None for anything else (a bool, a string, None)."""
+    if isinstance(value, bool) or getattr(getattr(value, "dtype", None), "kind", "") == "b":  # numpy's bool_ too
+        return None
+    if getattr(value, "shape", None) == ():  # a numpy scalar or 0-d array
+        value = value.item()
+    return float(value) if isinstance(value, numbers.Real) else None
+
+
+def as_float(value: Any) -> float:
+    """``as_number``, NaN for anything that is not a real number."""
+    number = as_number(value)
+    return math.nan if number is None else number
