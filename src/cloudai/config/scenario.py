@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from cloudai.config.fields import NodeCount, StrictPositiveInt, check_dir_name, check_mounts, shown
 from cloudai.config.hostlist import check_hostlists, check_node_specs, listed_and_excluded
+from cloudai.config.ids import check_ids
 from cloudai.config.kinds import check_kind
 from cloudai.config.objectives import Constraint, Objective, default_reward, observed_metrics, parse_constraint
 from cloudai.config.test import (
@@ -38,7 +39,6 @@ from cloudai.space import ENV_PREFIX, NUM_NODES, is_range
 TEST_FIELDS = frozenset(WorkloadConfig.model_fields)  # what a test file may set (and an entry override)
 _TABLE_FIELDS = frozenset({"cmd_args", "extra_env_vars"})  # merged key by key (env_params: replaced whole)
 DependencyType = Literal["start_post_init", "start_post_comp", "end_post_comp"]
-_SAFE_ID = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.:+-]*")
 
 
 class Dependency(BaseModel):
@@ -258,7 +258,7 @@ def scan_scenario(
             entries.append(_merge(index, raw, tests, path))
         except ConfigError as exc:
             problems += exc.problems
-    problems += _check_ids(config, path)
+    problems += check_ids(config.name, [(e.id, [d.id for d in e.dependencies]) for e in config.Tests], path)
     scenario = Scenario(config.name, path, tuple(entries), config.job_status_check, config.pre_test, config.post_test)
     return scenario, problems
 
@@ -395,76 +395,3 @@ def _agent_settings(test: AgentFields, entry: AgentFields) -> AgentSettings:
         seed=pick("seed"),
         explicit=any(pick(n) is not None for n in names),
     )
-
-
-def _check_ids(config: ScenarioConfig, path: Path) -> list[Problem]:
-    """Ids are unique and safe as directory names; dependencies name known ids, without cycles."""
-    problems: list[Problem] = []
-    if any(c in config.name for c in "/\\\0") or config.name in (".", ".."):  # it names the run dir
-        problems.append(
-            Problem(
-                str(path),
-                "name",
-                f"scenario name {config.name!r} is not allowed",
-                "no / or \\ in a scenario name: it names the results directory",
-            )
-        )
-    seen: dict[str, int] = {}
-    for index, entry in enumerate(config.Tests):
-        if not _SAFE_ID.fullmatch(entry.id) or entry.id in (".", ".."):
-            problems.append(
-                Problem(
-                    str(path),
-                    f"Tests[{index}].id",
-                    f"id {entry.id!r} is not allowed",
-                    "use letters, digits and . _ : + - (it becomes a directory name)",
-                )
-            )
-        if entry.id in seen:
-            problems.append(
-                Problem(
-                    str(path),
-                    f"Tests[{index}].id",
-                    f"duplicate id '{entry.id}' (also Tests[{seen[entry.id]}])",
-                    "give each entry a unique id",
-                )
-            )
-        seen.setdefault(entry.id, index)
-    for index, entry in enumerate(config.Tests):
-        for d_index, dep in enumerate(entry.dependencies):
-            where = f"Tests[{index}].dependencies[{d_index}].id"
-            if dep.id not in seen:
-                problems.append(Problem(str(path), where, f"unknown test id '{dep.id}'", did_you_mean(dep.id, seen)))
-            elif dep.id == entry.id:
-                problems.append(Problem(str(path), where, f"entry '{entry.id}' depends on itself"))
-    if not problems:
-        cycle = _find_cycle({e.id: [d.id for d in e.dependencies] for e in config.Tests})
-        if cycle:
-            problems.append(
-                Problem(
-                    str(path), "Tests", "dependency cycle: " + " -> ".join(cycle), "remove one of these dependencies"
-                )
-            )
-    return problems
-
-
-def _find_cycle(graph: dict[str, list[str]]) -> list[str] | None:
-    state: dict[str, int] = {}  # 1 visiting, 2 done
-    stack: list[str] = []
-
-    def visit(node: str) -> list[str] | None:
-        state[node] = 1
-        stack.append(node)
-        for nxt in graph.get(node, []):
-            if state.get(nxt) == 1:
-                return [*stack[stack.index(nxt) :], nxt]
-            if nxt not in state and (found := visit(nxt)):
-                return found
-        stack.pop()
-        state[node] = 2
-        return None
-
-    for node in graph:
-        if node not in state and (found := visit(node)):
-            return found
-    return None
