@@ -143,7 +143,7 @@ class Connection:
                 continue  # pings are answered by the protocol, pongs and the close need nothing more
             if frame.opcode is not Opcode.CONT:
                 self._text, self._parts = frame.opcode is Opcode.TEXT, []
-            self._parts.append(frame.data)
+            self._parts.append(bytes(frame.data))
             if frame.fin:
                 data = b"".join(self._parts)
                 self._messages.append(data.decode() if self._text else data)
