@@ -11,6 +11,7 @@ from __future__ import annotations
 import itertools
 import math
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -104,3 +105,30 @@ class RendezvousEnv(EchoEnv):
         self.barrier.wait()
         observation, reward, done, _ = super().step(action)
         return observation, reward, done, {"instance": self.instance}
+
+
+class KnobSim:
+    """The stock test server's knobs (``tests.gym.openenv_app``) in-process: each step sleeps ``delay_ms`` (a
+    simulator's work), episodes of 3 steps; for the rollout benchmark's in-process lane."""
+
+    def __init__(self, delay_ms: float = 0.0) -> None:
+        self.delay_s = delay_ms / 1000
+        self.t = 0
+
+    def action_space(self) -> dict[str, list[Any] | ContinuousSpace]:
+        return {"batch": [1, 2, 4, 8], "use_cache": [False, True], "ratio": ContinuousSpace(0.0, 1.0),
+                "threads": ContinuousSpace(1, 16, dtype="int")}  # fmt: skip
+
+    def observation_space(self) -> list[str]:
+        return ["throughput", "latency_ms"]
+
+    def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[list[float], dict]:
+        self.t = 0
+        return [0.0, 0.0], {}
+
+    def step(self, action: dict[str, Any]) -> tuple[list[float], float, bool, dict]:
+        if self.delay_s:
+            time.sleep(self.delay_s)
+        self.t += 1
+        throughput = action["batch"] * action["threads"] * action["ratio"] * (1.0 if action["use_cache"] else 0.5)
+        return [throughput, 10.0 + action["batch"]], throughput, self.t >= 3, {}

@@ -22,7 +22,8 @@ from cloudai.errors import ConfigError, GymServerError
 
 if TYPE_CHECKING:
     import httpx
-    from websockets.sync.client import ClientConnection
+
+    from cloudai.gymserver.wsconn import Connection
 
 log = logging.getLogger("cloudai.gymserver.remote")  # one logger name for the whole client, as before the split
 
@@ -73,7 +74,7 @@ class Wire:
         self._health_timeout_s = health_timeout_s
         self._retries = max(1, retries)
         self._http: httpx.Client | None = None
-        self.ws: ClientConnection | None = None
+        self.ws: Connection | None = None
         self._closed_why = "no session yet"
 
     def close(self) -> None:
@@ -173,19 +174,18 @@ class Wire:
 
     def connect(self) -> None:
         from websockets.exceptions import InvalidHandshake, InvalidStatus
-        from websockets.sync.client import connect
+
+        from cloudai.gymserver.wsconn import Connection
 
         try:
-            connection = connect(
+            self.ws = Connection.open(
                 self.ws_url,
-                additional_headers=self.headers,
+                headers=self.headers,
                 open_timeout=self._timeout_s,
                 close_timeout=min(self._timeout_s, 5.0),
-                compression=None,  # small JSON frames: deflate costs more than it saves
                 max_size=64 * 2**20,
                 logger=_NoWireDebug(log, {}),  # websockets logs handshake headers (the token) at DEBUG
             )
-            self.ws = connection.__enter__()  # we own its lifetime; entering marks it so for websockets >= 17
         except InvalidStatus as exc:
             status = exc.response.status_code
             if status in (401, 403):
@@ -284,7 +284,7 @@ def _validation_detail(data: Mapping[str, Any]) -> str:
     return f" ({'; '.join(parts)})"
 
 
-def _pending(ws: ClientConnection) -> str | bytes | None:
+def _pending(ws: Connection) -> str | bytes | None:
     """A frame the server sent before closing (e.g. CAPACITY_REACHED right after the handshake), if any."""
     from websockets.exceptions import ConnectionClosed
 
