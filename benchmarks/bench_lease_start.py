@@ -5,7 +5,8 @@
 The control plane is the tests' own (``tests.leases.plane``) with each sandbox ready ``--start-s`` after it was
 asked for. For each N: the baseline takes N leases one after another, as ``LiveGymEnv`` did before (N start-ups
 before the first step); ours builds the run's env (``load_env``, ``max_parallel = N``) and times its first step.
-Aim: the first step within ~1.2 S whatever N (it was ~N x S).
+Aim: the first step within ~1.2 S whatever N (it was ~N x S). Measured (S = 1 s, a loaded 2-core VM): N = 1, 4, 8
+1.31, 1.17, 1.26 s at once against 1.17, 4.56, 8.86 s one lease after another.
 """
 
 from __future__ import annotations

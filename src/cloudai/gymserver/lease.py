@@ -57,6 +57,7 @@ RECORDS = "leases"  # <record_dir>/leases/<id>.json: the leases a run holds
 _STATUSES = ("pending", "ready", "failed")
 MAX_REPLY = 1 << 20  # a lease call's reply is one small JSON object
 MAX_ID = 256  # bytes of a lease id (UTF-8)
+POLL_MAX_S = 0.25  # a pending sandbox is polled at most this far apart: a 1-s doubling found it ready up to 1 s late
 _NAME_MAX = 200  # characters of a record file's name before the id is hashed instead
 
 
@@ -209,7 +210,7 @@ class LeaseClient:
                     "lease",
                 )
             time.sleep(min(delay, remaining))
-            delay = min(delay * 2, 1.0)
+            delay = min(delay * 2, POLL_MAX_S)
             if time.monotonic() < deadline:  # else the loop says it is not ready
                 try:
                     reply = self._call("GET", _path(sandbox["id"]), "lease", deadline=deadline)
