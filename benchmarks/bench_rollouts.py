@@ -9,8 +9,8 @@ Every step takes ``--delay-ms`` in the environment (a simulator's work). The lan
 * ``remote``: ``env_url``, the stock ``openenv-core`` app the tests use (``tests.gym.openenv_app``, a subprocess);
 * ``leased``: ``env_lease_url``, the tests' control plane (``tests.leases.plane``) in a subprocess, each lease a
   stock app in that process;
-* ``slurm``: leased sandboxes as Slurm jobs: a hook, skipped until ``cloudai serve --lease --system-config`` starts
-  them (issue 38 item 5, another branch; see ``slurm_plane``);
+* ``slurm``: leased sandboxes as Slurm jobs (``cloudai serve --lease --system-config`` on the local Slurm that
+  ``SLURM_CONF`` names; skipped, saying so, without one): each lease a job running ``cloudai serve`` of ``KnobSim``;
 * ``sync``: ``RemoteGymServer``, N sessions each stepped in a thread of its own against the stock app (the client
   alone: no agent, no records; what the transport costs);
 * ``async``: ``cloudai.gymserver.aio.AsyncRemoteEnv``, N sessions on one event loop against the stock app (the
@@ -37,6 +37,10 @@ tree (the sync client reads its replies in the caller's thread, ``cloudai.gymser
     leased  0.63->0.54   0.70->0.67   0.67->0.62   0.64->0.61   (server: plane + sandboxes 0.8-1.0)
     inproc  0.33->0.24   0.23->0.22   0.21->0.19   0.16->0.16
     async   0.41 0.22 0.18 0.17 (both: unchanged code; its spread, ~0.05, is the noise)
+
+The Slurm lane (local one-node Slurm, 8 CPUs, 30 steps per env, 1 round): N = 1, 4, 8 at 144, 382, 476 steps/s,
+client 0.84-1.68 ms, server (the control plane and its keepers, which poll squeue; the sandboxes' own CPU is in
+their jobs) 6.7-3.1 ms per step; N = 16 is skipped there: 16 sandbox jobs need 16 CPUs at once.
 
 Rates scale with N on every lane (remote ~145 -> ~900-1100 steps/s at N=16, 5 ms steps: ~7x of an ideal 16x): at
 N=16 client + server CPU is ~1.1-1.4 ms per step x ~1000 steps/s, more than one of the 2 cores, shared with
@@ -183,13 +187,41 @@ def local_plane(delay_ms: float) -> Iterator[tuple[str, int]]:
 
 
 @contextmanager
-def slurm_plane(delay_ms: float) -> Iterator[tuple[str, int]]:
-    """HOOK (issue 38 item 5, sandboxes as Slurm jobs): start ``cloudai serve --lease --system-config <the local
-    Slurm system>`` over a test of the stock knobs with ``delay_ms`` per step and yield (its URL, its pid); the
-    sandboxes' CPU is then in their Slurm jobs (``sacct``'s TotalCPU), not in the plane's process. Until that
-    lands the lane is skipped."""
-    raise NotImplementedError("leased on Slurm: sandboxes as Slurm jobs (issue 38 item 5) have not landed")
-    yield "", 0  # a generator, for @contextmanager
+def slurm_plane(delay_ms: float, n: int) -> Iterator[tuple[str, int]]:
+    """``cloudai serve --lease 0 --system-config tests/slurm/slurm_system.toml`` over ``knobs`` (``KnobSim``,
+    ``delay_ms`` a step): each lease a Slurm job of the Slurm ``SLURM_CONF`` names, running ``cloudai serve`` on its
+    node. Yields (its URL, its pid). The server CPU is the control plane's and its keepers' only: the sandboxes'
+    is in their Slurm jobs (on this one-node Slurm, beside the benchmark)."""
+    if not os.environ.get("SLURM_CONF"):
+        raise NotImplementedError('no Slurm: start one (`eval "$(bash tools/start-local-slurm.sh)"`, as root)')
+    cpus = subprocess.run(["sinfo", "-h", "-o", "%C"], capture_output=True, text=True, check=True).stdout.split("/")
+    if n > int(cpus[-1]):  # a sandbox job holds its CPU while leased: the others would wait for ever
+        raise NotImplementedError(f"the Slurm has {cpus[-1].strip()} CPUs: {n} sandbox jobs cannot all run at once")
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        (root / "tests").mkdir()
+        (root / "tests" / "knobs.toml").write_text(
+            'name = "knobs"\ntest_template_name = "LiveRL"\nagent = "random_search"\nagent_steps = 1000000\n'
+            f'[cmd_args]\nlive_rl_mode = true\nenv_class = "tests.gym.live_envs.KnobSim"\ndelay_ms = {delay_ms}\n'
+        )
+        (root / "plane.toml").write_text('name = "plane"\n[[Tests]]\nid = "knobs"\ntest_name = "knobs"\n')
+        argv = [sys.executable, "-m", "cloudai", "serve", "--lease", "0", "--system-config",
+                str(REPO / "tests" / "slurm" / "slurm_system.toml"), "--tests-dir", str(root / "tests"),
+                "--test-scenario", str(root / "plane.toml"), "--output-dir", str(root / "out"), "--max-leases", "16",
+                "--lease-start-timeout", "300", "--lease-idle-timeout", "300"]  # fmt: skip
+        log = (root / "plane.log").open("w")  # a pipe nobody reads would block the plane once it is full
+        stack = ExitStack()
+        stack.callback(log.close)
+        proc = subprocess.Popen(argv, cwd=REPO, stdout=subprocess.PIPE, stderr=log, text=True)
+        try:
+            assert proc.stdout is not None
+            banner = proc.stdout.readline()
+            assert banner.startswith("Leasing knobs at http://"), f"the control plane did not start: {banner!r}"
+            yield banner.split(" at ")[1].split()[0], proc.pid
+        finally:
+            proc.terminate()  # SIGTERM: every sandbox job is cancelled before it exits
+            proc.communicate(timeout=120)
+            stack.close()
 
 
 def measure(lane: str, n: int, steps: int, delay_ms: float, root: Path) -> list[float]:
@@ -202,7 +234,7 @@ def measure(lane: str, n: int, steps: int, delay_ms: float, root: Path) -> list[
         if lane in ("remote", "sync", "async"):
             url, pid = stack.enter_context(stock_server(max(n, 4), delay_ms))
         else:
-            url, pid = stack.enter_context(local_plane(delay_ms) if lane == "leased" else slurm_plane(delay_ms))
+            url, pid = stack.enter_context(local_plane(delay_ms) if lane == "leased" else slurm_plane(delay_ms, n))
         server = proc_cpu(pid)
         if lane == "async":
             wall, cpu = async_loop(url, n, steps)
