@@ -23,9 +23,7 @@ DIGITS = 12  # well beyond any knob a user types, well short of float noise (~16
 
 def show_float(value: float) -> str:
     """``0.6000000000000001`` -> ``0.6``; ``3.0`` -> ``3.0``; nan and infinities as Python writes them."""
-    if not math.isfinite(value):
-        return repr(value)
-    return repr(float(f"{value:.{DIGITS}g}"))
+    return repr(clean(value))
 
 
 def clean(value: Any) -> Any:

@@ -10,7 +10,6 @@ A section that cannot be computed says why instead of disappearing.
 
 from __future__ import annotations
 
-import json
 import math
 from datetime import UTC, datetime
 from urllib.parse import quote
@@ -227,7 +226,3 @@ def _binning(reg: regimes.Regimes) -> str:
             "values (quartiles for a continuous param)."
         )
     return text
-
-
-def _cell(value: object) -> object:
-    return value if value is None or isinstance(value, bool | int | float | str) else json.dumps(value)
