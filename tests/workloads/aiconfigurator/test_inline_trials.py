@@ -38,7 +38,11 @@ CACHE = Path(__file__).resolve().parents[3] / ".cache" / "install"
 H200 = {"model_name": "meta-llama/Meta-Llama-3.1-70B", "system": "h200_sxm", "isl": 4000, "osl": 500}
 POINTS = {
     "agg": {**H200, "agg": {"tp": 4, "batch_size": 8}},
-    "disagg_on_16": {**H200, "total_gpus": 16, "disagg": {"p_workers": 2, "p_bs": 1, "d_tp": 4, "d_bs": 32, "d_workers": 2}},
+    "disagg_on_16": {
+        **H200,
+        "total_gpus": 16,
+        "disagg": {"p_workers": 2, "p_bs": 1, "d_tp": 4, "d_bs": 32, "d_workers": 2},
+    },  # 2 replicas of 6 GPUs: 4 idle
     "oom": {**H200, "system": "h100_sxm", "agg": {"tp": 1, "batch_size": 8}},  # 140 GB of weights on 80 GB
 }
 
