@@ -15,6 +15,7 @@ import json
 import os
 import re
 import shutil
+import socket
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, ClassVar
@@ -42,7 +43,7 @@ POINTS = {
         **H200,
         "total_gpus": 16,
         "disagg": {"p_workers": 2, "p_bs": 1, "d_tp": 4, "d_bs": 32, "d_workers": 2},
-    },  # 2 replicas of 6 GPUs: 4 idle
+    },  # one replica of 10 GPUs: 6 idle
     "oom": {**H200, "system": "h100_sxm", "agg": {"tp": 1, "batch_size": 8}},  # 140 GB of weights on 80 GB
 }
 
@@ -122,6 +123,23 @@ def test_without_a_worker_the_trial_is_its_process(warm: Path, tmp_path: Path) -
         gone = workload.evaluate(POINTS["disagg_on_16"], JobContext(tmp_path, install_path=warm))
         assert gone is not None and gone(None) is None
     assert not list(tmp_path.iterdir())  # it wrote nothing
+
+
+def test_no_answer_within_the_time_limit_is_the_jobs_timeout(tmp_path: Path) -> None:
+    """A worker that takes the request and never answers: the job times out at its limit, as its process would
+    have been stopped there (status, reason, returncode of a killed process), and is not run again as a process."""
+    name = b"\0cloudai-aiconfigurator-test-silent-" + str(os.getpid()).encode()
+    workload, context = Aiconfigurator(), JobContext(tmp_path / "1")
+    system = StandaloneSystem(StandaloneSystemConfig(name="local", install_path=tmp_path, output_path=tmp_path))
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as silent, worker.listening(name):
+        silent.bind(name)
+        silent.listen(1)  # the kernel completes the connection; nobody reads it
+        argv = tuple(workload.argv(POINTS["agg"], context))
+        evaluate = workload.evaluate(POINTS["agg"], context)
+        job = system.submit(JobSpec("1", argv, context.job_dir, time_limit_s=0.2, evaluate=evaluate))
+    assert (job.status, job.reason, job.returncode) == ("timeout", "time limit of 0.2s reached", -9)
+    assert job.job_id == str(os.getpid()) and not system.live_jobs()
+    assert (context.job_dir / "stderr.txt").read_text() == "no answer from the warm worker within the time limit\n"
 
 
 GRID = """name = "t"

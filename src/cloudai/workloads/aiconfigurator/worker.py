@@ -64,8 +64,9 @@ def evaluation(request: dict[str, Any], total_gpus: int | None, job_dir: Path) -
     open and writes the job dir's files with ``runner.record``, as the trial process would (the same files, the
     same stdout, the same exit code), without the process (~60 ms idle) around a ~3 ms estimate. None without a
     worker to ask (a Slurm run, a dry run, ``CLOUDAI_AICONFIGURATOR_WORKER=0``): the trial is its process. The
-    evaluation itself declines (None) when the worker does not answer within the job's time limit (it ended, it
-    is stuck): the system then runs the process, which estimates itself or times out, as it always did."""
+    evaluation itself declines (None) when the worker has gone (it ended mid-run; or, without a time limit, gave
+    no answer in ``ASK_TIMEOUT_S``): the system then runs the process, which estimates itself, as it always did.
+    No answer within the job's time limit is the job's timeout, as its process would have been stopped there."""
     if not _listening:
         return None
     name = _listening[-1]
@@ -75,6 +76,8 @@ def evaluation(request: dict[str, Any], total_gpus: int | None, job_dir: Path) -
         answer = _answered.pop(json.dumps(request, sort_keys=True), None)  # ``oom`` asked it a moment ago
         try:
             answer = answer or runner.ask_worker(name, request, time_limit_s or ASK_TIMEOUT_S)
+        except TimeoutError:  # with a time limit: past it, as its process would be (the system says timeout)
+            return (1, "", "no answer from the warm worker within the time limit\n") if time_limit_s else None
         except (OSError, ValueError):
             return None
         code, text = runner.record(job_dir, request, total_gpus, answer, runner.WARM, start)
