@@ -119,10 +119,16 @@ def test_without_a_worker_the_trial_is_its_process(warm: Path, tmp_path: Path) -
     workload, args = Aiconfigurator(), POINTS["agg"]
     off = JobContext(tmp_path, install_path=warm, env={"CLOUDAI_AICONFIGURATOR_WORKER": "0"})
     assert workload.evaluate(args, off) is None
+    context = JobContext(tmp_path / "gone", install_path=warm)
     with worker.listening(b"\0cloudai-aiconfigurator-test-nobody-listens"):
-        gone = workload.evaluate(POINTS["disagg_on_16"], JobContext(tmp_path, install_path=warm))
+        gone = workload.evaluate(args, context)
         assert gone is not None and gone(None) is None
-    assert not list(tmp_path.iterdir())  # it wrote nothing
+    context.job_dir.mkdir()
+    assert not list(context.job_dir.iterdir())  # it wrote nothing
+    system = StandaloneSystem(StandaloneSystemConfig(name="local", install_path=warm, output_path=tmp_path))
+    job, files = run_job(system, JobSpec("gone", tuple(workload.argv(args, context)), context.job_dir, evaluate=gone))
+    assert job.job_id != str(os.getpid()) and job.status == "ok"  # the argv ran (and asked the worker it found)
+    assert b"by the warm worker;" in files["stdout.txt"]
 
 
 def test_no_answer_within_the_time_limit_is_the_jobs_timeout(tmp_path: Path) -> None:
