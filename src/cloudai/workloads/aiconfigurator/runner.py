@@ -322,7 +322,7 @@ def record(
         f"request: {json.dumps(request, sort_keys=True)}",
     ]
     report = {"request": request, **answer, "answered_by": source}
-    (job_dir / "report.json").write_text(json.dumps(report, indent=1) + "\n")
+    (job_dir / "report.json").write_text(json.dumps(report) + "\n")  # one line: C's encoder, ~0.15 ms less a trial
     if not answer.get("ok"):
         lines.append(f"error: {answer.get('reason')}")
         return 2 if answer.get("refused") else 1, "\n".join(lines) + "\n"
