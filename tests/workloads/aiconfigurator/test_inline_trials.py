@@ -50,14 +50,20 @@ POINTS = {
 
 @pytest.fixture(scope="module")
 def warm() -> Iterator[Path]:
-    """A warm worker on the installed environment, asked as a run asks it (``worker.listening``)."""
+    """A warm worker on the installed environment, asked as a run asks it (``worker.listening``); tagged, so no
+    other test's worker (which its module stops when done, maybe mid-way through ours under xdist) is used."""
     if not ENV.installed(CACHE):
         pytest.skip(f"the aiconfigurator environment is not installed in {CACHE} (`cloudai install`, see .ci/run)")
+    os.environ["CLOUDAI_AICONFIGURATOR_WORKER_TAG"] = f"test_inline_trials-{os.getpid()}"
     proc = worker.start(CACHE)
-    with worker.listening(worker.name(CACHE)):
-        yield CACHE
-    if proc is not None:
-        worker.stop(proc)
+    try:
+        assert proc is not None, "the tagged worker did not start"
+        with worker.listening(worker.name(CACHE)):
+            yield CACHE
+    finally:
+        del os.environ["CLOUDAI_AICONFIGURATOR_WORKER_TAG"]
+        if proc is not None:
+            worker.stop(proc)
 
 
 def run_job(system: StandaloneSystem, spec: JobSpec) -> tuple[Job, dict[str, bytes]]:

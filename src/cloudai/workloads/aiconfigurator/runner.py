@@ -188,9 +188,11 @@ def _one_line(exc: BaseException) -> str:
 
 def worker_name(prefix: str = sys.prefix) -> bytes:
     """The worker's abstract socket name for the environment at ``prefix`` (its ``sys.prefix``: cloudai's side
-    names the environment's directory)."""
+    names the environment's directory). ``CLOUDAI_AICONFIGURATOR_WORKER_TAG`` (inherited by the worker and the
+    trials) gives processes a worker of their own: one that another run, which may stop it, never shares."""
     home = os.path.realpath(prefix).encode()  # the environment, however it was reached
-    digest = hashlib.sha256(Path(__file__).read_bytes() + home + str(os.getuid()).encode())
+    tag = os.environ.get("CLOUDAI_AICONFIGURATOR_WORKER_TAG", "").encode()
+    digest = hashlib.sha256(Path(__file__).read_bytes() + home + str(os.getuid()).encode() + tag)
     return b"\0cloudai-aiconfigurator-" + digest.hexdigest()[:20].encode()
 
 
