@@ -5,7 +5,8 @@ Needs the environment: ``cloudai install`` (see docs/test-toml.md, "Aiconfigurat
 
 * ``cost``: one estimate's cost, bare in the package's own process (pinned database, warm) against a trial's
   runner process cold (``CLOUDAI_AICONFIGURATOR_WORKER=0``: import + database load) and warm (asking the worker),
-  and a whole ``cloudai run`` step (job dir, process, records) with the worker.
+  a trial in cloudai's process (``Workload.evaluate``: no process) against the estimate inside it, and whole
+  ``cloudai run``s (a 40-step grid; the shipped 200-step ``aiconf_pareto_disagg``) with the worker.
 * ``cli``: ``aiconfigurator cli default`` for Llama-3.1-70B on 8 x h200_sxm, isl 4000 / osl 500, TTFT <= 2000 ms,
   TPOT <= 30 ms (its wall time and picks) against cloudai's Optuna search of the same disagg question (the knobs
   as lists, as the landscape below), one run per seed: the measured step at which it reaches 98 % of
@@ -88,10 +89,104 @@ def section_cost(install: Path) -> None:
                 worker.stop(proc)
     print(f"trial process asking the warm worker: median {statistics.median(warm):.1f} ms (n=20)")
     print(f"  = {statistics.median(warm) / statistics.median(bare):.1f}x the bare estimate")
+    in_process(install, statistics.median(bare))
     steps, wall = cloudai_run(install, AGG_GRID, "grid_search", 40)
     elapsed = [float(r["elapsed_s"]) * 1000 for r in steps]
     print(f"cloudai run, 40 grid steps with the worker: {wall:.1f} s wall, {wall / len(steps) * 1000:.0f} ms/step, "
-          f"trial median {statistics.median(elapsed[1:]):.0f} ms (first {elapsed[0]:.0f} ms)")  # fmt: skip
+          f"trial median {statistics.median(elapsed[1:]):.1f} ms (first {elapsed[0]:.0f} ms)")  # fmt: skip
+    conf_run(install, "aiconf_pareto_disagg")
+
+
+IN_PROCESS = {
+    "agg": [{"agg": {"tp": tp, "batch_size": bs}} for tp in (2, 4, 8) for bs in range(1, 21)],
+    "disagg": [{"total_gpus": 8, "disagg": {"p_workers": pw, "p_bs": pb, "d_tp": dt, "d_bs": db, "d_workers": 1}}
+               for pw in (1, 2) for pb in (1, 2) for dt in (2, 4) for db in (8, 16, 32, 64, 128)],
+}  # fmt: skip
+
+
+def in_process(install: Path, bare_ms: float) -> None:
+    """A model-backed trial in this process, as a ``cloudai run`` step makes it: the memory check (the worker's
+    estimate), the job (argv, ``evaluate``), the standalone system's submit (dir, cmd.sh, stdout/stderr, the
+    runner's files) and ``finish_job`` (job.json). Against the estimate inside it (``estimate_ms``: the bare warm
+    ``cli_estimate`` timed in the worker, the process that runs it) and the bare estimate of the package's own
+    process (``BARE``: no reused database views). Distinct points, each estimated once; the first per mode (its
+    database load) left out. In the temp dir (a disk: a new file costs ~0.1 ms, and a trial makes 7) and in
+    ``/dev/shm`` (tmpfs: what cloudai itself adds)."""
+    from cloudai.workloads.aiconfigurator import worker
+
+    proc = worker.start(install)
+    try:
+        with worker.listening(worker.name(install)):
+            for osl, where in enumerate((None, "/dev/shm") if Path("/dev/shm").is_dir() else (None,), 500):
+                with tempfile.TemporaryDirectory(dir=where) as tmp:  # another osl: points the worker never saw
+                    for mode, points in IN_PROCESS.items():
+                        in_process_mode(install, Path(tmp), mode, [{**p, "osl": osl} for p in points], bare_ms)
+    finally:
+        if proc is not None:
+            worker.stop(proc)
+
+
+def in_process_mode(install: Path, tmp: Path, mode: str, points: list[dict[str, Any]], bare_ms: float) -> None:
+    from cloudai.config.system import StandaloneSystemConfig
+    from cloudai.jobs.spec import finish_job
+    from cloudai.systems.base import JobSpec
+    from cloudai.systems.standalone import StandaloneSystem
+    from cloudai.workloads.aiconfigurator import Aiconfigurator
+    from cloudai.workloads.base import JobContext
+
+    question = {"model_name": AGG_REQUEST["model_path"], "system": "h200_sxm", "isl": 4000}
+    workload = Aiconfigurator()
+    system = StandaloneSystem(StandaloneSystemConfig(name="b", install_path=install, output_path=tmp))
+    trial, job_part, estimate = [], [], []
+    for i, point in enumerate(points):
+        args = {**question, **point}
+        start = time.perf_counter()
+        if workload.constraint(args) is not None:  # out of memory: no trial (none in these lists)
+            continue
+        checked = time.perf_counter()
+        context = JobContext(tmp / mode / str(i), install_path=install)
+        argv = tuple(workload.argv(args, context))
+        job = system.submit(JobSpec(str(i), argv, context.job_dir, evaluate=workload.evaluate(args, context)))
+        finish_job(job, workload)
+        end = time.perf_counter()
+        trial.append((end - start) * 1000)
+        job_part.append((end - checked) * 1000)
+        assert job.job_id == str(os.getpid()) and job.status == "ok", (job.record(), point)
+        estimate.append(json.loads((context.job_dir / "report.json").read_text())["estimate_ms"])
+    median = statistics.median
+    ms = median(trial[1:])
+    ratio = median(t / e for t, e in zip(trial[1:], estimate[1:], strict=True))
+    print(
+        f"in-process trial, {mode} in {tmp.parent} (n={len(trial) - 1}): median {ms:.2f} ms (the job after the "
+        f"check: {median(job_part[1:]):.2f} ms); its estimate in the worker {median(estimate[1:]):.2f} ms: "
+        f"{ratio:.2f}x; {ms / bare_ms:.2f}x the bare estimate"
+    )
+
+
+def conf_run(install: Path, test: str) -> None:
+    """``cloudai run`` of the shipped ``conf/aiconfigurator`` test ``test``: its wall time, and its search from the
+    end of the first trial (the worker's first load: import, database) to the end of the last (``job.json``)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        (root / "s.toml").write_text(f'name = "s"\n[[Tests]]\nid = "t"\ntest_name = "{test}"\n')
+        (root / "system.toml").write_text(
+            f'name = "local"\nscheduler = "standalone"\ninstall_path = "{install}"\noutput_path = "{root / "out"}"\n'
+        )
+        argv = ["uv", "run", "cloudai", "run", "--system-config", str(root / "system.toml"), "--tests-dir",
+                str(REPO / "conf" / "aiconfigurator" / "test"), "--test-scenario", str(root / "s.toml")]  # fmt: skip
+        start = time.perf_counter()
+        subprocess.run(argv, cwd=REPO, check=True, capture_output=True)
+        wall = time.perf_counter() - start
+        (iteration,) = (root / "out").glob("*/t/0")
+        jobs = sorted((json.loads(p.read_text()) for p in iteration.glob("*/job.json")), key=lambda j: j["ended_at"])
+        with (iteration / "trajectory.csv").open() as f:
+            rows = list(csv.DictReader(f))
+    statuses = {s: sum(r["status"] == s for r in rows) for s in sorted({r["status"] for r in rows})}
+    search = jobs[-1]["ended_at"] - jobs[0]["ended_at"]
+    in_process = sum(j["job_id"] == jobs[0]["job_id"] for j in jobs)  # the run's own pid: no trial process
+    print(f"cloudai run of conf/aiconfigurator {test}: {wall:.1f} s wall, {len(jobs)} trials ({in_process} in "
+          f"cloudai's process; {statuses}); after the first trial {search:.1f} s for {len(jobs) - 1}, "
+          f"{search / (len(jobs) - 1) * 1000:.1f} ms/trial")  # fmt: skip
 
 
 AGG_GRID = """

@@ -24,7 +24,7 @@ Contract of a rendered script, on every system:
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 # A Var may hold ${NAME} / $NAME references and literal text; no command substitution, backticks or quotes.
@@ -117,3 +117,8 @@ class Shell:
 
 
 Step = Run | WaitHttp | Shell
+
+# A job this process can run itself instead of its argv (a model-backed trial: ``Workload.evaluate``): called with
+# the job's time limit (None: none), it writes the job dir's files as the argv would and returns the exit code,
+# stdout and stderr the argv would have; or None: it cannot here (no warm worker to ask), run the argv as a process.
+Evaluation = Callable[[float | None], tuple[int, str, str] | None]

@@ -84,6 +84,7 @@ def build_spec(
         exclude_nodes=entry.exclude_nodes,
         pending_timeout_s=_pending_timeout_s(entry),
         steps=tuple(workload.steps(cmd_args, context)),
+        evaluate=workload.evaluate(cmd_args, context),
     )
 
 

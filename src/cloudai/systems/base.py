@@ -31,7 +31,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from cloudai.steps import Run, Step
+from cloudai.steps import Evaluation, Run, Step
 from cloudai.systems.shell import export_lines, join, quote  # the one place values become shell text
 from cloudai.systems.steps_script import render_steps
 
@@ -87,6 +87,9 @@ class JobSpec:
     # A job of several steps (``cloudai.steps``): the script runs these, and ``argv`` is only what the job is
     # about (its benchmark command, for records and messages). Empty: the job is ``argv``.
     steps: tuple[Step, ...] = ()
+    # The job run in cloudai's own process instead of ``argv`` (``cloudai.steps.Evaluation``), by a system that runs
+    # jobs here (standalone); every other system, and dry-run, runs or renders ``argv``. None: the job is ``argv``.
+    evaluate: Evaluation | None = field(default=None, compare=False, repr=False)
 
     @property
     def in_batch_shell(self) -> bool:

@@ -1,4 +1,4 @@
-"""Run jobs as local subprocesses, each in its own process group.
+"""Run jobs as local subprocesses, each in its own process group (or in this process: ``JobSpec.evaluate``).
 
 Waiting is event-driven: ``wait`` blocks in one ``select`` on the jobs' Linux pidfds (or
 polls every 20 ms where pidfds are missing) until a job exits or the nearest time limit
@@ -14,6 +14,7 @@ import select
 import signal
 import subprocess
 import time
+import traceback
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -54,6 +55,30 @@ def _make_dir(path: Path) -> None:
         path.mkdir(parents=True, exist_ok=True)
 
 
+def _evaluated(spec: JobSpec, now: float) -> Job | None:
+    """``spec`` run in this process (``JobSpec.evaluate``), finished as its process would have: ``stdout.txt`` and
+    ``stderr.txt``, the exit code, ``exit code N`` as the reason of a failure, ``timeout`` past the time limit; None
+    when the evaluation declines (the caller starts the argv). The job's id is this process's: the one that ran it.
+    An exception is the evaluation's crash, as a process's would be: a failed job, its traceback in stderr.txt."""
+    assert spec.evaluate is not None
+    try:
+        result = spec.evaluate(spec.time_limit_s)
+    except Exception:
+        result = 1, "", traceback.format_exc()
+    if result is None:
+        return None
+    code, out, err = result
+    write_small(spec.job_dir / "stdout.txt", out.encode())
+    write_small(spec.job_dir / "stderr.txt", err.encode())
+    ended = time.time()
+    job = Job(spec, str(os.getpid()), JobStatus.OK, code, submitted_at=now, started_at=now, ended_at=ended)
+    if spec.time_limit_s and ended - now >= spec.time_limit_s:
+        job.status, job.reason, job.returncode = JobStatus.TIMEOUT, f"time limit of {spec.time_limit_s:g}s reached", -9
+    elif code != 0:
+        job.status, job.reason = JobStatus.FAILED, f"exit code {code}"
+    return job
+
+
 def _kill_group(pid: int, sig: signal.Signals) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pid, sig)
@@ -86,12 +111,15 @@ class StandaloneSystem(System):
         The job dir gets its script and the job's own ``stdout.txt``/``stderr.txt`` (the streams go
         straight to the files: complete even if cloudai dies, readable while the job runs). Each file
         is one ``open``/``write``/``close`` (no Python file objects): a ``sleep 0`` trial costs what its
-        process costs (benchmarks/bench_trial_cost.py).
+        process costs (benchmarks/bench_trial_cost.py). A spec with an ``evaluate`` that does not decline runs
+        in this process instead, and the job comes back finished, with the same files and record.
         """
         self._deliver_pending()  # an interrupt held by the last submission: before anything of this job exists
         _make_dir(spec.job_dir)
         write_small(spec.job_dir / self.script_name, self.render(spec).encode())
         now = time.time()
+        if spec.evaluate is not None and (done := _evaluated(spec, now)) is not None:
+            return done
         env = {**self._job_env(), **spec.env}  # never cloudai's tokens
         with held_interrupts() as held:  # a started process is registered and contained before Ctrl-C acts
             try:

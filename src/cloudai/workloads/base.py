@@ -17,6 +17,11 @@ A workload is system-agnostic: it never starts processes itself. Contract:
 * ``session(install_path)`` (optional): a context a run holds open around the trials it runs on this machine
   (standalone), e.g. a warm worker process the trials reuse instead of each paying a cold start. It must not
   change what a trial measures, only what it costs. Default: nothing.
+* ``evaluate(args, job)`` (optional): the trial run in cloudai's own process instead of ``argv``'s (a
+  model-backed trial asking a warm worker the ``session`` holds: no process per trial), as a
+  ``cloudai.steps.Evaluation``: it writes the job dir's files and returns the exit code and output the argv would
+  have, so the job's record is the same; it may decline (None) and the argv runs. A system that runs jobs here
+  (standalone) calls it; others run the argv. Default: None, the job is its argv.
 * ``constraint(args, resources)`` returns why a point is infeasible, or None. ``resources`` says where the
   trial would run (its nodes, the system's GPUs per node), for rules such as "tp*pp*cp divides the GPUs".
   The search uses it before any trial (``cloudai.workloads.validity``): a grid skips such points, a sampler
@@ -77,7 +82,7 @@ from cloudai.config.tomlfile import problems_from
 from cloudai.errors import Problem
 from cloudai.installables import Installable
 from cloudai.space import Categorical, Space
-from cloudai.steps import Step
+from cloudai.steps import Evaluation, Step
 from cloudai.workloads.outputs import (  # noqa: F401  # re-exported: the workloads import them from here
     MAX_METRICS_BYTES,
     METRICS_FILE,
@@ -192,6 +197,10 @@ class Workload(ABC):
     def session(self, install_path: Path | None) -> AbstractContextManager[None]:
         """Held open by a run around its trials on this machine (see the module docstring)."""
         return nullcontext()
+
+    def evaluate(self, args: Mapping[str, Any], job: JobContext) -> Evaluation | None:
+        """The trial run in this process instead of the argv (see the module docstring); None: the argv."""
+        return None
 
     def constraint(self, args: Mapping[str, Any], resources: Resources = ONE_NODE) -> str | None:
         return None

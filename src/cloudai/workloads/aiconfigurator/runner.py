@@ -57,6 +57,7 @@ FROM_RAW = {
 }
 CLUSTER = ("replicas", "gpus_per_replica", "gpus_used", "total_gpus")
 OOM = "OOM:"  # how ``cli_estimate`` starts the reason of a configuration that does not fit GPU memory
+WARM = "the warm worker"  # who answered, as a trial's stdout and report.json say it
 MEMO = 4096  # estimates the worker remembers (a few KB each)
 _answers: OrderedDict[str, dict[str, Any]] = OrderedDict()  # the worker's memo: request JSON -> answer
 _versions: dict[tuple[str, str], str] = {}  # (system, backend) -> the release's default database version
@@ -187,9 +188,11 @@ def _one_line(exc: BaseException) -> str:
 
 def worker_name(prefix: str = sys.prefix) -> bytes:
     """The worker's abstract socket name for the environment at ``prefix`` (its ``sys.prefix``: cloudai's side
-    names the environment's directory)."""
+    names the environment's directory). ``CLOUDAI_AICONFIGURATOR_WORKER_TAG`` (inherited by the worker and the
+    trials) gives processes a worker of their own: one that another run, which may stop it, never shares."""
     home = os.path.realpath(prefix).encode()  # the environment, however it was reached
-    digest = hashlib.sha256(Path(__file__).read_bytes() + home + str(os.getuid()).encode())
+    tag = os.environ.get("CLOUDAI_AICONFIGURATOR_WORKER_TAG", "").encode()
+    digest = hashlib.sha256(Path(__file__).read_bytes() + home + str(os.getuid()).encode() + tag)
     return b"\0cloudai-aiconfigurator-" + digest.hexdigest()[:20].encode()
 
 
@@ -198,17 +201,23 @@ def ask(request: dict[str, Any]) -> tuple[dict[str, Any], str]:
     if os.environ.get("CLOUDAI_AICONFIGURATOR_WORKER", "1") == "0":
         return estimate(request), "this process (CLOUDAI_AICONFIGURATOR_WORKER=0)"
     try:
-        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
-            conn.connect(worker_name())
-            conn.sendall(json.dumps(request).encode())
-            conn.shutdown(socket.SHUT_WR)
-            reply = _read_all(conn)
-    except OSError:  # no worker (a Slurm node, a run without one): estimate here
-        return estimate(request), "this process (no warm worker)"
-    try:
-        return json.loads(reply), "the warm worker"
+        return ask_worker(worker_name(), request), WARM
     except ValueError:  # it died mid-request
         return estimate(request), "this process (the worker ended mid-request)"
+    except OSError:  # no worker (a Slurm node, a run without one): estimate here
+        return estimate(request), "this process (no warm worker)"
+
+
+def ask_worker(name: bytes, message: dict[str, Any], timeout_s: float | None = None) -> dict[str, Any]:
+    """The answer of the worker listening on ``name`` (``answer_to``). ``OSError``: none listens, or no answer
+    within ``timeout_s``; ``ValueError``: it ended mid-request. Used by the trial process and by cloudai's own
+    (``worker.oom``, ``worker.evaluation``)."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
+        conn.settimeout(timeout_s)
+        conn.connect(name)
+        conn.sendall(json.dumps(message).encode())
+        conn.shutdown(socket.SHUT_WR)
+        return json.loads(_read_all(conn))
 
 
 def worker() -> int:
@@ -246,9 +255,10 @@ def serve(listener: socket.socket) -> int:
 
 
 def answer_to(message: dict[str, Any]) -> dict[str, Any]:
-    """The worker's answer: ``{"fits": REQUEST}`` -> ``{"ok": True}`` or ``{"ok": False, "reason", "oom"}``
-    (``oom``: the model says the configuration does not fit GPU memory); anything else is an estimate request.
-    Both are answered from ``_answers``, so the trial of a point ``fits`` let through reuses its estimate.
+    """The worker's answer: ``{"fits": REQUEST}`` -> ``{"ok", "reason", "oom", "answer"}`` (``oom``: the model
+    says the configuration does not fit GPU memory; ``answer``: the estimate request's own answer, which cloudai's
+    in-process trial of the point then uses without asking again); anything else is an estimate request. Both
+    are answered from ``_answers``, so the trial process of a point ``fits`` let through reuses its estimate.
 
     Why a whole estimate and not a memory-only call: aiconfigurator 0.12 computes a worker's memory inside
     ``run_static`` (``_get_memory_usage`` after the latency breakdown; ``set_memory_and_check_oom``) from a model
@@ -259,9 +269,9 @@ def answer_to(message: dict[str, Any]) -> dict[str, Any]:
     if "fits" in message:
         answer = _memoised(message["fits"])
         if answer.get("ok"):
-            return {"ok": True}
+            return {"ok": True, "answer": answer}
         reason = str(answer.get("reason", ""))
-        return {"ok": False, "reason": reason, "oom": reason.startswith(OOM)}
+        return {"ok": False, "reason": reason, "oom": reason.startswith(OOM), "answer": answer}
     return _memoised(message)
 
 
@@ -294,25 +304,38 @@ def _same_user(conn: socket.socket) -> bool:
 # --- the trial --------------------------------------------------------------------------------------------------
 
 
-def trial(job_dir: Path, request: dict[str, Any], total_gpus: int | None = None) -> int:
+def trial(job_dir: Path, request: dict[str, Any], total_gpus: int | None = None) -> tuple[int, str]:
+    """One trial in this process: its exit code and stdout (``main`` prints it)."""
     start = time.perf_counter()
     answer, source = ask(request)
+    return record(job_dir, request, total_gpus, answer, source, start)
+
+
+def record(
+    job_dir: Path, request: dict[str, Any], total_gpus: int | None, answer: dict[str, Any], source: str, start: float
+) -> tuple[int, str]:
+    """Write a trial's files from its answer (``report.json``; ``metrics.json`` when estimated) and return its exit
+    code and stdout text (``start``: when the trial began, ``time.perf_counter``). The one place an answer becomes
+    a trial's record: the trial process and cloudai's in-process trial (``worker.evaluation``) both call it, so a
+    trial's files are the same whichever ran it."""
     versions = answer.get("versions", {})
-    print(f"aiconfigurator {versions.get('aiconfigurator', '?')}, database {versions.get('database', '?')}")
-    print(f"request: {json.dumps(request, sort_keys=True)}")
+    lines = [
+        f"aiconfigurator {versions.get('aiconfigurator', '?')}, database {versions.get('database', '?')}",
+        f"request: {json.dumps(request, sort_keys=True)}",
+    ]
     report = {"request": request, **answer, "answered_by": source}
-    (job_dir / "report.json").write_text(json.dumps(report, indent=1) + "\n")
+    (job_dir / "report.json").write_text(json.dumps(report) + "\n")  # one line: C's encoder, ~0.15 ms less a trial
     if not answer.get("ok"):
-        print(f"error: {answer.get('reason')}")
-        return 2 if answer.get("refused") else 1
+        lines.append(f"error: {answer.get('reason')}")
+        return 2 if answer.get("refused") else 1, "\n".join(lines) + "\n"
     metrics = on_cluster(answer["metrics"], total_gpus)
     (job_dir / "metrics.json").write_text(json.dumps(metrics, indent=1) + "\n")
     for name in (*SHOWN, "tokens_per_s_per_gpu_replica", "tokens_per_s", "memory_gb", *CLUSTER):
         if name in metrics:
-            print(f"{name:>24} {metrics[name]:12.3f}")
+            lines.append(f"{name:>24} {metrics[name]:12.3f}")
     elapsed = (time.perf_counter() - start) * 1000
-    print(f"estimated in {answer.get('estimate_ms', 0):.1f} ms by {source}; trial {elapsed:.1f} ms")
-    return 0
+    lines.append(f"estimated in {answer.get('estimate_ms', 0):.1f} ms by {source}; trial {elapsed:.1f} ms")
+    return 0, "\n".join(lines) + "\n"
 
 
 def catalog() -> dict[str, Any]:
@@ -340,7 +363,9 @@ def catalog() -> dict[str, Any]:
 def main(argv: list[str]) -> int:
     command = argv[0] if argv else ""
     if command == "trial" and len(argv) in (3, 4):
-        return trial(Path(argv[1]), json.loads(argv[2]), int(argv[3]) if len(argv) == 4 else None)
+        code, text = trial(Path(argv[1]), json.loads(argv[2]), int(argv[3]) if len(argv) == 4 else None)
+        print(text, end="", flush=True)
+        return code
     if command == "worker":
         return worker()
     if command == "catalog":

@@ -18,12 +18,14 @@ import contextlib
 import json
 import logging
 import os
-import socket
 import subprocess
+import time
+from collections import OrderedDict
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from cloudai.steps import Evaluation
 from cloudai.workloads.aiconfigurator import runner
 from cloudai.workloads.aiconfigurator.catalog import ENV, RUNNER
 
@@ -31,6 +33,8 @@ LOG = logging.getLogger(__name__)
 ASK_TIMEOUT_S = 120.0  # a first ask of a (system, backend) loads its database (~2 s); a stuck worker is not waited on
 _listening: list[bytes] = []  # the socket name of the worker the current run holds open (none: no session)
 _said: dict[str, str | None] = {}  # request JSON -> the model's OOM reason, or None (fits, or no answer to keep)
+_answered: OrderedDict[str, dict[str, Any]] = OrderedDict()  # request JSON -> the estimate ``oom`` was answered
+KEPT = 256  # answers kept for the trials of the points ``oom`` let through (a trial follows its check at once)
 
 
 def oom(request: dict[str, Any]) -> str | None:
@@ -44,16 +48,42 @@ def oom(request: dict[str, Any]) -> str | None:
     if key in _said:
         return _said[key]
     try:
-        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
-            conn.settimeout(ASK_TIMEOUT_S)
-            conn.connect(_listening[-1])
-            conn.sendall(json.dumps({"fits": request}).encode())
-            conn.shutdown(socket.SHUT_WR)
-            answer = json.loads(b"".join(iter(lambda: conn.recv(1 << 16), b"")))
+        answer = runner.ask_worker(_listening[-1], {"fits": request}, ASK_TIMEOUT_S)
     except (OSError, ValueError):  # the worker went away: the trial estimates itself, as without one
         return None
     _said[key] = answer["reason"] if answer.get("oom") else None
+    if _said[key] is None and "answer" in answer:
+        _answered[key] = answer["answer"]
+        if len(_answered) > KEPT:
+            _answered.popitem(last=False)
     return _said[key]
+
+
+def evaluation(request: dict[str, Any], total_gpus: int | None, job_dir: Path) -> Evaluation | None:
+    """The trial of ``request`` run in cloudai's process (``Workload.evaluate``): it asks the worker the run holds
+    open and writes the job dir's files with ``runner.record``, as the trial process would (the same files, the
+    same stdout, the same exit code), without the process (~60 ms idle) around a ~3 ms estimate. None without a
+    worker to ask (a Slurm run, a dry run, ``CLOUDAI_AICONFIGURATOR_WORKER=0``): the trial is its process. The
+    evaluation itself declines (None) when the worker has gone (it ended mid-run; or, without a time limit, gave
+    no answer in ``ASK_TIMEOUT_S``): the system then runs the process, which estimates itself, as it always did.
+    No answer within the job's time limit is the job's timeout, as its process would have been stopped there."""
+    if not _listening:
+        return None
+    name = _listening[-1]
+
+    def run(time_limit_s: float | None) -> tuple[int, str, str] | None:
+        start = time.perf_counter()
+        answer = _answered.pop(json.dumps(request, sort_keys=True), None)  # ``oom`` asked it a moment ago
+        try:
+            answer = answer or runner.ask_worker(name, request, time_limit_s or ASK_TIMEOUT_S)
+        except TimeoutError:  # with a time limit: past it, as its process would be (the system says timeout)
+            return (1, "", "no answer from the warm worker within the time limit\n") if time_limit_s else None
+        except (OSError, ValueError):
+            return None
+        code, text = runner.record(job_dir, request, total_gpus, answer, runner.WARM, start)
+        return code, text, ""
+
+    return run
 
 
 @contextlib.contextmanager
@@ -66,6 +96,7 @@ def listening(name: bytes) -> Iterator[None]:
         _listening.remove(name)
         if not _listening:
             _said.clear()
+            _answered.clear()
 
 
 @contextlib.contextmanager

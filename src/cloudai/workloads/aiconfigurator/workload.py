@@ -6,7 +6,9 @@ package (~850 MB with pandas, scipy, pyarrow...) is never cloudai's dependency: 
 pinned release into its own uv environment under the system's ``install_path`` (``installables``), and the
 trial's argv runs ``runner.py`` (this package's stdlib-only script) with that environment's Python. The runner
 asks a warm worker process (see ``runner``'s docstring), so a trial after the first costs milliseconds, not the
-~3 s of importing the package and loading a database.
+~3 s of importing the package and loading a database. While a run holds that worker (standalone), a trial is
+not even a process: ``evaluate`` asks the worker from cloudai's process and writes the same files the runner
+would (``runner.record``, one function for both), so a trial costs about its estimate.
 
 Metrics are CloudAI's names (``default`` = tokens/s/gpu, CloudAI's rule) plus ``request_latency_ms``,
 ``tokens_per_s``, ``memory_gb`` and the replica count. The per-GPU figure is aiconfigurator's own quantity: with
@@ -33,9 +35,10 @@ import numpy as np
 from cloudai.errors import WorkloadError
 from cloudai.installables import Installable
 from cloudai.readfile import read_ends
+from cloudai.steps import Evaluation
 from cloudai.workloads.aiconfigurator import catalog
 from cloudai.workloads.aiconfigurator.args import AiconfiguratorArgs, request
-from cloudai.workloads.aiconfigurator.worker import oom, warm_worker
+from cloudai.workloads.aiconfigurator.worker import evaluation, oom, warm_worker
 from cloudai.workloads.base import ONE_NODE, STDOUT_FILE, JobContext, ResourceColumns, Resources, Workload
 
 METRICS = (
@@ -95,6 +98,15 @@ class Aiconfigurator(Workload):
         python = catalog.ENV.python(job.install_path) if job.install_path else Path("python3")
         argv = [str(python), str(catalog.RUNNER), "trial", str(job.job_dir.absolute()), json.dumps(request(values))]
         return argv if values.total_gpus is None else [*argv, str(values.total_gpus)]
+
+    def evaluate(self, args: Mapping[str, Any], job: JobContext) -> Evaluation | None:
+        """The trial in cloudai's process while the run's warm worker listens (``worker.evaluation``): the argv's
+        files, stdout and exit code, without its process. None (the argv runs) without a worker, or when the
+        test's ``extra_env_vars`` say ``CLOUDAI_AICONFIGURATOR_WORKER = "0"`` (the trial estimates itself)."""
+        if job.env.get("CLOUDAI_AICONFIGURATOR_WORKER", "1") == "0":
+            return None
+        values = AiconfiguratorArgs.model_validate(args)
+        return evaluation(request(values), values.total_gpus, job.job_dir.absolute())
 
     def ntasks(self, args: Mapping[str, Any]) -> int | None:
         return 1  # one estimate, not an MPI program
