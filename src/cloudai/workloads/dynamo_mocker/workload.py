@@ -163,8 +163,8 @@ def benchmark(model: DynamoMockerArgs, job: JobContext) -> list[Step]:
         art = job_dir / "genai_perf_artifacts"
         argv = [*binary, "profile", "--model", model_path(model), "--url", Var(f"http://localhost:{port}"),
                 "--artifact-dir", str(art), "--profile-export-file", "profile.json", *load, "--request-count",
-                str(b.request_count), "--synthetic-input-tokens-mean", str(b.input_tokens), "--output-tokens-mean", str(b.output_tokens),
-                "--endpoint-type", "chat", *extras]  # fmt: skip
+                str(b.request_count), "--synthetic-input-tokens-mean", str(b.input_tokens), "--output-tokens-mean",
+                str(b.output_tokens), "--endpoint-type", "chat", *extras]  # fmt: skip
         pattern = "-name profile_genai_perf.csv"
     copy = (f"report=$(find {shlex.quote(str(art))} {pattern} -print -quit)\n"
             f'[ -n "$report" ] && cp "$report" {shlex.quote(str(job_dir / REPORT))}')  # fmt: skip
