@@ -109,6 +109,9 @@ class PythonEnv(_Marked):
 
     def _build(self, target: Path) -> None:
         uv = _uv()
+        # The real path: the scripts' shebangs (bin/aiperf) hold it, and an install_path reached through a link
+        # (CloudAI's "./install" in a dir linked to a shared cache) may be gone when they run.
+        target = target.resolve()
         _run([uv, "venv", "--quiet", "--python", sys.executable, str(target)], self.name)
         if self.packages:
             python = str(target / "bin" / "python")

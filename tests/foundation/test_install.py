@@ -42,8 +42,9 @@ def write_wheel(directory: Path, requires: str = "") -> Path:
         f"Requires-Dist: {requires}\n" if requires else ""
     )
     files = {
-        "tinypkg/__init__.py": 'HELLO = "hello from the env"\n',
+        "tinypkg/__init__.py": 'HELLO = "hello from the env"\n\ndef hello():\n    print(HELLO)\n',
         "tinypkg-1.0.dist-info/METADATA": metadata,
+        "tinypkg-1.0.dist-info/entry_points.txt": "[console_scripts]\ntinyhello = tinypkg:hello\n",
         "tinypkg-1.0.dist-info/WHEEL": "Wheel-Version: 1.0\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
     }
     with zipfile.ZipFile(wheel, "w") as archive:
@@ -130,10 +131,17 @@ def test_no_deps_then_a_directory_its_script_writes(tmp_path: Path) -> None:
     script.write_text("import sys, pathlib, tinypkg\npathlib.Path(sys.argv[1]).mkdir()\n"
                       "(pathlib.Path(sys.argv[1]) / 'out.txt').write_text(tinypkg.HELLO)\n")  # fmt: skip
     made = Generated("made", env, script)
-    install = tmp_path / "install"
+    (tmp_path / "cache").mkdir()
+    (tmp_path / "run").mkdir()
+    link = tmp_path / "run" / "install"  # CloudAI's "./install", linked to a shared cache (as the tests do)
+    link.symlink_to(tmp_path / "cache", target_is_directory=True)
     with pytest.raises(InstallError, match="needs Python environment 'env'"):
-        made.install(install)
-    assert env.install(install) and made.install(install)
+        made.install(link)
+    assert env.install(link) and made.install(link)
+    link.unlink()  # that run dir is gone: the env's scripts still run (their shebang is the real path)
+    install = tmp_path / "cache"
+    done = subprocess.run([str(install / "env" / "bin" / "tinyhello")], capture_output=True, text=True, check=False)
+    assert done.stdout == "hello from the env\n", done.stderr
     assert (install / "made" / "out.txt").read_text() == "hello from the env"
     assert not made.install(install), "installed already"
     script.write_text(script.read_text() + "# changed\n")
