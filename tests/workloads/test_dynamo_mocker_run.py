@@ -13,6 +13,9 @@ from click.testing import CliRunner
 from tests.workloads.conftest import MOCKER_CONF, mocker_tests_dir
 
 from cloudai.cli import cli
+from cloudai.steps import Run, Shell
+from cloudai.workloads.base import JobContext
+from cloudai.workloads.dynamo_mocker import DynamoMocker
 
 
 def stack_pids(marker: str) -> set[int]:
@@ -63,3 +66,14 @@ def test_cloudais_mocker_files_run_and_leave_no_process(dynamo_stack: Path, tmp_
     assert "Prefill router target activated" in (job_dir / "dynamo_frontend.log").read_text()  # disaggregated
     assert len(seen) >= 4, "the frontend, two mockers and aiperf were running"
     assert stack_pids(marker) == set(), "a process of the trial outlived it"
+
+
+def test_aggregated_mocker_gets_its_model_path_then_its_workers(tmp_path: Path) -> None:
+    """The combined mocker's argv (no CloudAI file has one): ``--num-workers`` once split ``--model-path M``."""
+    args = {"model_path": "Qwen/Qwen3-0.6B", "worker": {"disaggregation_mode": "none", "num_workers": 2}}
+    steps = DynamoMocker().steps(args, JobContext(tmp_path))
+    [mocker] = [s for s in steps if isinstance(s, Run) and s.name == "mocker"]
+    at = mocker.argv.index("--model-path")
+    assert mocker.argv[at : at + 4] == ("--model-path", "Qwen/Qwen3-0.6B", "--num-workers", "2")
+    [wait] = [s for s in steps if isinstance(s, Shell) and "/v1/models" in s.text]
+    assert 'kill -0 "$MOCKER_PID"' in wait.text  # a mocker that dies ends the wait at once

@@ -56,7 +56,7 @@ __OUTPUT_DIR__/install/dynamo-1.6.1/bin/python -m dynamo.frontend --http-port "$
 FRONTEND_PID=$!
 cloudai_bg_pids+=("$FRONTEND_PID")
 
-for _ in $(seq 1 1500); do curl -sf "http://localhost:${CLOUDAI_HTTP_PORT}/v1/models" 2>/dev/null | grep -q '"id"' && grep -q 'Prefill router target activated' dynamo_frontend.log && break; kill -0 "$FRONTEND_PID" 2>/dev/null || break; sleep 0.2; done
+for _ in $(seq 1 1500); do curl -sf "http://localhost:${CLOUDAI_HTTP_PORT}/v1/models" 2>/dev/null | grep -q '"id"' && grep -q 'Prefill router target activated' dynamo_frontend.log && break; kill -0 "$PREFILL_0_PID" 2>/dev/null || { echo "cloudai: prefill_0 exited before it was ready (see dynamo_prefill_0.log)" >&2; exit 1; }; kill -0 "$DECODE_0_PID" 2>/dev/null || { echo "cloudai: decode_0 exited before it was ready (see dynamo_decode_0.log)" >&2; exit 1; }; kill -0 "$FRONTEND_PID" 2>/dev/null || { echo "cloudai: frontend exited before it was ready (see dynamo_frontend.log)" >&2; exit 1; }; sleep 0.2; done
 curl -sf "http://localhost:${CLOUDAI_HTTP_PORT}/v1/models" 2>/dev/null | grep -q '"id"' && grep -q 'Prefill router target activated' dynamo_frontend.log || { echo "cloudai: no model registered at http://localhost:${CLOUDAI_HTTP_PORT}/v1/models" >&2; exit 1; }
 
 __OUTPUT_DIR__/install/dynamo-1.6.1/bin/aiperf profile --model Qwen/Qwen3-0.6B --url "localhost:${CLOUDAI_HTTP_PORT}" --endpoint-type chat --streaming --artifact-dir __OUTPUT_DIR__/output/aiperf_artifacts --no-server-metrics --synthetic-input-tokens-mean 128 --output-tokens-mean 32 --request-count 50 --concurrency 10 --warmup-request-count 5 --random-seed 42 --output-tokens-stddev 16 > aiperf.log 2>&1 || exit $?

@@ -97,7 +97,7 @@ def mockers(model: DynamoMockerArgs, python: str) -> list[Run]:
     w = model.worker
     if w.disaggregation_mode == "none":
         argv = [python, "-m", "dynamo.mocker", *_engine(model)]
-        argv[4:4] = ["--num-workers", str(w.num_workers)]
+        argv[5:5] = ["--num-workers", str(w.num_workers)]  # after --model-path M
         return [Run((*argv, *common, *extras), name="mocker", background=True, output="dynamo_mocker_combined.log")]
     runs = []
     for role, inst in (("prefill", w.prefill_worker), ("decode", w.decode_worker)):
@@ -134,15 +134,17 @@ def frontend(model: DynamoMockerArgs, python: str) -> Run:
                output="dynamo_frontend.log")  # fmt: skip
 
 
-def model_wait(disaggregated: bool) -> str:
+def model_wait(disaggregated: bool, runs: Sequence[Run]) -> str:
     """Wait (300 s) until the frontend lists a model: a worker has registered (CloudAI's wait_for_model); when
-    disaggregated, also until the frontend has found the prefill workers (before that it serves without them)."""
+    disaggregated, also until the frontend has found the prefill workers (before that it serves without them).
+    A mocker or the frontend that exits first ends the job at once, with its name."""
     url = f"http://localhost:${{{PORT}}}/v1/models"
     ready = f'curl -sf "{url}" 2>/dev/null | grep -q \'"id"\''
     if disaggregated:
         ready += " && grep -q 'Prefill router target activated' dynamo_frontend.log"
-    return (f"for _ in $(seq 1 1500); do {ready} && break; "
-            'kill -0 "$FRONTEND_PID" 2>/dev/null || break; sleep 0.2; done\n'
+    alive = "".join(f'kill -0 "${run.pid_var}" 2>/dev/null || {{ echo "cloudai: {run.name} exited before it was '
+                    f'ready (see {run.output})" >&2; exit 1; }}; ' for run in runs)  # fmt: skip
+    return (f"for _ in $(seq 1 1500); do {ready} && break; {alive}sleep 0.2; done\n"
             f"{ready} || {{ echo \"cloudai: no model registered at {url}\" >&2; exit 1; }}")  # fmt: skip
 
 
@@ -175,6 +177,7 @@ class DynamoMocker(Workload):
     name = "DynamoMocker"
     args_model = DynamoMockerArgs
     produces_metrics = True
+    hardware = "cpu"  # the mocker simulates the GPU: it runs here for real
     noisy = True  # nine repeats of one point: 15.6-16.6 requests/s (benchmarks/bench_serving_stack.py)
     metrics = profile_export.METRICS
     units = profile_export.UNITS
@@ -189,7 +192,8 @@ class DynamoMocker(Workload):
         disagg = model.worker.disaggregation_mode != "none"
         steps: list[Step] = [Shell(setup(job)), *workers]
         steps += [Shell(ready_wait(model, workers))] if disagg else []
-        steps += [frontend(model, python), Shell(model_wait(disagg))]
+        front = frontend(model, python)
+        steps += [front, Shell(model_wait(disagg, [*workers, front]))]
         return [*steps, *benchmark(model, job)]
 
     def installables(self, args: Mapping[str, Any]) -> Sequence[Installable]:
