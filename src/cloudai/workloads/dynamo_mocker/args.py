@@ -43,7 +43,7 @@ class WorkerConfig(_Open):
 
 
 class FrontendArgs(_Open):
-    http_port: int = Field(default=8000, ge=1, le=65535)
+    http_port: int = Field(default=8000, ge=1, le=65535)  # CloudAI's; cloudai takes a port free at the trial's start
     router_mode: Literal["round_robin", "kv_router"] = "round_robin"
 
 
@@ -62,8 +62,8 @@ class BenchmarkArgs(_Open):
 class DynamoMockerArgs(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    model_path: str = "Qwen/Qwen3-0.6B"
-    nats_cmd: str = "nats-server -js"
+    model_path: str = "Qwen/Qwen3-0.6B"  # a hub name, or a local dir ("./install/dynamo-tiny-model": installed)
+    nats_cmd: str = "nats-server -js"  # CloudAI's; not run: Dynamo 1.6 runs on file discovery, tcp and zmq
     engine: EngineArgs = Field(default_factory=EngineArgs)
     worker: WorkerConfig = Field(default_factory=WorkerConfig)
     frontend: FrontendArgs = Field(default_factory=FrontendArgs)
