@@ -49,14 +49,19 @@ def _frontend(model: AIDynamoArgs) -> str:
 
 def environment(model: AIDynamoArgs, job_dir: Path, env: Mapping[str, str] | None = None) -> str:
     """Batch-shell exports every step inherits: where etcd, NATS and the frontend are (CloudAI's names); the
-    LMCache / HiCache config files (``cache_config``); ``env``: the job's variables (``extra_env_vars``)."""
+    LMCache / HiCache config files (``cache_config``); ``env``: the job's variables (``extra_env_vars``).
+
+    ``AIPERF_ENDPOINT`` is not exported (CloudAI's ``ai_dynamo.sh`` does): aiperf reads ``AIPERF_*`` variables as
+    its own settings, and 0.13 refuses ``AIPERF_ENDPOINT=v1/chat/completions`` as its ``endpoint`` settings
+    ("error parsing value for field ENDPOINT"), so every phase failed before a request; ``aiperf.sh`` sets it
+    for its probe without exporting it (``: "${AIPERF_ENDPOINT:=...}"``)."""
     d = model.dynamo
     metrics = f"{_frontend(model)}/metrics,http://{HEAD}:${{DYN_SYSTEM_PORT:-{SYSTEM_PORT}}}/metrics"  # a worker's
     if d.dcgm_exporter.enabled:
         metrics += f",http://{HEAD}:{d.dcgm_exporter.port}/metrics"
     lines = [f'export ETCD_ENDPOINTS="http://{HEAD}:{d.etcd_port}"', f'export NATS_SERVER="nats://{HEAD}:{d.nats_port}"',
              f'export FRONTEND_URL="{_frontend(model)}"', f'export AIPERF_SERVER_METRICS_URLS="{metrics}"',
-             f"export AIPERF_MODEL={shlex.quote(d.model)}", f"export AIPERF_ENDPOINT={shlex.quote(d.endpoint)}",
+             f"export AIPERF_MODEL={shlex.quote(d.model)}",
              f"export AIPERF_FAILURE_MARKER={shlex.quote(str(job_dir / aiperf_script.FAILURE_MARKER))}"]  # fmt: skip
     connectors = " ".join(str((w.args.model_extra and w.args.model_extra.get("connector")) or "")
                           for w in (d.prefill_worker, d.decode_worker)).split()  # fmt: skip

@@ -1,0 +1,149 @@
+"""An AIDynamo job on the local Slurm, for real: the job script cloudai renders for a GPU cluster (etcd and NATS,
+the workers waited on by their ready lines, the frontend, aiperf phases through ``aiperf.sh``), with only the
+workers' engine swapped: Dynamo's mocker (``dynamo.mocker``, ai-dynamo 1.6.1) stands in for ``dynamo.vllm``, as this
+machine has no GPU. Everything else is the real thing: Dynamo's frontend, ``aiperf`` 0.13 under load, NATS
+(Debian's ``nats-server``); Dynamo's discovery is its file backend, so ``etcd`` is a stand-in that only answers the
+job's ``/readyz`` wait (Debian's etcd 3.4 has no ``/readyz``). This catches what a render comparison cannot: the
+order of the steps, the waits, the ports, the files and the cleanup.
+
+One job (~40 s), in a fresh dir; its stack (processes carrying its ``DYN_FILE_KV``) must be gone when it ends.
+Skipped with one reason when the stack cannot be installed (no package registry).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import random
+import shutil
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from tests.workloads.conftest import HERE
+
+from cloudai.cli import cli
+
+DYNAMO = HERE / "dynamo_slurm"
+GPU_WORKER = "python3 -m dynamo.vllm"
+MOCKER_WORKER = f"python3 {DYNAMO / 'bin' / 'dynamo_mocker_as_vllm.py'}"
+MOCKER_READY = "Registered endpoint .dynamo[.](backend|prefill)[.]generate."  # the mocker's line once it serves
+
+
+def free_port(low: int = 1024, high: int = 65535) -> int:
+    """A port nothing listens on, in ``[low, high]`` (Dynamo reads ``DYN_SYSTEM_PORT`` as an i16: below 32768)."""
+    for _ in range(200):
+        port = random.randint(low, high)
+        with socket.socket() as sock:
+            try:
+                sock.bind(("0.0.0.0", port))
+            except OSError:
+                continue
+            return port
+    raise RuntimeError(f"no free port in {low}-{high}")
+
+
+@pytest.fixture(scope="session")
+def dynamo_stack() -> Path:
+    """The bin dir of a Python environment with ai-dynamo 1.6.1 and aiperf 0.13.0."""
+    env = Path(os.environ.get("CLOUDAI_DYNAMO_STACK", "/tmp/dynslurm37/venv"))
+    if not (env / "bin" / "aiperf").exists():
+        pytest.skip(f"AIDYNAMO SLURM TEST SKIPPED: no Dynamo stack at {env}")
+    return env / "bin"
+
+
+@pytest.fixture(scope="session")
+def tiny_model() -> Path:
+    return Path("/tmp/dynslurm37/model")
+
+
+def mocker_test(tests: Path) -> Path:
+    """The GPU test file with only the workers' engine swapped (their command and its ready line)."""
+    text = (DYNAMO / "test" / "vllm_disagg.toml").read_text()
+    assert text.count(GPU_WORKER) == 2
+    text = text.replace(GPU_WORKER, MOCKER_WORKER).replace("VllmWorker.*has.been.initialized", MOCKER_READY)
+    tests.mkdir(parents=True)
+    (tests / "vllm_disagg.toml").write_text(text)
+    return tests
+
+
+def system(tmp_path: Path) -> Path:
+    """The local Slurm without containers (``slurm_system.toml``), its install dir (the job's Hugging Face cache)
+    under ``tmp_path``."""
+    text = (HERE / "slurm_system.toml").read_text().replace('"./install"', f'"{tmp_path / "install"}"')
+    path = tmp_path / "system.toml"
+    path.write_text(text)
+    return path
+
+
+def scenario(tmp_path: Path, model: Path) -> Path:
+    """One entry on one node (prefill and decode share it, as on a cluster's shared-node layout), the model, free
+    ports and Dynamo's file discovery under the job's own dirs."""
+    system_port = free_port(20000, 32000)
+    path = tmp_path / "scenario.toml"
+    path.write_text(f"""name = "dynamo-slurm"
+[[Tests]]
+id = "dynamo"
+test_name = "dynamo-vllm-disagg"
+num_nodes = 1
+time_limit = "00:05:00"
+  [Tests.cmd_args.dynamo]
+  model = "{model}"
+  port = {free_port()}
+  etcd-port = {free_port()}
+  nats-port = {free_port()}
+  [Tests.extra_env_vars]
+  DYN_SYSTEM_PORT = "{system_port}"
+  DYN_DISCOVERY_BACKEND = "file"
+  DYN_FILE_KV = "{tmp_path / "kv"}"
+  DYN_TCP_RPC_HOST = "127.0.0.1"
+  DYN_EVENT_PLANE_HOST = "127.0.0.1"
+  HOME = "{tmp_path / "home"}"
+""")
+    return path
+
+
+def stack_processes(marker: str) -> list[str]:
+    """Command lines of the processes whose environment holds ``marker`` (every process of the job's stack)."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            if marker.encode() in (proc / "environ").read_bytes():
+                found.append((proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace"))
+        except OSError:
+            continue
+    return found
+
+
+@pytest.fixture
+def on_path(dynamo_stack: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """The stack's ``python3``/``aiperf`` and the etcd stand-in first on PATH (sbatch's jobs inherit it), as a
+    Dynamo image has them."""
+    if shutil.which("nats-server") is None:
+        pytest.fail("nats-server is not installed: apt-get install nats-server (.ci/run does)")
+    monkeypatch.setenv("PATH", f"{dynamo_stack}{os.pathsep}{DYNAMO / 'bin'}{os.pathsep}{os.environ['PATH']}")
+    yield
+
+
+@pytest.mark.slurm
+@pytest.mark.usefixtures("on_path")
+def test_aidynamo_job_runs_on_the_local_slurm_and_parses(tmp_path: Path, tiny_model: Path) -> None:
+    tests = mocker_test(tmp_path / "tests")
+    out = tmp_path / "results"
+    args = ["run", "--system-config", str(system(tmp_path)), "--tests-dir", str(tests)]
+    result = CliRunner().invoke(cli, [*args, "--test-scenario", str(scenario(tmp_path, tiny_model)),
+                                      "--output-dir", str(out)])  # fmt: skip
+    [job_dir] = out.glob("*/dynamo/0")
+    record = json.loads((job_dir / "job.json").read_text())
+    assert (result.exit_code, record["status"]) == (0, "ok"), (result.output, record["reason"])
+    metrics = record["metrics"]
+    assert metrics["request_throughput"] > 0 and metrics["output_token_throughput"] > 0
+    assert 0 < metrics["ttft_p50_ms"] <= metrics["ttft_p90_ms"] and metrics["itl_ms"] > 0
+    with (job_dir / "aiperf_report.csv").open() as f:  # the last phase's export, as CloudAI copies it
+        assert "Request Count" in f.read()
+    assert stack_processes(str(tmp_path / "kv")) == []
