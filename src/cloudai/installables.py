@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import hashlib
 import json
 import os
 import shutil
@@ -80,30 +81,68 @@ class _Marked:
 
 @dataclass(frozen=True)
 class PythonEnv(_Marked):
-    """A uv-managed virtual environment at ``install_path / name`` with ``packages`` (pinned requirements)."""
+    """A uv-managed virtual environment at ``install_path / name`` with ``packages`` (pinned requirements), then
+    ``no_deps`` installed without their dependencies: a package whose declared requirements cannot all be met
+    (ai-dynamo 1.6.1 requires ``aisimulate``, a PyPI stub that downloads from another index at build time) gets
+    the ones it needs listed in ``packages`` instead."""
 
     name: str
     packages: tuple[str, ...]
+    no_deps: tuple[str, ...] = ()
 
     def python(self, install_path: Path) -> Path:
         """The environment's interpreter (run workload code with it, never with cloudai's own)."""
         return self.path(install_path) / "bin" / "python"
 
     def describe(self) -> str:
-        return f"Python environment '{self.name}' ({', '.join(self.packages)})"
+        pinned = [p for p in (*self.no_deps, *self.packages) if "==" in p]
+        rest = len(self.no_deps) + len(self.packages) - len(pinned)
+        return f"Python environment '{self.name}' ({', '.join(pinned)}{f' and {rest} more' if rest else ''})"
 
     def _wanted(self) -> dict[str, object]:
-        return {"packages": list(self.packages), "python": f"{sys.version_info.major}.{sys.version_info.minor}"}
+        wanted: dict[str, object] = {"packages": list(self.packages)}
+        wanted |= {"no_deps": list(self.no_deps)} if self.no_deps else {}  # an existing marker stays valid
+        return wanted | {"python": f"{sys.version_info.major}.{sys.version_info.minor}"}
 
     def installed(self, install_path: Path) -> bool:
         return super().installed(install_path) and self.python(install_path).exists()
 
     def _build(self, target: Path) -> None:
         uv = _uv()
+        # The real path: the scripts' shebangs (bin/aiperf) hold it, and an install_path reached through a link
+        # (CloudAI's "./install" in a dir linked to a shared cache) may be gone when they run.
+        target = target.resolve()
         _run([uv, "venv", "--quiet", "--python", sys.executable, str(target)], self.name)
         if self.packages:
             python = str(target / "bin" / "python")
             _run([uv, "pip", "install", "--quiet", "--python", python, *self.packages], self.name)
+        if self.no_deps:
+            python = str(target / "bin" / "python")
+            _run([uv, "pip", "install", "--quiet", "--no-deps", "--python", python, *self.no_deps], self.name)
+
+
+@dataclass(frozen=True)
+class Generated(_Marked):
+    """A directory at ``install_path / name`` that ``script`` writes when run by ``env``'s interpreter with the
+    directory as its one argument (a tiny local model made with the environment's ``transformers``). ``env``
+    must be installed first: list it before this in ``Workload.installables``. A changed script is redone."""
+
+    name: str
+    env: PythonEnv
+    script: Path
+
+    def describe(self) -> str:
+        return f"'{self.name}' (written by {self.script.name} with the '{self.env.name}' environment)"
+
+    def _wanted(self) -> dict[str, object]:
+        digest = hashlib.sha256(self.script.read_bytes()).hexdigest()[:16]
+        return {"script": self.script.name, "sha256": digest, "env": self.env.name}
+
+    def _build(self, target: Path) -> None:
+        python = self.env.python(target.parent)
+        if not python.exists():
+            raise InstallError(f"{self.describe()} needs {self.env.describe()} installed first")
+        _run([str(python), str(self.script), str(target)], self.name)
 
 
 @dataclass(frozen=True)
@@ -129,7 +168,7 @@ class GitRepo(_Marked):
             _run(["git", "-C", str(target), "submodule", "update", "--init", "--recursive"], self.describe())
 
 
-Installable = PythonEnv | GitRepo
+Installable = PythonEnv | GitRepo | Generated
 
 
 def _uv() -> str:

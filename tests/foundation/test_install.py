@@ -13,7 +13,8 @@ import pytest
 from click.testing import CliRunner, Result
 
 from cloudai.cli import cli
-from cloudai.installables import MARKER, PythonEnv
+from cloudai.errors import InstallError
+from cloudai.installables import MARKER, Generated, PythonEnv
 from cloudai.workloads import WORKLOADS
 from cloudai.workloads.base import JobContext, Workload
 
@@ -34,12 +35,16 @@ class NeedsAnEnv(Workload):
         return [str(python), "-c", "import tinypkg; print(tinypkg.HELLO)"]
 
 
-def write_wheel(directory: Path) -> Path:
+def write_wheel(directory: Path, requires: str = "") -> Path:
     """A minimal pure-Python wheel (PEP 427): what uv installs without a build backend or a registry."""
     wheel = directory / "tinypkg-1.0-py3-none-any.whl"
+    metadata = "Metadata-Version: 2.1\nName: tinypkg\nVersion: 1.0\n" + (
+        f"Requires-Dist: {requires}\n" if requires else ""
+    )
     files = {
-        "tinypkg/__init__.py": 'HELLO = "hello from the env"\n',
-        "tinypkg-1.0.dist-info/METADATA": "Metadata-Version: 2.1\nName: tinypkg\nVersion: 1.0\n",
+        "tinypkg/__init__.py": 'HELLO = "hello from the env"\n\ndef hello():\n    print(HELLO)\n',
+        "tinypkg-1.0.dist-info/METADATA": metadata,
+        "tinypkg-1.0.dist-info/entry_points.txt": "[console_scripts]\ntinyhello = tinypkg:hello\n",
         "tinypkg-1.0.dist-info/WHEEL": "Wheel-Version: 1.0\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
     }
     with zipfile.ZipFile(wheel, "w") as archive:
@@ -115,3 +120,29 @@ def test_nothing_to_install_for_plain_workloads(tmp_path: Path) -> None:
     (tmp_path / "t.toml").write_text('name = "t"\ntest_template_name = "Sleep"\n')
     result = CliRunner().invoke(cli, ["install", "--tests-dir", str(tmp_path)], catch_exceptions=False)
     assert result.exit_code == 0 and "Nothing to install: these workloads (Sleep)" in result.output
+
+
+def test_no_deps_then_a_directory_its_script_writes(tmp_path: Path) -> None:
+    """ai-dynamo's way in (a requirement that cannot be met, skipped with ``no_deps``), and the tiny model's
+    (a directory a script writes with the environment's interpreter), redone when the script changes."""
+    wheel = write_wheel(tmp_path, requires="cloudai-no-such-requirement==9.9")  # as aisimulate is for ai-dynamo
+    env = PythonEnv("env", (), no_deps=(str(wheel),))
+    script = tmp_path / "write.py"
+    script.write_text("import sys, pathlib, tinypkg\npathlib.Path(sys.argv[1]).mkdir()\n"
+                      "(pathlib.Path(sys.argv[1]) / 'out.txt').write_text(tinypkg.HELLO)\n")  # fmt: skip
+    made = Generated("made", env, script)
+    (tmp_path / "cache").mkdir()
+    (tmp_path / "run").mkdir()
+    link = tmp_path / "run" / "install"  # CloudAI's "./install", linked to a shared cache (as the tests do)
+    link.symlink_to(tmp_path / "cache", target_is_directory=True)
+    with pytest.raises(InstallError, match="needs Python environment 'env'"):
+        made.install(link)
+    assert env.install(link) and made.install(link)
+    link.unlink()  # that run dir is gone: the env's scripts still run (their shebang is the real path)
+    install = tmp_path / "cache"
+    done = subprocess.run([str(install / "env" / "bin" / "tinyhello")], capture_output=True, text=True, check=False)
+    assert done.stdout == "hello from the env\n", done.stderr
+    assert (install / "made" / "out.txt").read_text() == "hello from the env"
+    assert not made.install(install), "installed already"
+    script.write_text(script.read_text() + "# changed\n")
+    assert not made.installed(install) and made.install(install)

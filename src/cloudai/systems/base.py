@@ -179,7 +179,7 @@ class System(ABC):
         """The script that runs ``spec`` on this machine, for humans and for dry-run (a multi-step job runs it)."""
         lines = ["#!/usr/bin/env bash", f"# cloudai job {spec.name}"]
         lines += export_lines(spec.env)
-        lines.append(f"cd {quote(str(spec.job_dir))}")
+        lines.append(f"cd {quote(str(spec.job_dir.absolute()))}")
         if spec.steps and not spec.in_batch_shell:
             lines += render_steps(spec.steps, '"$(hostname)"', _local_launch)
         else:
