@@ -1,18 +1,20 @@
 """An AIDynamo job on the local Slurm, for real: the job script cloudai renders for a GPU cluster (etcd and NATS,
 the workers waited on by their ready lines, the frontend, aiperf phases through ``aiperf.sh``), with only the
 workers' engine swapped: Dynamo's mocker (``dynamo.mocker``, ai-dynamo 1.6.1) stands in for ``dynamo.vllm``, as this
-machine has no GPU. Everything else is the real thing: Dynamo's frontend, ``aiperf`` 0.13 under load, NATS
-(Debian's ``nats-server``); Dynamo's discovery is its file backend, so ``etcd`` is a stand-in that only answers the
-job's ``/readyz`` wait (Debian's etcd 3.4 has no ``/readyz``). This catches what a render comparison cannot: the
-order of the steps, the waits, the ports, the files and the cleanup.
+machine has no GPU (``dynamo_slurm/bin/dynamo_mocker_as_vllm.py``). Everything else is the real thing: Dynamo's
+frontend, ``aiperf`` 0.13 under load, NATS (Debian's ``nats-server``, as CloudAI's files start it); Dynamo's
+discovery is its file backend, so ``etcd`` is a stand-in that only answers the job's ``/readyz`` wait (Debian's
+etcd 3.4 has no ``/readyz``). This catches what a render comparison cannot: the order of the steps, the waits, the
+ports, the files and the cleanup. The GPU file (``dynamo_slurm/test/vllm_disagg.toml``) and its mocker twin render
+to the same script but for the workers' lines (checked by a dry-run of both).
 
-One job (~40 s), in a fresh dir; its stack (processes carrying its ``DYN_FILE_KV``) must be gone when it ends.
-Skipped with one reason when the stack cannot be installed (no package registry).
+One job (~80 s on 2 busy cores: each of its two aiperf phases takes ~25 s to start), from the stack
+``cloudai install`` put in ``.cache/install`` (``dynamo_stack``: skipped with one reason only when the package
+index is unreachable); its stack (the processes carrying its ``DYN_FILE_KV``) must be gone when it ends.
 """
 
 from __future__ import annotations
 
-import csv
 import json
 import os
 import random
@@ -23,13 +25,15 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from tests.workloads.conftest import HERE
+from tests.workloads.conftest import HERE, STACK_CACHE
 
 from cloudai.cli import cli
+from cloudai.workloads.dynamo_mocker.stack import ENV, TINY_MODEL
 
 DYNAMO = HERE / "dynamo_slurm"
 GPU_WORKER = "python3 -m dynamo.vllm"
 MOCKER_WORKER = f"python3 {DYNAMO / 'bin' / 'dynamo_mocker_as_vllm.py'}"
+GPU_READY = "VllmWorker.*has.been.initialized"
 MOCKER_READY = "Registered endpoint .dynamo[.](backend|prefill)[.]generate."  # the mocker's line once it serves
 
 
@@ -46,27 +50,17 @@ def free_port(low: int = 1024, high: int = 65535) -> int:
     raise RuntimeError(f"no free port in {low}-{high}")
 
 
-@pytest.fixture(scope="session")
-def dynamo_stack() -> Path:
-    """The bin dir of a Python environment with ai-dynamo 1.6.1 and aiperf 0.13.0."""
-    env = Path(os.environ.get("CLOUDAI_DYNAMO_STACK", "/tmp/dynslurm37/venv"))
-    if not (env / "bin" / "aiperf").exists():
-        pytest.skip(f"AIDYNAMO SLURM TEST SKIPPED: no Dynamo stack at {env}")
-    return env / "bin"
+def swapped(text: str) -> str:
+    """The workers' engine swapped: their command and the line that says they are ready."""
+    return text.replace(GPU_WORKER, MOCKER_WORKER).replace(GPU_READY, MOCKER_READY)
 
 
-@pytest.fixture(scope="session")
-def tiny_model() -> Path:
-    return Path("/tmp/dynslurm37/model")
-
-
-def mocker_test(tests: Path) -> Path:
-    """The GPU test file with only the workers' engine swapped (their command and its ready line)."""
+def write_tests(tests: Path, mocker: bool = True) -> Path:
+    """The GPU test file, as it is or with the mocker for its workers (``swapped``)."""
     text = (DYNAMO / "test" / "vllm_disagg.toml").read_text()
-    assert text.count(GPU_WORKER) == 2
-    text = text.replace(GPU_WORKER, MOCKER_WORKER).replace("VllmWorker.*has.been.initialized", MOCKER_READY)
+    assert text.count(GPU_WORKER) == text.count(GPU_READY) == 2
     tests.mkdir(parents=True)
-    (tests / "vllm_disagg.toml").write_text(text)
+    (tests / "vllm_disagg.toml").write_text(swapped(text) if mocker else text)
     return tests
 
 
@@ -122,21 +116,22 @@ def stack_processes(marker: str) -> list[str]:
 
 @pytest.fixture
 def on_path(dynamo_stack: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """The stack's ``python3``/``aiperf`` and the etcd stand-in first on PATH (sbatch's jobs inherit it), as a
-    Dynamo image has them."""
+    """The installed stack's ``python3``/``aiperf`` and the etcd stand-in first on PATH (sbatch's jobs inherit
+    it), as a Dynamo image has them."""
     if shutil.which("nats-server") is None:
         pytest.fail("nats-server is not installed: apt-get install nats-server (.ci/run does)")
-    monkeypatch.setenv("PATH", f"{dynamo_stack}{os.pathsep}{DYNAMO / 'bin'}{os.pathsep}{os.environ['PATH']}")
+    stack = ENV.python(STACK_CACHE).parent
+    monkeypatch.setenv("PATH", f"{stack}{os.pathsep}{DYNAMO / 'bin'}{os.pathsep}{os.environ['PATH']}")
     yield
 
 
 @pytest.mark.slurm
 @pytest.mark.usefixtures("on_path")
-def test_aidynamo_job_runs_on_the_local_slurm_and_parses(tmp_path: Path, tiny_model: Path) -> None:
-    tests = mocker_test(tmp_path / "tests")
+def test_aidynamo_job_runs_on_the_local_slurm_and_parses(tmp_path: Path) -> None:
+    tests = write_tests(tmp_path / "tests")
     out = tmp_path / "results"
     args = ["run", "--system-config", str(system(tmp_path)), "--tests-dir", str(tests)]
-    result = CliRunner().invoke(cli, [*args, "--test-scenario", str(scenario(tmp_path, tiny_model)),
+    result = CliRunner().invoke(cli, [*args, "--test-scenario", str(scenario(tmp_path, TINY_MODEL.path(STACK_CACHE))),
                                       "--output-dir", str(out)])  # fmt: skip
     [job_dir] = out.glob("*/dynamo/0")
     record = json.loads((job_dir / "job.json").read_text())
@@ -147,3 +142,38 @@ def test_aidynamo_job_runs_on_the_local_slurm_and_parses(tmp_path: Path, tiny_mo
     with (job_dir / "aiperf_report.csv").open() as f:  # the last phase's export, as CloudAI copies it
         assert "Request Count" in f.read()
     assert stack_processes(str(tmp_path / "kv")) == []
+
+
+def rendered(tmp_path: Path, kinds: tuple[str, ...] = ("gpu", "mocker")) -> dict[str, list[str]]:
+    """The job script of the GPU file and of its mocker twin (``dry-run``, one scenario), job dir as ``JOB``."""
+    args = ["dry-run", "--system-config", str(system(tmp_path)), "--test-scenario",
+            str(scenario(tmp_path, tmp_path / "model"))]  # fmt: skip
+    scripts = {}
+    for kind in kinds:
+        tests, out = write_tests(tmp_path / kind / "tests", kind == "mocker"), tmp_path / kind / "out"
+        result = CliRunner().invoke(cli, [*args, "--tests-dir", str(tests), "--output-dir", str(out)])
+        assert result.exit_code == 0, result.output
+        [script] = out.glob("*/dynamo/0/sbatch.sh")
+        scripts[kind] = script.read_text().replace(str(script.parent), "JOB").splitlines()
+    return scripts
+
+
+def test_the_mocker_job_script_is_the_gpu_jobs_but_for_its_workers(tmp_path: Path) -> None:
+    """What the Slurm test runs is the script cloudai renders for the GPU file: the same lines, in the same order,
+    except the two workers' commands and their two ready waits."""
+    scripts = rendered(tmp_path)
+    gpu, mocker = scripts["gpu"], scripts["mocker"]
+    assert len(gpu) == len(mocker)
+    changed = [(a, b) for a, b in zip(gpu, mocker, strict=True) if a != b]
+    assert len(changed) == 4 and all(swapped(a) == b for a, b in changed)
+    assert sum("srun" in a and GPU_WORKER in a for a, _ in changed) == 2
+
+
+def test_aiperf_endpoint_is_not_exported_to_aiperf(tmp_path: Path) -> None:
+    """aiperf reads ``AIPERF_*`` variables as its settings: an exported ``AIPERF_ENDPOINT=v1/chat/completions``
+    (CloudAI's) made aiperf 0.13 fail every phase ("error parsing value for field ENDPOINT"). ``aiperf.sh`` still
+    sets it, unexported, for its probe between phases."""
+    [script] = rendered(tmp_path, ("gpu",)).values()
+    assert not [line for line in script if line.startswith("export AIPERF_ENDPOINT")]
+    assert ': "${AIPERF_ENDPOINT:=v1/chat/completions}"' in script
+    assert f"export AIPERF_MODEL={tmp_path / 'model'}" in script  # the others stay
