@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import re
 import shutil
 import socket
 from collections.abc import Iterator
@@ -137,10 +138,13 @@ def test_aidynamo_job_runs_on_the_local_slurm_and_parses(tmp_path: Path) -> None
     record = json.loads((job_dir / "job.json").read_text())
     assert (result.exit_code, record["status"]) == (0, "ok"), (result.output, record["reason"])
     metrics = record["metrics"]
+    assert metrics["request_count"] == 24  # the last phase's (round_2) export, as CloudAI copies it
     assert metrics["request_throughput"] > 0 and metrics["output_token_throughput"] > 0
     assert 0 < metrics["ttft_p50_ms"] <= metrics["ttft_p90_ms"] and metrics["itl_ms"] > 0
-    with (job_dir / "aiperf_report.csv").open() as f:  # the last phase's export, as CloudAI copies it
-        assert "Request Count" in f.read()
+    assert "Request Count,12.00" in (job_dir / "aiperf_round_1_report.csv").read_text()
+    waits = [re.sub(r"http://[^/]+", "", line) for line in (job_dir / "stdout.txt").read_text().splitlines()]
+    assert waits == ["cloudai: /readyz answers", "cloudai: worker decode_0 is ready",
+                     "cloudai: worker prefill_0 is ready", "cloudai: /v1/models answers"]  # fmt: skip
     assert stack_processes(str(tmp_path / "kv")) == []
 
 
