@@ -22,13 +22,19 @@ import re
 import shutil
 import socket
 import subprocess
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
 from tests.workloads.conftest import HERE, STACK_CACHE
 
 from cloudai.cli import cli
+from cloudai.steps import Run
+from cloudai.workloads.ai_dynamo.args import AIDynamoArgs
+from cloudai.workloads.ai_dynamo.workload import frontend_wait
 from cloudai.workloads.dynamo_mocker.stack import ENV, TINY_MODEL
 
 DYNAMO = HERE / "dynamo_slurm"
@@ -159,7 +165,7 @@ def test_aidynamo_job_runs_on_the_local_slurm_and_parses(tmp_path: Path) -> None
     assert "Request Count,12.00" in (job_dir / "aiperf_round_1_report.csv").read_text()
     waits = [re.sub(r"http://[^/]+", "", line) for line in (job_dir / "stdout.txt").read_text().splitlines()]
     assert waits == ["cloudai: /readyz answers", "cloudai: worker decode_0 is ready",
-                     "cloudai: worker prefill_0 is ready", "cloudai: /v1/models answers"]  # fmt: skip
+                     "cloudai: worker prefill_0 is ready", "cloudai: the frontend answers a chat request"]  # fmt: skip
     assert stack_processes(str(tmp_path / "kv")) == []
 
 
@@ -196,3 +202,43 @@ def test_aiperf_endpoint_is_not_exported_to_aiperf(tmp_path: Path) -> None:
     assert not [line for line in script if line.startswith("export AIPERF_ENDPOINT")]
     assert ': "${AIPERF_ENDPOINT:=v1/chat/completions}"' in script
     assert f"export AIPERF_MODEL={tmp_path / 'model'}" in script  # the others stay
+
+
+class Frontend(BaseHTTPRequestHandler):
+    """A frontend that answers chat requests 503 ("not ready") ``not_ready`` times, then 200."""
+
+    def do_POST(self) -> None:
+        server: Any = self.server
+        server.bodies.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
+        self.send_response(503 if len(server.bodies) <= server.not_ready else 200)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def wait_for(not_ready: int, frontend_alive: bool) -> tuple[subprocess.CompletedProcess[str], list[dict]]:
+    """The job's frontend wait (``frontend_wait``) run by bash against a real HTTP server on 127.0.0.1."""
+    model = AIDynamoArgs.model_validate({"docker_image_url": "img", "dynamo": {"model": "m"}})
+    server: Any = ThreadingHTTPServer(("127.0.0.1", 0), Frontend)
+    server.bodies, server.not_ready = [], not_ready
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    pid = "$$" if frontend_alive else "$(sh -c 'echo $$')"  # an exited process's id
+    lines = frontend_wait(model, Run(("frontend",), name="frontend"), timeout_s=60, interval_s=0)
+    script = f"FRONTEND_URL=http://127.0.0.1:{server.server_address[1]}\nFRONTEND_PID={pid}\n{lines}"
+    try:
+        return subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=60), server.bodies
+    finally:
+        server.shutdown()
+
+
+def test_the_frontend_wait_holds_until_a_chat_request_is_answered() -> None:
+    """``/v1/models`` answers 200 (an empty list) before any worker registers, and a disaggregated model is listed
+    before its prefill router is active (chat requests get 503 then): the job waits for a chat answer, as CloudAI's
+    ``wait_for_router`` does, and ends when the frontend exits first."""
+    done, bodies = wait_for(not_ready=2, frontend_alive=True)
+    assert (done.returncode, done.stdout) == (0, "cloudai: the frontend answers a chat request\n")
+    assert len(bodies) == 3 and bodies[0]["model"] == "m" and bodies[0]["max_tokens"] == 1
+    gone, _ = wait_for(not_ready=10**6, frontend_alive=False)
+    assert (gone.returncode, gone.stderr) == (1, "cloudai: the frontend exited before it answered\n")
