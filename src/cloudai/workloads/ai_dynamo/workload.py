@@ -8,7 +8,7 @@ status)::
     [LMCache / HiCache config files written] -> node setup (every node) -> [LMCache cache dir (every node)]
     -> [dcgm-exporter] -> etcd, nats (head) -> wait etcd /readyz -> [lmcache controller]
     -> decode workers, prefill workers (workers.py) -> wait for each worker's ready line
-    -> frontend ``<ingress-cmd> --http-port <port>`` (head) -> wait /v1/models
+    -> frontend ``<ingress-cmd> --http-port <port>`` (head) -> wait until it answers a chat request
     -> genai-perf and/or ``bash aiperf.sh`` (aiperf_script.py) -> [aiperf accuracy]
 
 The commands are CloudAI's, flag for flag: ``<etcd-cmd> --listen-client-urls http://0.0.0.0:<etcd-port>
@@ -20,6 +20,7 @@ When the scenario entry sets no ``num_nodes`` the job takes prefill + decode nod
 
 from __future__ import annotations
 
+import json
 import shlex
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -49,14 +50,19 @@ def _frontend(model: AIDynamoArgs) -> str:
 
 def environment(model: AIDynamoArgs, job_dir: Path, env: Mapping[str, str] | None = None) -> str:
     """Batch-shell exports every step inherits: where etcd, NATS and the frontend are (CloudAI's names); the
-    LMCache / HiCache config files (``cache_config``); ``env``: the job's variables (``extra_env_vars``)."""
+    LMCache / HiCache config files (``cache_config``); ``env``: the job's variables (``extra_env_vars``).
+
+    ``AIPERF_ENDPOINT`` is not exported (CloudAI's ``ai_dynamo.sh`` does): aiperf reads ``AIPERF_*`` variables as
+    its own settings, and 0.13 refuses ``AIPERF_ENDPOINT=v1/chat/completions`` as its ``endpoint`` settings
+    ("error parsing value for field ENDPOINT"), so every phase failed before a request; ``aiperf.sh`` sets it
+    for its probe without exporting it (``: "${AIPERF_ENDPOINT:=...}"``)."""
     d = model.dynamo
     metrics = f"{_frontend(model)}/metrics,http://{HEAD}:${{DYN_SYSTEM_PORT:-{SYSTEM_PORT}}}/metrics"  # a worker's
     if d.dcgm_exporter.enabled:
         metrics += f",http://{HEAD}:{d.dcgm_exporter.port}/metrics"
     lines = [f'export ETCD_ENDPOINTS="http://{HEAD}:{d.etcd_port}"', f'export NATS_SERVER="nats://{HEAD}:{d.nats_port}"',
              f'export FRONTEND_URL="{_frontend(model)}"', f'export AIPERF_SERVER_METRICS_URLS="{metrics}"',
-             f"export AIPERF_MODEL={shlex.quote(d.model)}", f"export AIPERF_ENDPOINT={shlex.quote(d.endpoint)}",
+             f"export AIPERF_MODEL={shlex.quote(d.model)}",
              f"export AIPERF_FAILURE_MARKER={shlex.quote(str(job_dir / aiperf_script.FAILURE_MARKER))}"]  # fmt: skip
     connectors = " ".join(str((w.args.model_extra and w.args.model_extra.get("connector")) or "")
                           for w in (d.prefill_worker, d.decode_worker)).split()  # fmt: skip
@@ -67,6 +73,28 @@ def environment(model: AIDynamoArgs, job_dir: Path, env: Mapping[str, str] | Non
         script = aiperf_script.render(model, str(job_dir))
         lines += write_lines(job_dir / aiperf_script.SCRIPT, script, _END, executable=True)
     return "\n".join(lines)
+
+
+def frontend_wait(model: AIDynamoArgs, frontend: Run, timeout_s: int = 600, interval_s: int = 1) -> str:
+    """Batch-shell lines: wait until the frontend answers a one-token chat request (CloudAI's ``wait_for_router``),
+    not merely ``/v1/models``: the frontend answers that with 200 and an empty list before any worker registers, and
+    a disaggregated model is listed before its prefill router is active (requests then get 503). The frontend
+    exiting first, or ``timeout_s`` passing, ends the job with a line saying which."""
+    d = model.dynamo
+    body = json.dumps({"model": d.model, "messages": [{"role": "user", "content": "ping"}], "stream": False,
+                       "max_tokens": 1}, separators=(",", ":"))  # fmt: skip
+    url = f'"$FRONTEND_URL"/{shlex.quote(d.endpoint)}'
+    return "\n".join([
+        f"cloudai_frontend_end=$(( $(date +%s) + {timeout_s} ))",
+        f"until curl -fsS -X POST {url} -H 'Content-Type: application/json' -d {shlex.quote(body)} >/dev/null 2>&1; do",
+        f'    kill -0 "${frontend.pid_var}" 2>/dev/null || {{ echo "cloudai: the frontend exited before it '
+        'answered" >&2; exit 1; }',
+        '    [ "$(date +%s)" -lt "$cloudai_frontend_end" ] || { echo "cloudai: the frontend did not answer a chat '
+        f'request within {timeout_s} s" >&2; exit 1; }}',
+        f"    sleep {interval_s}",
+        "done",
+        'echo "cloudai: the frontend answers a chat request"',
+    ])  # fmt: skip
 
 
 def job_lines(job: JobContext) -> str:
@@ -161,7 +189,7 @@ class AIDynamo(Workload):
                        background=True, output="dynamo_ingress.log", node=0, ntasks=1)  # fmt: skip
         setup = Shell("\n".join(filter(None, (job_lines(job), environment(model, job_dir, job.env)))))
         return [setup, *services(model, job.num_nodes), *workers, Shell(ready_wait(d, workers)), frontend,
-                WaitHttp(Var(f"{_frontend(model)}/v1/models"), 600, 5), *clients(model, job_dir)]  # fmt: skip
+                Shell(frontend_wait(model, frontend)), *clients(model, job_dir)]  # fmt: skip
 
     def job_env(self, args: Mapping[str, Any], env: Mapping[str, str]) -> dict[str, str]:
         """``DYNAMO_NODELIST`` given as a command (CloudAI's ``"$(scontrol show hostname $SLURM_JOB_NODELIST | tr -s
