@@ -89,7 +89,7 @@ def test_list_takes_a_kind_and_verbose() -> None:
 
     real = {"Fio", "NcclTest", "UCCTest", "OSUBench"}  # measure real hardware: their best is confirmed by default
     real |= {"DDLBTest", "NIXLBench", "NIXLKVBench", "NixlEP", "MoEBenchmark", "ChakraReplay"}  # issue 26's
-    real |= {"AIDynamo", "TritonInference", "vllm", "sglang"}  # serving (issue 24)
+    real |= {"AIDynamo", "TritonInference", "vllm", "sglang", "DynamoMocker"}  # serving (issues 24, 37)
     assert {name for name in WORKLOADS.names() if WORKLOADS.get(name).noisy} == real
     assert workloads.stdout.count("; noisy (the best is confirmed)") == len(real)
     reports = cloudai("list", "reports")
