@@ -65,7 +65,7 @@ def synthetic_run(root: Path, steps: int, seed: int = 0, *, kind: str = "dse") -
     (run / "run.json").write_text(json.dumps(manifest))
     with (it_dir / "trajectory.csv").open("w", newline="") as tf, (it_dir / "env.csv").open("w", newline="") as ef:
         traj, env = csv.writer(tf), csv.writer(ef)
-        traj.writerow(["step", "episode", "action", "reward", "observation", "status", "elapsed_s"])
+        traj.writerow(["step", "episode", "action", "reward", "observation", "status", "elapsed_s", "reason"])
         env.writerow(["step", "background_load", "link_latency_us"])
         action: dict = {}
         for step in range(1, steps + 1):
@@ -78,9 +78,15 @@ def synthetic_run(root: Path, steps: int, seed: int = 0, *, kind: str = "dse") -
             busbw = math.log2(action["threads"]) * (1.3 if action["algo"] == "tree" else 1.0) * (1 - 0.5 * load)
             reward = -1.0 if status in ("failed", "constraint") else busbw + rng.gauss(0, 0.2)
             episode = 1 + (step - 1) // 50 if kind == "live" else 1
-            traj.writerow([step, episode, json.dumps(action), round(reward, 4), json.dumps([busbw]), status, 1.0])
+            reason = {"failed": "exit code 1", "constraint": "broke bus_bw >= 1"}.get(status, "")
+            traj.writerow([step, episode, as_written(action), round(reward, 4), as_written([busbw]), status, 1.0, reason])
             env.writerow([step, load, latency])
     return run
+
+
+def as_written(value: object) -> str:
+    """JSON as cloudai's trajectory writer puts it in a cell: sorted keys, no spaces."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"))
 
 
 PLAIN_REPORT = """

@@ -110,7 +110,7 @@ def top_section(traj: Trajectory, entry: Entry, base: str, confirmed: Sequence[E
 
 def _regime_top(traj: Trajectory, entry: Entry, base: str, spec: RegimeSpec, confirmed: Sequence[Estimate]) -> str:
     rows = []
-    for r in regime_top(traj, spec, confirmed)[:TOP_N]:
+    for r in regime_top(traj, spec, confirmed, TOP_N):
         value = "—" if math.isnan(r.value) else f"{r.value:.6g}" + ("" if math.isnan(r.ci95) else f" ± {r.ci95:.3g}")
         per = [f"{c.mean:.4g} (n={c.n})" if c.rewards else f"— ({c.failed} failed)" if c.failed else "—"
                for c in r.cells]  # fmt: skip
