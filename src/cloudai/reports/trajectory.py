@@ -80,6 +80,17 @@ class Trajectory:
         return counts
 
 
+def by_status(steps: Sequence[Step]) -> dict[str, list[Step]]:
+    """The steps of each status, in step order; the statuses in order of first appearance."""
+    groups: dict[str, list[Step]] = {}
+    for s in steps:
+        if s.status in groups:
+            groups[s.status].append(s)
+        else:
+            groups[s.status] = [s]
+    return groups
+
+
 def read_trajectory(path: Path) -> Trajectory:
     """Parse ``path``; rows that do not parse are dropped with a note (a torn last line is expected)."""
     traj = Trajectory()
@@ -171,7 +182,7 @@ def _clean_chunk(block: list[list[str]], last: int | None) -> list[Step] | None:
     except (ValueError, TypeError, RecursionError):
         return None
     statuses = cols[5]
-    ordered = all(a < b for a, b in zip(steps, steps[1:], strict=False)) and (last is None or steps[0] > last)
+    ordered = all(a < b for a, b in itertools.pairwise(steps)) and (last is None or steps[0] > last)
     if not ordered or not STATUSES.issuperset(statuses) or not all(type(a) is dict for a in actions):
         return None
     reasons = cols[7] if width == len(COLUMNS) else itertools.repeat("")
@@ -278,7 +289,8 @@ def iter_env(
                 continue
             steps, *cells = zip(*kept, strict=True)
             columns = [list(map(_values(column).__getitem__, column)) for column in cells]
-            yield from zip(map(int, steps), (dict(zip(params, v, strict=True)) for v in zip(*columns, strict=True)))
+            envs = (dict(zip(params, v, strict=True)) for v in zip(*columns, strict=True))
+            yield from zip(map(int, steps), envs, strict=True)
 
 
 def _values(cells: Sequence[str]) -> dict[str, Value]:
