@@ -19,7 +19,6 @@ from cloudai.reports import html as h
 from cloudai.reports import plots_measure
 from cloudai.reports.pareto import pareto_indices
 from cloudai.reports.regime_top import regime_top
-from cloudai.reports.trajectory import by_status
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -53,7 +52,7 @@ def observations_section(drawn: Rows, traj: Trajectory, entry: Entry, base: str)
 
 def time_section(drawn: Rows, traj: Trajectory, base: str) -> str:
     """Per-trial duration and where the time went, by status (ok, cached, failed, pruned, ...)."""
-    spent = {status: _seconds(steps) for status, steps in by_status(traj.steps).items()}
+    spent = {status: _seconds(steps) for status, steps in traj.by_status().items()}
     total = sum(sum(v) for v in spent.values()) or 1.0
     rows = [(status, len(v), sum(v), fmean(v), f"{100 * sum(v) / total:.1f} %") for status, v in spent.items()]
     header = ["status", "trials", "time [s]", "mean per trial [s]", "share of time"]

@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING
 from cloudai.display import show_action
 from cloudai.reports.chartdata import finite
 from cloudai.reports.thin import MAX_POINTS, change_index, envelope, envelope_index
-from cloudai.reports.trajectory import by_status
 
 if TYPE_CHECKING:
     from cloudai.reports.chartdata import Rows
@@ -43,7 +42,7 @@ def by_step(rows: Rows, traj: Trajectory, value: Callable[[Step], float], y: str
     """One series per status of the steps with a finite ``value`` (the table's column ``y``), in
     ``STATUS_STYLE`` order, each longer than ``MAX_POINTS`` as its envelope (``thin.envelope``, which the page's
     note explains). Returns the series and what to add to the title then ("" if nothing)."""
-    groups = by_status(traj.steps)
+    groups = traj.by_status()
     size = 3 if len(traj.steps) > 2000 else 5
     series: list[Spec] = []
     counts: list[int] = []

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from cloudai.reports.analysis import knob_kind
 from cloudai.reports.plots import PAGE_WIDTH, Spec, spec
 from cloudai.reports.thin import MAX_POINTS, even
+from cloudai.reports.trajectory import group_index
 
 if TYPE_CHECKING:
     from cloudai.reports.chartdata import Rows
@@ -39,7 +40,7 @@ def knob_effects(
         steps, values = _set(scored, knob)
         name = knob
         if knob_kind(values) == "categorical":
-            chart, shown, of = categorical(rows, list(zip(steps, map(str, values), strict=True)))
+            chart, shown, of = categorical(rows, steps, list(map(str, values)))
             if shown < of:
                 notes.append(f"{knob}: the {shown} most often tried of its {of} values are drawn.")
         else:  # numbers only (knob_kind): the finite ones are drawn
@@ -73,12 +74,11 @@ def numeric(rows: Rows, steps: list[Step], column: str, log: bool) -> Spec:
     return _small(rows, [series], xlog=log)
 
 
-def categorical(rows: Rows, pairs: list[tuple[Step, str]]) -> tuple[Spec, int, int]:
+def categorical(rows: Rows, steps: list[Step], labels: list[str]) -> tuple[Spec, int, int]:
     """Box (quartiles, whiskers at 1.5 IQR, median) + jittered points for the ``MAX_CATEGORIES`` most frequent
-    values, at x = 0, 1, ...; returns the chart, the values drawn and the values there are."""
-    groups: dict[str, list[Step]] = {}
-    for s, label in pairs:
-        groups.setdefault(label, []).append(s)
+    values (``labels``: each step's), at x = 0, 1, ...; returns the chart, the values drawn and the values there
+    are."""
+    groups = {label: [steps[i] for i in index] for label, index in group_index(labels).items()}
     order = sorted(groups, key=lambda g: -len(groups[g]))[:MAX_CATEGORIES]
     jitter = random.Random(0)
     drawn: list[Step] = []

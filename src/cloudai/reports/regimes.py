@@ -75,7 +75,8 @@ def regimes(
         declared = bins[param].labels() if param in bins else []
         empty += [f"{param}={label}" for label in declared if label not in groups]
         for label, configs in groups.items():
-            means = {k: _mean(r) for k, r in configs.items()}
+            # fmean of one reward is that reward (+ 0.0: fsum makes -0.0 0.0), without its call per configuration
+            means = {k: r[0] + 0.0 if len(r) == 1 else fmean(r) for k, r in configs.items()}
             mine = configs.get(best.key, [])
             best_mean = means.get(best.key, math.nan)
             beaten = sum(m > best_mean for m in means.values()) / len(means) if mine else math.nan
@@ -118,12 +119,6 @@ def _groups(traj: Trajectory, param: str, bins: RegimeBins | None) -> dict[str, 
         order = {label: i for i, label in enumerate(bins.labels())}
         return dict(sorted(groups.items(), key=lambda kv: (order.get(kv[0], len(order)), kv[0])))
     return dict(sorted(groups.items(), key=lambda kv: _order(kv[0])))
-
-
-def _mean(rewards: list[float]) -> float:
-    """``fmean(rewards)``, without its call for one reward (nearly every configuration of a long run): fsum of one
-    value is that value, but 0.0 for -0.0 (hence the + 0.0)."""
-    return rewards[0] + 0.0 if len(rewards) == 1 else fmean(rewards)
 
 
 def _order(label: str) -> tuple[int, float, str]:

@@ -14,10 +14,12 @@ import csv
 import itertools
 import json
 import math
+import operator
 import os
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from json.scanner import make_scanner
+from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
@@ -61,23 +63,38 @@ class Trajectory:
     knobs: list[str] = field(default_factory=list)  # in order of first appearance
     env_params: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    # what ``by_status`` and ``scored`` worked out, and from which list of steps, how long (``_fresh``)
+    _by_status: tuple[list[Step], int, dict[str, list[Step]]] | None = field(default=None, init=False, repr=False)
+    _scored: tuple[list[Step], int, list[Step]] | None = field(default=None, init=False, repr=False)
 
     @property
     def episodes(self) -> int:
         return len({s.episode for s in self.steps})
 
     def scored(self) -> list[Step]:
-        return [s for s in self.steps if s.scored]
+        cached = self._scored
+        if cached is None or not self._fresh(cached):  # once: every chart and table asks
+            cached = self._scored = (self.steps, len(self.steps), [s for s in self.steps if s.scored])
+        return list(cached[2])
 
     def best(self) -> Step | None:
         """The highest-reward scored step (the earliest on ties), or None when no step scored."""
         return max(self.scored(), key=lambda s: (s.reward, -s.step), default=None)
 
     def status_counts(self) -> dict[str, int]:
-        counts: dict[str, int] = {}
-        for s in self.steps:
-            counts[s.status] = counts.get(s.status, 0) + 1
-        return counts
+        return {status: len(steps) for status, steps in self.by_status().items()}
+
+    def by_status(self) -> dict[str, list[Step]]:
+        """The steps of each status, in step order; the statuses in order of first appearance. Worked out once
+        (the page's charts and tables each ask), again only if ``steps`` changed length."""
+        cached = self._by_status
+        if cached is None or not self._fresh(cached):
+            cached = self._by_status = (self.steps, len(self.steps), by_status(self.steps))
+        return cached[2]
+
+    def _fresh(self, cached: tuple[list[Step], int, object]) -> bool:
+        """Whether ``cached`` was worked out from ``steps`` as they are (the same list, as long)."""
+        return cached[0] is self.steps and cached[1] == len(self.steps)
 
 
 def by_status(steps: Sequence[Step]) -> dict[str, list[Step]]:
@@ -89,6 +106,22 @@ def by_status(steps: Sequence[Step]) -> dict[str, list[Step]]:
         else:
             groups[s.status] = [s]
     return groups
+
+
+def group_index(labels: Sequence[str | None]) -> dict[str, list[int]]:
+    """The positions of each label (None left out), labels in order of first appearance: one pass per label
+    when they are few (a list comprehension each), else one pass in all."""
+    distinct = [label for label in dict.fromkeys(labels) if label is not None]
+    if len(distinct) <= FEW_LABELS:
+        return {label: [i for i, found in enumerate(labels) if found == label] for label in distinct}
+    index: dict[str, list[int]] = {label: [] for label in distinct}
+    for i, found in enumerate(labels):
+        if found is not None:
+            index[found].append(i)
+    return index
+
+
+FEW_LABELS = 8
 
 
 def read_trajectory(path: Path) -> Trajectory:
@@ -176,9 +209,9 @@ def _clean_chunk(block: list[list[str]], last: int | None) -> list[Step] | None:
     try:
         steps = list(map(int, cols[0]))
         episodes = list(map(int, cols[1]))  # an empty cell (0 for parse_row) takes the row-by-row path
-        actions = list(map(_json_value, cols[2]))
-        observations = list(map(_observation, cols[4]))
-        rewards, elapsed = list(map(parse_number, cols[3])), list(map(parse_number, cols[6]))
+        actions = _json_cells(cols[2])
+        observations = _observations(cols[4])
+        rewards, elapsed = _numbers(cols[3]), _numbers(cols[6])
     except (ValueError, TypeError, RecursionError):
         return None
     statuses = cols[5]
@@ -187,11 +220,13 @@ def _clean_chunk(block: list[list[str]], last: int | None) -> list[Step] | None:
         return None
     reasons = cols[7] if width == len(COLUMNS) else itertools.repeat("")
     envs = ({} for _ in steps)  # each step its own (empty) env dict: read_env fills it
-    return list(map(Step, steps, episodes, actions, rewards, observations, statuses, elapsed,
-                    _keys(cols[2], actions), envs, reasons))  # fmt: skip
+    found = list(map(Step, steps, episodes, actions, rewards, observations, statuses, elapsed,
+                     _keys(cols[2], actions), envs, reasons))  # fmt: skip
+    return found if len(found) == len(block) else None  # map stops at its shortest column
 
 
-_scan = make_scanner(json.JSONDecoder())  # json.loads's own scanner, without its per-call checks
+# json.loads's own scanner (C), without its per-call checks; typeshed types the decoder argument as the scanner
+_scan = make_scanner(json.JSONDecoder())  # pyright: ignore[reportArgumentType]
 
 
 def _json_value(text: str) -> Any:
@@ -203,12 +238,45 @@ def _json_value(text: str) -> Any:
     return value if end == len(text) else json.loads(text)
 
 
+def _json_cells(texts: Sequence[str]) -> list[Any]:
+    """``json.loads`` of each text: the scanner over the column in one ``map`` when every text is one JSON value
+    with nothing around it, else text by text (``_json_value``: ``ValueError`` for one that is not JSON)."""
+    try:
+        found = list(map(_scan, texts, itertools.repeat(0)))  # StopIteration (no JSON value) ends the map early
+    except ValueError:
+        return list(map(_json_value, texts))
+    if len(found) < len(texts) or not all(map(operator.eq, map(len, texts), map(itemgetter(1), found))):
+        return list(map(_json_value, texts))
+    return list(map(itemgetter(0), found))
+
+
+def _observations(texts: Sequence[str]) -> list[list[float]]:
+    """The observation cells as ``parse_row`` reads them (a list of floats, NaN for null; an empty cell: no
+    values); ``ValueError`` or ``TypeError`` where it would not read one."""
+    if not all(texts):
+        return list(map(_observation, texts))
+    values = _json_cells(texts)
+    if set(map(type, values)) != {list}:
+        raise ValueError("an observation that is not a list")
+    if set(map(type, itertools.chain.from_iterable(values))) <= {float}:
+        return values  # float(v) of a float is v: the lists as parsed
+    return [[math.nan if v is None else float(v) for v in row] for row in values]
+
+
 def _observation(text: str) -> list[float]:
-    """An observation cell as ``parse_row`` reads it; ``ValueError`` (or ``TypeError``) where it does not."""
+    """One observation cell as ``parse_row`` reads it; ``ValueError`` (or ``TypeError``) where it does not."""
     values = _json_value(text) if text else []
     if type(values) is not list:
         raise ValueError("not a list")
     return [math.nan if v is None else float(v) for v in values]
+
+
+def _numbers(texts: Sequence[str]) -> list[float]:
+    """``parse_number`` of each text (``float`` of the whole column first: its rare empty cells go one by one)."""
+    try:
+        return list(map(float, texts))
+    except ValueError:
+        return list(map(parse_number, texts))
 
 
 def _keys(texts: Sequence[str], actions: list[dict[str, Any]]) -> list[str]:
