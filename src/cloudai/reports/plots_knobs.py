@@ -9,6 +9,7 @@ import math
 import random
 from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
+from operator import attrgetter, methodcaller
 from typing import TYPE_CHECKING
 
 from cloudai.reports.analysis import knob_kind
@@ -57,7 +58,7 @@ def knob_effects(
 
 def _set(steps: list[Step], knob: str) -> tuple[list[Step], list]:
     """The steps that set ``knob``, and its value in each (one pass, no pair per step: 10^5 steps a knob)."""
-    values = [s.action.get(knob) for s in steps]
+    values = list(map(methodcaller("get", knob), map(attrgetter("action"), steps)))
     if None not in values:
         return steps, values
     kept = [i for i, v in enumerate(values) if v is not None]

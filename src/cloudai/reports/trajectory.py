@@ -19,7 +19,7 @@ import os
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from json.scanner import make_scanner
-from operator import itemgetter
+from operator import attrgetter, itemgetter
 from pathlib import Path
 from typing import Any
 
@@ -79,7 +79,9 @@ class Trajectory:
 
     def best(self) -> Step | None:
         """The highest-reward scored step (the earliest on ties), or None when no step scored."""
-        return max(self.scored(), key=lambda s: (s.reward, -s.step), default=None)
+        scored = self.scored()
+        rewards = list(map(attrgetter("reward"), scored))  # in step order: the first highest is the earliest
+        return scored[rewards.index(max(rewards))] if rewards else None
 
     def status_counts(self) -> dict[str, int]:
         return {status: len(steps) for status, steps in self.by_status().items()}
@@ -304,18 +306,28 @@ def _parse_row(row: list[str]) -> Step | None:
 
 
 def read_env(path: Path, traj: Trajectory) -> None:
-    """Join ``env.csv`` onto ``traj`` by step. Unparseable rows (a torn last line) are skipped with a note."""
+    """Join ``env.csv`` onto ``traj`` by step (a step's first row). Unparseable rows (a torn last line) are skipped
+    with a note."""
     params = env_params(path, traj.notes)
     if params is None:
         return
-    by_step: dict[int, dict[str, Value]] = {}
-    for step, values in iter_env(path, params, traj.notes):
-        by_step.setdefault(step, values)
-    missing = sum(1 for s in traj.steps if s.step not in by_step)
-    if missing:
-        traj.notes.append(f"{path.name}: {missing} step(s) have no env row")
-    for s in traj.steps:  # each step's own (empty) env dict, filled in place: no copy of 10^5 steps
-        s.env.update(by_step.get(s.step, {}))
+    steps: list[int] = []
+    envs: list[dict[str, Value]] = []
+    for found, values in _env_chunks(path, params, traj.notes, CHUNK_ROWS):
+        steps += found
+        envs += values
+    if steps == [s.step for s in traj.steps]:  # one row per step, in order: as cloudai writes them
+        for s, env in zip(traj.steps, envs, strict=True):
+            s.env.update(env)  # each step's own (empty) env dict, filled in place
+    else:
+        by_step: dict[int, dict[str, Value]] = {}
+        for step, env in zip(steps, envs, strict=True):
+            by_step.setdefault(step, env)
+        missing = sum(1 for s in traj.steps if s.step not in by_step)
+        if missing:
+            traj.notes.append(f"{path.name}: {missing} step(s) have no env row")
+        for s in traj.steps:
+            s.env.update(by_step.get(s.step, {}))
     traj.env_params = params
 
 
@@ -337,7 +349,16 @@ def iter_env(
     path: Path, params: list[str], notes: list[str], chunk: int = CHUNK_ROWS
 ) -> Iterator[tuple[int, dict[str, Value]]]:
     """``env.csv``'s rows as ``(step, {param: value})`` in file order, ``chunk`` rows read at a time;
-    unparseable ones noted. Each distinct cell of a chunk is converted once (an env param takes few values)."""
+    unparseable ones noted."""
+    for steps, envs in _env_chunks(path, params, notes, chunk):
+        yield from zip(steps, envs, strict=True)
+
+
+def _env_chunks(
+    path: Path, params: list[str], notes: list[str], chunk: int
+) -> Iterator[tuple[list[int], list[dict[str, Value]]]]:
+    """``iter_env``'s rows, a pair of lists (steps, their env values) per ``chunk`` rows of the file. Each distinct
+    cell of a chunk is converted once (an env param takes few values)."""
     with open_text(path) as fh:  # a regular file: ``env_params`` opened it already
         rows = csv.reader(fh)
         next(rows, None)  # the header (``env_params``)
@@ -350,15 +371,15 @@ def iter_env(
                 else:
                     kept.append(row)
             lineno += len(block)
-            if not params:  # a header of ``step`` alone: every row's env is empty
-                yield from ((int(row[0]), {}) for row in kept)
-                continue
             if not kept:
                 continue
-            steps, *cells = zip(*kept, strict=True)
+            steps = [int(row[0]) for row in kept]
+            if not params:  # a header of ``step`` alone: every row's env is empty
+                yield steps, [{} for _ in kept]
+                continue
+            _, *cells = zip(*kept, strict=True)
             columns = [list(map(_values(column).__getitem__, column)) for column in cells]
-            envs = (dict(zip(params, v, strict=True)) for v in zip(*columns, strict=True))
-            yield from zip(map(int, steps), envs, strict=True)
+            yield steps, [dict(zip(params, v, strict=True)) for v in zip(*columns, strict=True)]
 
 
 def _values(cells: Sequence[str]) -> dict[str, Value]:
