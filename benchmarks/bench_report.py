@@ -1,6 +1,6 @@
 """Report generation time for synthetic 10 000-step DSE trajectories and a 5 000-step live-RL run.
 
-    uv run python benchmarks/bench_report.py [--steps N] [--keep] [--big-steps N] [--dse-runs N]
+    uv run python benchmarks/bench_report.py [--steps N] [--keep] [--big-steps N] [--dse-runs N] [--against REV]
 
 Writes a results dir in the layout `cloudai run` leaves (run.json, trajectory.csv, env.csv), times
 ``generate_report`` on it twice (cold: imports included; then warm) and prints wall and CPU seconds (CPU is
@@ -13,12 +13,19 @@ Issue 39 item 6, what a user waits for, each the real CLI in a fresh process:
   trial's row in trajectory.csv (its mtime) to the process's exit; aim <= 0.3 s;
 - ``cloudai generate-report`` of a 100 000-step run: wall time and peak RSS, next to a process that only reads
   the same records (``load_run``: the floor); aim <= 1 s.
+``--against REV`` (default ``main``; ``''`` for none) runs both of these with REV's ``src/`` (``git archive``,
+on PYTHONPATH) before this tree's, and says whether the two trees wrote byte-identical report.html and
+summary.csv for the 100 000-step run (the fresh processes run with ``PYTHONHASHSEED=0``: Optuna's importance
+order of equally important knobs follows the hash seed).
 Issue 39 before -> after (this script on main 9d28f6b, then on the interactive report; 2 shared cores, same minute):
 10-trial DSE end 0.82 s -> 0.13 s median; generate-report of 100 000 steps 4.94 -> 4.27 s CPU, peak RSS 258 ->
-215 MiB (reading the records alone: 1.85 s, 169 MiB, so the 1 s aim is out of reach of the report's drawing);
-generate_report of 10 000 steps 0.68 -> 0.36 s CPU warm.
-The script uses only the CLI and the public API, so the same file measures any checkout: run it with that
-checkout's environment (``cd /work/main && uv run python <this file>``) for the before numbers. Its fresh
+215 MiB (reading the records alone: 1.85 s, 169 MiB); generate_report of 10 000 steps 0.68 -> 0.36 s CPU warm.
+Then the column reader and the tables of long runs (``--against main`` at e553009, the fixture as cloudai writes
+trajectory.csv, the 2 cores at load 8-10): 100 000 steps 6.58 -> 2.65 s CPU, peak RSS 339 -> 214 MiB, reading the
+records alone 2.02 -> 1.19 s CPU; reports byte for byte the same; 10-trial DSE end 0.59 -> 0.42 s median (both
+slowed by the load: 0.13 s on an idle machine).
+The script uses only the CLI and the public API, so the same file measures any checkout (``--against``, or run
+it with that checkout's environment: ``cd /work/main && uv run python <this file>``). Its fresh
 processes use a bytecode cache (as an installed cloudai does; ``PYTHONDONTWRITEBYTECODE`` is dropped for them and
 ``PYTHONPYCACHEPREFIX`` points into the scratch dir), warmed by one untimed run of each.
 """

@@ -5,7 +5,10 @@ is dropped and described in ``Trajectory.notes``: the last line of an interrupte
 line without its newline is never committed, as in ``cloudai.trajectory.records``), and a report of the completed steps
 beats no report. Unlike ``cloudai.trajectory.records.read_trajectory`` (the strict reader ``--resume`` needs), damage
 in the middle is a note here, not an error. ``env.csv`` rows are joined by step into ``Step.env``.
-Plain Python records rather than a DataFrame: 10 000 steps is small, and the types stay exact.
+Plain Python records rather than a DataFrame: the types stay exact. They are read a chunk of rows at a time, a
+column at once (one C call per column where the row-by-row reader made Python calls per cell) when every row of
+the chunk parses; a chunk with a damaged row is read row by row, which says what it drops. Both give
+``parse_row``'s steps (tests/reports/test_report_fast_reader.py): 10^5 steps read in a fraction of the time.
 """
 
 from __future__ import annotations
