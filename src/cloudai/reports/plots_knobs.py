@@ -45,9 +45,12 @@ def knob_effects(
             if shown < of:
                 notes.append(f"{knob}: the {shown} most often tried of its {of} values are drawn.")
         else:  # numbers only (knob_kind): the finite ones are drawn
-            finite = [i for i, v in enumerate(values) if math.isfinite(v)]
-            log = knob in log_knobs and all(values[i] > 0 for i in finite)
-            chart = numeric(rows, [steps[i] for i in finite], f"knob:{j}", log)
+            if all(map(math.isfinite, values)):  # nearly always: no list of positions
+                drawn, log = steps, knob in log_knobs and min(values, default=1) > 0
+            else:
+                finite = [i for i, v in enumerate(values) if math.isfinite(v)]
+                drawn, log = [steps[i] for i in finite], knob in log_knobs and all(values[i] > 0 for i in finite)
+            chart = numeric(rows, drawn, f"knob:{j}", log)
             name += " (log scale)" if log else ""
         if len(steps) > MAX_POINTS:
             notes.append(f"{knob}: an even sample of its {len(steps)} points is drawn.")
