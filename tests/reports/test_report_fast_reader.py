@@ -93,7 +93,8 @@ def _run(root: Path) -> Path:
 
 def _damage(run: Path) -> None:
     """Rows a column of the chunk cannot take: bad JSON, an empty episode, an action not as cloudai writes it,
-    JSON with spaces around it, a step out of order, a torn last line; and a damaged env.csv row."""
+    JSON with spaces around it, a step out of order, a torn last line; a damaged env.csv row and env cells that
+    are not floats."""
     path = run / "t" / "0" / "trajectory.csv"
     rows = list(csv.reader(io.StringIO(path.read_text())))
     rows[30][2] = '{"algo": "ring"'  # bad JSON
@@ -107,6 +108,9 @@ def _damage(run: Path) -> None:
     env = run / "t" / "0" / "env.csv"
     lines = env.read_text().split("\n")
     lines[50] = "x,0.5"
+    for n, load in ((60, "v1.2"), (61, "1"), (62, "true")):  # a word with a '.', an int, a bool
+        step, _, jitter = lines[n].split(",")
+        lines[n] = f"{step},{load},{jitter}"
     env.write_text("\n".join(lines))
 
 
@@ -142,6 +146,8 @@ def test_columns_give_the_steps_and_notes_of_rows(runs: dict[str, Path], kind: s
     read_env(it_dir / "env.csv", traj)
     assert [repr(s) for s in traj.steps] == [repr(s) for s in reference.steps]  # env joined too
     assert traj.notes == reference.notes and traj.knobs == reference.knobs
+    loads = [s.env.get("load") for s in traj.steps]
+    assert {type(v) for v in loads} == ({float, str, int, bool, type(None)} if kind == "damaged" else {float})
     if kind == "damaged":
         assert len(traj.notes) == 5 and any("torn last line" in n for n in traj.notes)
         unsorted = next(s for s in traj.steps if s.step == 140)  # its cell is not its key: the key is made

@@ -13,6 +13,7 @@ the chunk parses; a chunk with a damaged row is read row by row, which says what
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import itertools
 import json
@@ -367,27 +368,37 @@ def _env_chunks(
         next(rows, None)  # the header (``env_params``)
         lineno = 2
         while block := list(itertools.islice(rows, chunk)):
-            kept: list[list[str]] = []
-            for i, row in enumerate(block):
-                if len(row) != len(params) + 1 or not row[0].strip().isdigit():
-                    notes.append(f"{path.name} line {lineno + i}: unparseable row; dropped")
-                else:
-                    kept.append(row)
+            kept = block if _env_rows_whole(block, len(params) + 1) else []
+            if not kept:
+                for i, row in enumerate(block):
+                    if len(row) != len(params) + 1 or not row[0].strip().isdigit():
+                        notes.append(f"{path.name} line {lineno + i}: unparseable row; dropped")
+                    else:
+                        kept.append(row)
             lineno += len(block)
             if not kept:
                 continue
-            steps = [int(row[0]) for row in kept]
+            first, *cells = zip(*kept, strict=True)
+            steps = list(map(int, first))
             if not params:  # a header of ``step`` alone: every row's env is empty
                 yield steps, [{} for _ in kept]
                 continue
-            _, *cells = zip(*kept, strict=True)
             columns = [list(map(_values(column).__getitem__, column)) for column in cells]
-            yield steps, [dict(zip(params, v, strict=True)) for v in zip(*columns, strict=True)]
+            yield steps, list(map(dict, map(zip, itertools.repeat(params), zip(*columns, strict=True))))
+
+
+def _env_rows_whole(block: list[list[str]], width: int) -> bool:
+    """Whether every row of ``block`` has ``width`` cells and a step number (checked a column at a time)."""
+    return set(map(len, block)) == {width} and all(map(str.isdigit, map(str.strip, map(itemgetter(0), block))))
 
 
 def _values(cells: Sequence[str]) -> dict[str, Value]:
     """Each distinct cell of ``cells`` and its value (``_value``)."""
-    return {text: _value(text) for text in dict.fromkeys(cells)}
+    distinct = list(dict.fromkeys(cells))
+    if all(map(operator.contains, distinct, itertools.repeat("."))):  # a continuous param: floats (see _value)
+        with contextlib.suppress(ValueError):
+            return dict(zip(distinct, map(float, distinct), strict=True))
+    return {text: _value(text) for text in distinct}
 
 
 def _value(text: str) -> Value:
