@@ -21,9 +21,10 @@ Issue 39 before -> after (this script on main 9d28f6b, then on the interactive r
 10-trial DSE end 0.82 s -> 0.13 s median; generate-report of 100 000 steps 4.94 -> 4.27 s CPU, peak RSS 258 ->
 215 MiB (reading the records alone: 1.85 s, 169 MiB); generate_report of 10 000 steps 0.68 -> 0.36 s CPU warm.
 Then the column reader and the tables of long runs (``--against main`` at e553009, the fixture as cloudai writes
-trajectory.csv, the 2 cores at load 8-10): 100 000 steps 6.58 -> 2.65 s CPU, peak RSS 339 -> 214 MiB, reading the
-records alone 2.02 -> 1.19 s CPU; reports byte for byte the same; 10-trial DSE end 0.59 -> 0.42 s median (both
-slowed by the load: 0.13 s on an idle machine).
+trajectory.csv, 2 shared cores at load 4-8): 100 000 steps 6.43 -> 2.63 s CPU, peak RSS 339 -> 214 MiB, reading the
+records alone 1.93 -> 1.10 s CPU; reports byte for byte the same; 10-trial DSE end 0.36 -> 0.31 s median;
+generate_report of 10 000 steps 0.24 s CPU warm. On main's own fixture (actions as ``json.dumps`` writes them, no
+reason column: the column reader makes each key) 6.17 -> 2.87 s CPU, 338 -> 215 MiB.
 The script uses only the CLI and the public API, so the same file measures any checkout (``--against``, or run
 it with that checkout's environment: ``cd /work/main && uv run python <this file>``). Its fresh
 processes use a bytecode cache (as an installed cloudai does; ``PYTHONDONTWRITEBYTECODE`` is dropped for them and
