@@ -1,6 +1,6 @@
 """Report generation time for synthetic 10 000-step DSE trajectories and a 5 000-step live-RL run.
 
-    uv run python benchmarks/bench_report.py [--steps N] [--keep] [--big-steps N] [--dse-runs N]
+    uv run python benchmarks/bench_report.py [--steps N] [--keep] [--big-steps N] [--dse-runs N] [--against REV]
 
 Writes a results dir in the layout `cloudai run` leaves (run.json, trajectory.csv, env.csv), times
 ``generate_report`` on it twice (cold: imports included; then warm) and prints wall and CPU seconds (CPU is
@@ -13,12 +13,20 @@ Issue 39 item 6, what a user waits for, each the real CLI in a fresh process:
   trial's row in trajectory.csv (its mtime) to the process's exit; aim <= 0.3 s;
 - ``cloudai generate-report`` of a 100 000-step run: wall time and peak RSS, next to a process that only reads
   the same records (``load_run``: the floor); aim <= 1 s.
+``--against REV`` (default ``main``; ``''`` for none) runs both of these with REV's ``src/`` (``git archive``,
+on PYTHONPATH) before this tree's, and says whether the two trees wrote byte-identical report.html and
+summary.csv for the 100 000-step run (the fresh processes run with ``PYTHONHASHSEED=0``: Optuna's importance
+order of equally important knobs follows the hash seed).
 Issue 39 before -> after (this script on main 9d28f6b, then on the interactive report; 2 shared cores, same minute):
 10-trial DSE end 0.82 s -> 0.13 s median; generate-report of 100 000 steps 4.94 -> 4.27 s CPU, peak RSS 258 ->
-215 MiB (reading the records alone: 1.85 s, 169 MiB, so the 1 s aim is out of reach of the report's drawing);
-generate_report of 10 000 steps 0.68 -> 0.36 s CPU warm.
-The script uses only the CLI and the public API, so the same file measures any checkout: run it with that
-checkout's environment (``cd /work/main && uv run python <this file>``) for the before numbers. Its fresh
+215 MiB (reading the records alone: 1.85 s, 169 MiB); generate_report of 10 000 steps 0.68 -> 0.36 s CPU warm.
+Then the column reader and the tables of long runs (``--against main`` at e553009, the fixture as cloudai writes
+trajectory.csv, 2 shared cores at load 4-8): 100 000 steps 6.43 -> 2.63 s CPU, peak RSS 339 -> 214 MiB, reading the
+records alone 1.93 -> 1.10 s CPU; reports byte for byte the same; 10-trial DSE end 0.36 -> 0.31 s median;
+generate_report of 10 000 steps 0.24 s CPU warm. On main's own fixture (actions as ``json.dumps`` writes them, no
+reason column: the column reader makes each key) 6.17 -> 2.87 s CPU, 338 -> 215 MiB.
+The script uses only the CLI and the public API, so the same file measures any checkout (``--against``, or run
+it with that checkout's environment: ``cd /work/main && uv run python <this file>``). Its fresh
 processes use a bytecode cache (as an installed cloudai does; ``PYTHONDONTWRITEBYTECODE`` is dropped for them and
 ``PYTHONPYCACHEPREFIX`` points into the scratch dir), warmed by one untimed run of each.
 """
@@ -26,6 +34,7 @@ processes use a bytecode cache (as an installed cloudai does; ``PYTHONDONTWRITEB
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
 import json
 import math
@@ -37,6 +46,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 KNOBS = {
@@ -65,7 +75,7 @@ def synthetic_run(root: Path, steps: int, seed: int = 0, *, kind: str = "dse") -
     (run / "run.json").write_text(json.dumps(manifest))
     with (it_dir / "trajectory.csv").open("w", newline="") as tf, (it_dir / "env.csv").open("w", newline="") as ef:
         traj, env = csv.writer(tf), csv.writer(ef)
-        traj.writerow(["step", "episode", "action", "reward", "observation", "status", "elapsed_s"])
+        traj.writerow(["step", "episode", "action", "reward", "observation", "status", "elapsed_s", "reason"])
         env.writerow(["step", "background_load", "link_latency_us"])
         action: dict = {}
         for step in range(1, steps + 1):
@@ -78,9 +88,16 @@ def synthetic_run(root: Path, steps: int, seed: int = 0, *, kind: str = "dse") -
             busbw = math.log2(action["threads"]) * (1.3 if action["algo"] == "tree" else 1.0) * (1 - 0.5 * load)
             reward = -1.0 if status in ("failed", "constraint") else busbw + rng.gauss(0, 0.2)
             episode = 1 + (step - 1) // 50 if kind == "live" else 1
-            traj.writerow([step, episode, json.dumps(action), round(reward, 4), json.dumps([busbw]), status, 1.0])
+            reason = {"failed": "exit code 1", "constraint": "broke bus_bw >= 1"}.get(status, "")
+            cells = [as_written(action), round(reward, 4), as_written([busbw]), status, 1.0, reason]
+            traj.writerow([step, episode, *cells])
             env.writerow([step, load, latency])
     return run
+
+
+def as_written(value: object) -> str:
+    """JSON as cloudai's trajectory writer puts it in a cell: sorted keys, no spaces."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"))
 
 
 PLAIN_REPORT = """
@@ -156,18 +173,21 @@ num_channels = [1, 4, 8]
 def child_env() -> dict[str, str]:
     """The environment of the timed processes: the caller's, with a bytecode cache of their own."""
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    return {**env, "PYTHONPYCACHEPREFIX": str(Path(tempfile.gettempdir()) / "cloudai-bench-report-pycache")}
+    cache = str(Path(tempfile.gettempdir()) / "cloudai-bench-report-pycache")
+    return {**env, "PYTHONPYCACHEPREFIX": cache, "PYTHONHASHSEED": "0"}
 
 
-def end_of_dse(root: Path) -> float:
-    """Seconds from the last trial's row in trajectory.csv to the exit of the ``cloudai run`` that wrote it."""
+def end_of_dse(root: Path, src: Path | None = None) -> float:
+    """Seconds from the last trial's row in trajectory.csv to the exit of the ``cloudai run`` that wrote it
+    (``src``: another tree's ``src/``)."""
     shutil.rmtree(root, ignore_errors=True)
     (root / "tests").mkdir(parents=True)
     (root / "tests" / "bench.toml").write_text(DSE_TEST)
     (root / "s.toml").write_text('name = "bench"\n[[Tests]]\nid = "t"\ntest_name = "bench"\n')
     args = [sys.executable, "-m", "cloudai", "run", "--tests-dir", str(root / "tests"),
             "--test-scenario", str(root / "s.toml"), "--output-dir", str(root / "out")]  # fmt: skip
-    done = subprocess.run(args, capture_output=True, text=True, env={**child_env(), "CLOUDAI_REPORT": "inline"})
+    env = child_env() | {"CLOUDAI_REPORT": "inline"} | ({"PYTHONPATH": str(src)} if src else {})
+    done = subprocess.run(args, capture_output=True, text=True, env=env)
     ended = time.time()
     if done.returncode != 0:
         raise SystemExit(f"cloudai run failed:\n{done.stdout}\n{done.stderr}")
@@ -175,10 +195,10 @@ def end_of_dse(root: Path) -> float:
     return ended - trajectory.stat().st_mtime
 
 
-def in_child(argv: list[str]) -> tuple[float, float, float]:
-    """Wall seconds, CPU seconds and peak RSS (MiB) of one fresh process running ``argv``."""
+def in_child(argv: list[str], env: dict[str, str] | None = None) -> tuple[float, float, float]:
+    """Wall seconds, CPU seconds and peak RSS (MiB) of one fresh process running ``argv`` (``env``: added)."""
     start = time.perf_counter()
-    child = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=child_env())
+    child = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=child_env() | (env or {}))
     _, status, usage = os.wait4(child.pid, 0)
     wall = time.perf_counter() - start
     if status != 0:
@@ -192,17 +212,36 @@ READ_ONLY = (
 )
 
 
-def big_report(root: Path, steps: int) -> None:
-    """``cloudai generate-report`` of a ``steps``-step run in a fresh process, against reading its records."""
+def big_report(root: Path, steps: int, srcs: dict[str, Path | None]) -> None:
+    """``cloudai generate-report`` of a ``steps``-step run in a fresh process, against reading its records, for
+    each tree of ``srcs`` (label -> its ``src/``, None: this one) in turn; their report.html and summary.csv must
+    be byte for byte the same (``PYTHONHASHSEED`` fixed: Optuna's importance order of equal knobs follows it)."""
     run = synthetic_run(root / "big", steps)
-    in_child([sys.executable, "-m", "cloudai", "generate-report", str(run)])  # bytecode and page cache warm
-    in_child([sys.executable, "-c", READ_ONLY, str(run)])
-    wall, cpu, rss = in_child([sys.executable, "-m", "cloudai", "generate-report", str(run)])
-    floor_wall, floor_cpu, floor_rss = in_child([sys.executable, "-c", READ_ONLY, str(run)])
-    size = (run / "report.html").stat().st_size / 1024
-    print(f"cloudai generate-report of {steps} steps (fresh process): {wall:.2f} s ({cpu:.2f} s CPU; aim <= 1 s), "
-          f"peak RSS {rss:.0f} MiB, {size:.0f} KiB report; reading the records alone: {floor_wall:.2f} s "
-          f"({floor_cpu:.2f} s CPU), {floor_rss:.0f} MiB")  # fmt: skip
+    pages: dict[str, bytes] = {}
+    for label, src in srcs.items():
+        env = {"PYTHONPATH": str(src)} if src else {}
+        in_child([sys.executable, "-m", "cloudai", "generate-report", str(run)], env)  # bytecode, page cache warm
+        in_child([sys.executable, "-c", READ_ONLY, str(run)], env)
+        wall, cpu, rss = in_child([sys.executable, "-m", "cloudai", "generate-report", str(run)], env)
+        floor_wall, floor_cpu, floor_rss = in_child([sys.executable, "-c", READ_ONLY, str(run)], env)
+        pages[label] = (run / "report.html").read_bytes() + (run / "summary.csv").read_bytes()
+        size = (run / "report.html").stat().st_size / 1024
+        print(f"[{label}] cloudai generate-report of {steps} steps (fresh process): {wall:.2f} s ({cpu:.2f} s CPU; "
+              f"aim <= 1 s), peak RSS {rss:.0f} MiB, {size:.0f} KiB report; reading the records alone: "
+              f"{floor_wall:.2f} s ({floor_cpu:.2f} s CPU), {floor_rss:.0f} MiB")  # fmt: skip
+    if len(pages) > 1:
+        same = len(set(pages.values())) == 1
+        print(f"report.html and summary.csv of every tree byte for byte the same: {'yes' if same else 'NO'}")
+
+
+@contextlib.contextmanager
+def source_tree(rev: str) -> Iterator[Path]:
+    """``src/`` of git revision ``rev`` of this repository, unpacked in a temporary dir (for PYTHONPATH)."""
+    repo = Path(__file__).resolve().parent.parent
+    with tempfile.TemporaryDirectory() as tmp:
+        archive = subprocess.run(["git", "-C", str(repo), "archive", rev, "src"], capture_output=True, check=True)
+        subprocess.run(["tar", "-x", "-C", tmp], input=archive.stdout, check=True)
+        yield Path(tmp) / "src"
 
 
 def main() -> None:
@@ -212,14 +251,20 @@ def main() -> None:
     parser.add_argument("--live-steps", type=int, default=5_000)
     parser.add_argument("--big-steps", type=int, default=100_000)
     parser.add_argument("--dse-runs", type=int, default=5, help="10-trial runs timed (their median is shown)")
+    parser.add_argument("--against", default="main", help="git revision measured beside this tree ('' for none)")
     args = parser.parse_args()
     root = Path(tempfile.mkdtemp(prefix="cloudai-bench-report-"))
+    stack = contextlib.ExitStack()
     try:
-        end_of_dse(root / "dse")  # warms the bytecode cache
-        ends = sorted(end_of_dse(root / "dse") for _ in range(args.dse_runs))
-        print(f"end of a 10-trial DSE (last trial to exit, {args.dse_runs} runs): median "
-              f"{statistics.median(ends):.2f} s, range {ends[0]:.2f}-{ends[-1]:.2f} s (aim <= 0.3 s)")  # fmt: skip
-        big_report(root, args.big_steps)
+        srcs: dict[str, Path | None] = {"this": None}
+        if args.against:
+            srcs = {args.against[:8]: stack.enter_context(source_tree(args.against)), **srcs}
+        for label, src in srcs.items():
+            end_of_dse(root / "dse", src)  # warms the bytecode cache
+            ends = sorted(end_of_dse(root / "dse", src) for _ in range(args.dse_runs))
+            print(f"[{label}] end of a 10-trial DSE (last trial to exit, {args.dse_runs} runs): median "
+                  f"{statistics.median(ends):.2f} s, range {ends[0]:.2f}-{ends[-1]:.2f} s (aim <= 0.3 s)")  # fmt: skip
+        big_report(root, args.big_steps, srcs)
         run = synthetic_run(root, args.steps)
         (cold, cold_cpu), (warm, warm_cpu) = timed(run), timed(run)
         size_kib = (run / "report.html").stat().st_size / 1024
@@ -237,6 +282,7 @@ def main() -> None:
         if args.keep:
             print(run / "report.html")
     finally:
+        stack.close()
         if not args.keep:
             shutil.rmtree(root, ignore_errors=True)
 

@@ -56,10 +56,20 @@ def parse_row(cells: list[str]) -> Row | None:
         if not isinstance(act, dict) or not isinstance(obs, list) or status not in STATUSES:
             return None
         values = [math.nan if v is None else float(v) for v in obs]
-        return Row(int(step), int(episode or 0), act, _number(reward), values, status, _number(elapsed), reason=reason)
+        return Row(
+            int(step),
+            int(episode or 0),
+            act,
+            parse_number(reward),
+            values,
+            status,
+            parse_number(elapsed),
+            reason=reason,
+        )
     except (ValueError, TypeError, RecursionError):
         return None
 
 
-def _number(text: str) -> float:
+def parse_number(text: str) -> float:
+    """A reward or duration cell: NaN where none was written (empty, ``None``, ``null``)."""
     return math.nan if text in ("", "None", "null") else float(text)

@@ -136,7 +136,7 @@ def test_a_wide_categorical_knob_draws_its_most_tried_values_from_every_point() 
     steps = steps_of([r for _, r in pairs], [v for v, _ in pairs])
     rows = Rows("r", ["k"], [], "reward")
 
-    chart, shown, of = categorical(rows, [(s, str(s.action["k"])) for s in steps])
+    chart, shown, of = categorical(rows, steps, [str(s.action["k"]) for s in steps])
 
     assert (shown, of) == (MAX_CATEGORIES, 50)
     assert [t[1] for t in chart["ticks"]] == [f"v{i}" for i in range(MAX_CATEGORIES)]

@@ -35,12 +35,18 @@ def is_number(value: object) -> TypeGuard[int | float]:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
+def is_number_type(kind: type) -> bool:
+    """``is_number`` of every value of type ``kind``."""
+    return issubclass(kind, int | float) and not issubclass(kind, bool)
+
+
 def knob_kind(values: Sequence[object]) -> KnobKind:
     """Categorical for strings, bools, mixed or few distinct values; an int or float range otherwise."""
     present = [v for v in values if v is not None]
-    if not present or not all(is_number(v) for v in present) or len(set(present)) <= FEW_VALUES:
+    types = set(map(type, present))  # is_number and isinstance depend on the type alone: once per type
+    if not present or not all(is_number_type(t) for t in types) or len(set(present)) <= FEW_VALUES:
         return "categorical"  # numbers are hashable as they are: no ``_choice`` pass over every value
-    return "int" if all(isinstance(v, int) for v in present) else "float"
+    return "int" if all(issubclass(t, int) for t in types) else "float"
 
 
 def best_so_far(traj: Trajectory) -> list[float]:

@@ -50,7 +50,7 @@ from cloudai.reports.regime_value import (
     value,
     value_ci95,
 )
-from cloudai.reports.trajectory import Step, Trajectory
+from cloudai.reports.trajectory import Step, Trajectory, action_key
 
 CONFIRM_FILE = "confirm.csv"
 CONFIRM_COLUMNS = ("step", "candidate", "draw", "action")
@@ -153,10 +153,6 @@ class Estimate:
         return f"candidate {self.candidate}: {self.value(unit)}; action {show_action(self.action, sort_keys=True)}"
 
 
-def action_key(action: Mapping[str, Any]) -> str:
-    return json.dumps(action, sort_keys=True, default=str)
-
-
 def read_confirm(directory: Path) -> list[ConfirmRow]:
     """The rows of ``confirm.csv`` ([] when there is none; damaged rows skipped; a file from before the ``draw``
     column reads with draw -1)."""
@@ -179,7 +175,9 @@ def write_confirm(directory: Path, rows: Iterable[ConfirmRow]) -> Path:
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
     writer.writerow(CONFIRM_COLUMNS)
-    writer.writerows([r.step, r.candidate, r.draw, action_key(r.action)] for r in sorted(rows))
+    writer.writerows(
+        [r.step, r.candidate, r.draw, json.dumps(r.action, sort_keys=True, default=str)] for r in sorted(rows)
+    )
     return atomic_write(directory / CONFIRM_FILE, buf.getvalue())
 
 

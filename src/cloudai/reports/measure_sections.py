@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from cloudai.reports.confirm import Estimate
     from cloudai.reports.load import AgentRun, Entry
     from cloudai.reports.regime_value import RegimeSpec
-    from cloudai.reports.trajectory import Trajectory
+    from cloudai.reports.trajectory import Step, Trajectory
 
 MAX_TRIAL_ROWS = 100
 TOP_N = 10
@@ -52,9 +52,7 @@ def observations_section(drawn: Rows, traj: Trajectory, entry: Entry, base: str)
 
 def time_section(drawn: Rows, traj: Trajectory, base: str) -> str:
     """Per-trial duration and where the time went, by status (ok, cached, failed, pruned, ...)."""
-    spent: dict[str, list[float]] = defaultdict(list)
-    for s in traj.steps:
-        spent[s.status].append(s.elapsed_s if math.isfinite(s.elapsed_s) else 0.0)
+    spent = {status: _seconds(steps) for status, steps in traj.by_status().items()}
     total = sum(sum(v) for v in spent.values()) or 1.0
     rows = [(status, len(v), sum(v), fmean(v), f"{100 * sum(v) / total:.1f} %") for status, v in spent.items()]
     header = ["status", "trials", "time [s]", "mean per trial [s]", "share of time"]
@@ -65,6 +63,12 @@ def time_section(drawn: Rows, traj: Trajectory, base: str) -> str:
         parts.append(h.note(f"Pruning stopped {len(spent['pruned'])} trial(s) early: about {saved:.1f} s saved "
                             "against running them to the end (at the mean duration of an ok trial)."))  # fmt: skip
     return h.section(f"{base}--time", "Time spent", parts, 3, data="time")
+
+
+def _seconds(steps: list[Step]) -> list[float]:
+    """Each step's duration (0 where none was recorded)."""
+    spent = [s.elapsed_s for s in steps]
+    return spent if all(map(math.isfinite, spent)) else [t if math.isfinite(t) else 0.0 for t in spent]
 
 
 def trials_section(ar: AgentRun, base: str) -> str:
@@ -110,7 +114,7 @@ def top_section(traj: Trajectory, entry: Entry, base: str, confirmed: Sequence[E
 
 def _regime_top(traj: Trajectory, entry: Entry, base: str, spec: RegimeSpec, confirmed: Sequence[Estimate]) -> str:
     rows = []
-    for r in regime_top(traj, spec, confirmed)[:TOP_N]:
+    for r in regime_top(traj, spec, confirmed, TOP_N):
         value = "—" if math.isnan(r.value) else f"{r.value:.6g}" + ("" if math.isnan(r.ci95) else f" ± {r.ci95:.3g}")
         per = [f"{c.mean:.4g} (n={c.n})" if c.rewards else f"— ({c.failed} failed)" if c.failed else "—"
                for c in r.cells]  # fmt: skip

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from operator import attrgetter
 from typing import TYPE_CHECKING
 
 from cloudai.display import show_action
@@ -41,23 +42,23 @@ def by_step(rows: Rows, traj: Trajectory, value: Callable[[Step], float], y: str
     """One series per status of the steps with a finite ``value`` (the table's column ``y``), in
     ``STATUS_STYLE`` order, each longer than ``MAX_POINTS`` as its envelope (``thin.envelope``, which the page's
     note explains). Returns the series and what to add to the title then ("" if nothing)."""
-    groups: dict[str, tuple[list[Step], list[float]]] = {status: ([], []) for status in STATUS_STYLE}
-    for s in traj.steps:
-        v = value(s)
-        if s.status in groups and math.isfinite(v):
-            groups[s.status][0].append(s)
-            groups[s.status][1].append(v)
+    groups = traj.by_status()
     size = 3 if len(traj.steps) > 2000 else 5
     series: list[Spec] = []
-    for status, (steps, values) in groups.items():
+    counts: list[int] = []
+    for status, color in STATUS_STYLE.items():
+        steps = groups.get(status, [])
+        values = list(map(value, steps))
+        if not all(map(math.isfinite, values)):
+            keep = [i for i, v in enumerate(values) if math.isfinite(v)]
+            steps, values = [steps[i] for i in keep], [values[i] for i in keep]
         if steps:
             drawn = rows.refs(steps[i] for i in envelope_index(values))
-            series.append({"label": status, "color": STATUS_STYLE[status], "size": size, "x": "step", "y": y,
-                           "rows": drawn})  # fmt: skip
-    total = sum(len(steps) for steps, _ in groups.values())
-    if all(len(steps) <= MAX_POINTS for steps, _ in groups.values()):
+            series.append({"label": status, "color": color, "size": size, "x": "step", "y": y, "rows": drawn})
+            counts.append(len(steps))
+    if all(n <= MAX_POINTS for n in counts):
         return series, ""
-    return series, f"{total} points: their outline and an even sample drawn"
+    return series, f"{sum(counts)} points: their outline and an even sample drawn"
 
 
 def spec(rows: Rows | None, series: list[Spec], xlabel: str, ylabel: str, title: str = "", **layout: object) -> Spec:
@@ -109,7 +110,7 @@ def _best_changes(traj: Trajectory) -> tuple[list[float], list[float], list[Step
 
 def reward_curve(rows: Rows, traj: Trajectory, ylabel: str = "reward") -> Spec:
     """Reward per step coloured by status, with the best-so-far line: how fast the search converged."""
-    series, thinned = by_step(rows, traj, lambda s: s.reward, "reward")
+    series, thinned = by_step(rows, traj, attrgetter("reward"), "reward")
     return spec(rows, [*series, best_line(rows, traj)], "step", ylabel, thinned)
 
 

@@ -9,11 +9,13 @@ import math
 import random
 from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
+from operator import attrgetter, methodcaller
 from typing import TYPE_CHECKING
 
 from cloudai.reports.analysis import knob_kind
 from cloudai.reports.plots import PAGE_WIDTH, Spec, spec
 from cloudai.reports.thin import MAX_POINTS, even
+from cloudai.reports.trajectory import group_index
 
 if TYPE_CHECKING:
     from cloudai.reports.chartdata import Rows
@@ -39,13 +41,16 @@ def knob_effects(
         steps, values = _set(scored, knob)
         name = knob
         if knob_kind(values) == "categorical":
-            chart, shown, of = categorical(rows, list(zip(steps, map(str, values), strict=True)))
+            chart, shown, of = categorical(rows, steps, list(map(str, values)))
             if shown < of:
                 notes.append(f"{knob}: the {shown} most often tried of its {of} values are drawn.")
         else:  # numbers only (knob_kind): the finite ones are drawn
-            finite = [i for i, v in enumerate(values) if math.isfinite(v)]
-            log = knob in log_knobs and all(values[i] > 0 for i in finite)
-            chart = numeric(rows, [steps[i] for i in finite], f"knob:{j}", log)
+            if all(map(math.isfinite, values)):  # nearly always: no list of positions
+                drawn, log = steps, knob in log_knobs and min(values, default=1) > 0
+            else:
+                finite = [i for i, v in enumerate(values) if math.isfinite(v)]
+                drawn, log = [steps[i] for i in finite], knob in log_knobs and all(values[i] > 0 for i in finite)
+            chart = numeric(rows, drawn, f"knob:{j}", log)
             name += " (log scale)" if log else ""
         if len(steps) > MAX_POINTS:
             notes.append(f"{knob}: an even sample of its {len(steps)} points is drawn.")
@@ -56,7 +61,7 @@ def knob_effects(
 
 def _set(steps: list[Step], knob: str) -> tuple[list[Step], list]:
     """The steps that set ``knob``, and its value in each (one pass, no pair per step: 10^5 steps a knob)."""
-    values = [s.action.get(knob) for s in steps]
+    values = list(map(methodcaller("get", knob), map(attrgetter("action"), steps)))
     if None not in values:
         return steps, values
     kept = [i for i, v in enumerate(values) if v is not None]
@@ -73,12 +78,11 @@ def numeric(rows: Rows, steps: list[Step], column: str, log: bool) -> Spec:
     return _small(rows, [series], xlog=log)
 
 
-def categorical(rows: Rows, pairs: list[tuple[Step, str]]) -> tuple[Spec, int, int]:
+def categorical(rows: Rows, steps: list[Step], labels: list[str]) -> tuple[Spec, int, int]:
     """Box (quartiles, whiskers at 1.5 IQR, median) + jittered points for the ``MAX_CATEGORIES`` most frequent
-    values, at x = 0, 1, ...; returns the chart, the values drawn and the values there are."""
-    groups: dict[str, list[Step]] = {}
-    for s, label in pairs:
-        groups.setdefault(label, []).append(s)
+    values (``labels``: each step's), at x = 0, 1, ...; returns the chart, the values drawn and the values there
+    are."""
+    groups = {label: [steps[i] for i in index] for label, index in group_index(labels).items()}
     order = sorted(groups, key=lambda g: -len(groups[g]))[:MAX_CATEGORIES]
     jitter = random.Random(0)
     drawn: list[Step] = []

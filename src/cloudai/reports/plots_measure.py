@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from operator import attrgetter
 from typing import TYPE_CHECKING
 
 from cloudai.reports.pareto import pareto_indices
@@ -41,7 +42,7 @@ def observations(rows: Rows, traj: Trajectory, entry: Entry) -> list[Spec]:
 
 def durations(rows: Rows, traj: Trajectory) -> Spec:
     """Each trial's wall time against step, coloured by status (pruned trials should sit low)."""
-    series, thinned = by_step(rows, traj, lambda s: s.elapsed_s, "elapsed")
+    series, thinned = by_step(rows, traj, attrgetter("elapsed_s"), "elapsed")
     return spec(rows, series, "step", "trial duration [s]", thinned)
 
 

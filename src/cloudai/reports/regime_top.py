@@ -9,14 +9,25 @@ measured in every regime (fewest failures, then highest value), then the rest, w
 
 from __future__ import annotations
 
+import itertools
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from cloudai.reports.confirm import Estimate, action_key, ranked
-from cloudai.reports.regime_value import Cell, RegimeSpec, cells, failure_share, value, value_ci95
-from cloudai.reports.trajectory import Trajectory
+from cloudai.reports.confirm import Estimate, ranked
+from cloudai.reports.regime_value import (
+    NOT_MEASURED,
+    Cell,
+    Regime,
+    RegimeSpec,
+    cells,
+    failure_share,
+    memo_regime,
+    value,
+    value_ci95,
+)
+from cloudai.reports.trajectory import Step, Trajectory, action_key
 
 
 @dataclass(frozen=True)
@@ -34,28 +45,41 @@ class Row:
         return sum(c.n for c in self.cells)
 
 
-def regime_top(traj: Trajectory, spec: RegimeSpec, confirmed: Sequence[Estimate] = ()) -> list[Row]:
-    """Every configuration with a scored step, best first (see the module docstring)."""
-    measured: dict[str, list[tuple[dict[str, Any], str, float]]] = {}
-    first: dict[str, tuple[int, dict[str, Any]]] = {}
+def regime_top(
+    traj: Trajectory, spec: RegimeSpec, confirmed: Sequence[Estimate] = (), limit: int | None = None
+) -> list[Row]:
+    """Every configuration with a scored step, best first (see the module docstring); the first ``limit`` only.
+
+    Only the configurations that can rank are estimated: the confirmed candidates, those measured in every regime
+    (the others have no value) and, when those are fewer than ``limit``, the first of the rest by first step. A
+    10^5-step run has ~10^5 configurations, nearly all measured once: the table never estimates them all."""
+    mine: dict[str, list[Step]] = {}
     for s in traj.steps:
-        measured.setdefault(s.key, []).append((dict(s.env), s.status, s.reward))
-        first.setdefault(s.key, (s.step, dict(s.action)))
+        mine.setdefault(s.key, []).append(s)
+    regime = memo_regime(spec)
     rows: dict[str, Row] = {}
-    for key in {s.key for s in traj.scored()}:
-        found = cells(spec, measured[key])
-        rows[key] = Row(first[key][0], "", first[key][1], found, value(found, spec.objective),
-                        value_ci95(found, spec.objective), failure_share(found, spec.objective))  # fmt: skip
-    order = [action_key(e.action) for e in ranked(confirmed)]
+
+    def row(key: str) -> Row:
+        if key not in rows:
+            steps = mine[key]
+            found = cells(spec, ((s.env, s.status, s.reward) for s in steps), regime)
+            rows[key] = Row(steps[0].step, "", dict(steps[0].action), found, value(found, spec.objective),
+                            value_ci95(found, spec.objective), failure_share(found, spec.objective))  # fmt: skip
+        return rows[key]
+
+    scored = {s.key for s in traj.steps if s.scored}
+    shown = [k for k in mine if k in scored]  # by first step, as the rest is ranked
+    order = dict.fromkeys(action_key(e.action) for e in ranked(confirmed))
     number = {action_key(e.action): e.candidate for e in confirmed}
-    head = [replace(rows.pop(k), rank=f"candidate {number[k]}") for k in order if k in rows]
-    valued = sorted((r for r in rows.values() if math.isfinite(r.value)), key=_key)
-    rest = sorted((r for r in rows.values() if not math.isfinite(r.value)), key=lambda r: r.first)
-    return [
-        *head,
-        *(replace(r, rank="searched") for r in valued),
-        *(replace(r, rank="not in every regime") for r in rest),
-    ]
+    heads = [k for k in order if k in scored]
+    top = [replace(row(k), rank=f"candidate {number[k]}") for k in heads]
+    others = [k for k in shown if k not in order]
+    found = [row(k) for k in others if _everywhere(mine[k], regime, len(spec.weights))]
+    top += [replace(r, rank="searched") for r in sorted((r for r in found if math.isfinite(r.value)), key=_key)]
+    room = len(shown) if limit is None else max(limit - len(top), 0)
+    rest = (r for k in others if not math.isfinite((r := row(k)).value))  # no value: some regime never measured
+    top += [replace(r, rank="not in every regime") for r in itertools.islice(rest, room)]
+    return top if limit is None else top[:limit]
 
 
 def value_in(traj: Trajectory, key: str, spec: RegimeSpec) -> float:
@@ -66,3 +90,11 @@ def value_in(traj: Trajectory, key: str, spec: RegimeSpec) -> float:
 
 def _key(r: Row) -> tuple[float, float, int]:
     return r.failure_share, -r.value, r.first
+
+
+def _everywhere(steps: list[Step], regime: Callable[[Mapping[str, Any]], Regime | None], regimes: int) -> bool:
+    """Whether ``steps`` measured every one of the ``regimes`` (as ``cells`` counts: not cached, not pruned);
+    without that a configuration has no value (``regime_value.value``)."""
+    if len(steps) < regimes:  # nearly every configuration of a long run: one step, several regimes
+        return False
+    return len({r for s in steps if s.status not in NOT_MEASURED and (r := regime(s.env)) is not None}) == regimes

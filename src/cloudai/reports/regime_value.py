@@ -25,7 +25,7 @@ Pure functions over (env_params, status, reward) triples: the run (``cloudai.run
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import product
 from statistics import fmean, stdev
@@ -92,6 +92,22 @@ class RegimeSpec:
         return f"{how} the env_params regimes (weight): {cells}{noise}"
 
 
+def memo_regime(spec: RegimeSpec) -> Callable[[Mapping[str, Any]], Regime | None]:
+    """``spec.regime``, each distinct combination of the list params' values worked out once (a run draws a few
+    combinations 10^5 times). Values are told apart by type too: ``1`` and ``True`` may be different regimes."""
+    known: dict[tuple[object, ...], Regime | None] = {}
+    names = spec.names
+
+    def regime(env: Mapping[str, Any]) -> Regime | None:
+        values = tuple(map(env.get, names))
+        key = (values, tuple(map(type, values)))
+        if key not in known:
+            known[key] = spec.regime(env)
+        return known[key]
+
+    return regime
+
+
 @dataclass(frozen=True)
 class Cell:
     """One configuration in one regime: every measurement of it there."""
@@ -118,14 +134,20 @@ class Cell:
         return self.failed / (self.n + self.failed) if self.n + self.failed else 0.0
 
 
-def cells(spec: RegimeSpec, measured: Iterable[tuple[Mapping[str, Any], str, float]]) -> tuple[Cell, ...]:
+def cells(
+    spec: RegimeSpec,
+    measured: Iterable[tuple[Mapping[str, Any], str, float]],
+    regime_of: Callable[[Mapping[str, Any]], Regime | None] | None = None,
+) -> tuple[Cell, ...]:
     """One configuration's cells, every regime of ``spec`` in order (empty ones too), from its measurements
     ``(env_params, status, reward)``. Left out: a measurement in no regime (a hand-edited env.csv), a ``cached``
-    step (the earlier measurement of the same draw, answered again) and a ``pruned`` one (stopped early)."""
+    step (the earlier measurement of the same draw, answered again) and a ``pruned`` one (stopped early).
+    ``regime_of``: ``spec.regime`` or its ``memo_regime``."""
+    regime_of = regime_of or spec.regime
     scored: dict[Regime, list[float]] = {r: [] for r in spec.weights}
     failed: dict[Regime, int] = dict.fromkeys(spec.weights, 0)
     for env, status, reward in measured:
-        regime = spec.regime(env)
+        regime = regime_of(env)
         if regime is None or status in NOT_MEASURED:
             continue
         if status in SCORED and math.isfinite(reward):

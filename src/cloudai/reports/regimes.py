@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_right
-from collections import defaultdict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from statistics import fmean
@@ -76,7 +75,8 @@ def regimes(
         declared = bins[param].labels() if param in bins else []
         empty += [f"{param}={label}" for label in declared if label not in groups]
         for label, configs in groups.items():
-            means = {k: fmean(r) for k, r in configs.items()}
+            # fmean of one reward is that reward (+ 0.0: fsum makes -0.0 0.0), without its call per configuration
+            means = {k: r[0] + 0.0 if len(r) == 1 else fmean(r) for k, r in configs.items()}
             mine = configs.get(best.key, [])
             best_mean = means.get(best.key, math.nan)
             beaten = sum(m > best_mean for m in means.values()) / len(means) if mine else math.nan
@@ -104,13 +104,17 @@ def regimes(
 def _groups(traj: Trajectory, param: str, bins: RegimeBins | None) -> dict[str, dict[str, list[float]]]:
     label_of = bins.label if bins else labeller([s.env.get(param) for s in traj.steps])
     labels: dict[tuple[type, object], str] = {}  # one label per distinct value (1 and True are different keys)
-    groups: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    groups: dict[str, dict[str, list[float]]] = {}
     for s in traj.scored():
         value = s.env.get(param)
         if value is not None:
             key = (type(value), value)
             label = labels[key] if key in labels else labels.setdefault(key, label_of(value))
-            groups[label][s.key].append(s.reward)
+            configs = groups[label] if label in groups else groups.setdefault(label, {})
+            if s.key in configs:
+                configs[s.key].append(s.reward)
+            else:
+                configs[s.key] = [s.reward]
     if bins:  # the declared order; a value outside every candidate (a hand-edited env.csv) goes last
         order = {label: i for i, label in enumerate(bins.labels())}
         return dict(sorted(groups.items(), key=lambda kv: (order.get(kv[0], len(order)), kv[0])))

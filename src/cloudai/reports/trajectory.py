@@ -5,27 +5,44 @@ is dropped and described in ``Trajectory.notes``: the last line of an interrupte
 line without its newline is never committed, as in ``cloudai.trajectory.records``), and a report of the completed steps
 beats no report. Unlike ``cloudai.trajectory.records.read_trajectory`` (the strict reader ``--resume`` needs), damage
 in the middle is a note here, not an error. ``env.csv`` rows are joined by step into ``Step.env``.
-Plain Python records rather than a DataFrame: 10 000 steps is small, and the types stay exact.
+Plain Python records rather than a DataFrame: the types stay exact. They are read a chunk of rows at a time, a
+column at once (one C call per column where the row-by-row reader made Python calls per cell) when every row of
+the chunk parses; a chunk with a damaged row is read row by row, which says what it drops. Both give
+``parse_row``'s steps (tests/reports/test_report_fast_reader.py): 10^5 steps read in a fraction of the time.
 """
 
 from __future__ import annotations
 
+import contextlib
 import csv
+import itertools
 import json
 import math
+import operator
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from json.scanner import make_scanner
+from operator import attrgetter, itemgetter
 from pathlib import Path
+from typing import Any
 
 from cloudai.readfile import open_text
-from cloudai.recordfiles import COLUMNS, LEGACY_COLUMNS, SCORED, parse_row
+from cloudai.recordfiles import COLUMNS, LEGACY_COLUMNS, SCORED, STATUSES, parse_number, parse_row
 
 Value = bool | int | float | str | None
-_canonical = json.JSONEncoder(sort_keys=True).encode  # Step.key: as json.dumps(action, sort_keys=True), made once
+# Step.key: an action as compact JSON with sorted keys, as cloudai.trajectory.records writes it (so a row's own
+# text is its key); ``default=str``: a value JSON cannot carry (a hand-built action) still gets a key.
+_COMPACT = json.JSONEncoder(sort_keys=True, separators=(",", ":"), default=str)
+CHUNK_ROWS = 4096  # rows of trajectory.csv read at once: ~0.5-1 MB of text and its records
 
 
-@dataclass(frozen=True, slots=True)
+def action_key(action: Mapping[str, Any]) -> str:
+    """An action as one string: equal configurations, equal keys (``Step.key``; confirm.csv's candidates)."""
+    return _COMPACT.encode(action)
+
+
+@dataclass(slots=True)
 class Step:
     step: int
     episode: int
@@ -34,14 +51,14 @@ class Step:
     observation: list[float]  # NaN where nothing was measured
     status: str
     elapsed_s: float
-    key: str  # the action as canonical JSON: equal configurations, equal keys
+    key: str  # ``action_key(action)``: equal configurations, equal keys
     env: dict[str, Value] = field(default_factory=dict)
     reason: str = ""  # why a failed/timeout/constraint step did not score
     # The reward is a real measurement of the action. Set once: every chart and table filters on it.
     scored: bool = field(init=False, compare=False, repr=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "scored", self.status in SCORED and not math.isnan(self.reward))
+        self.scored = self.status in SCORED and not math.isnan(self.reward)
 
 
 @dataclass
@@ -50,39 +67,95 @@ class Trajectory:
     knobs: list[str] = field(default_factory=list)  # in order of first appearance
     env_params: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    # what ``by_status`` and ``scored`` worked out, and from which list of steps, how long (``_fresh``)
+    _by_status: tuple[list[Step], int, dict[str, list[Step]]] | None = field(default=None, init=False, repr=False)
+    _scored: tuple[list[Step], int, list[Step]] | None = field(default=None, init=False, repr=False)
 
     @property
     def episodes(self) -> int:
         return len({s.episode for s in self.steps})
 
     def scored(self) -> list[Step]:
-        return [s for s in self.steps if s.scored]
+        cached = self._scored
+        if cached is None or not self._fresh(cached):  # once: every chart and table asks
+            cached = self._scored = (self.steps, len(self.steps), [s for s in self.steps if s.scored])
+        return list(cached[2])
 
     def best(self) -> Step | None:
         """The highest-reward scored step (the earliest on ties), or None when no step scored."""
-        return max(self.scored(), key=lambda s: (s.reward, -s.step), default=None)
+        scored = self.scored()
+        rewards = list(map(attrgetter("reward"), scored))  # in step order: the first highest is the earliest
+        return scored[rewards.index(max(rewards))] if rewards else None
 
     def status_counts(self) -> dict[str, int]:
-        counts: dict[str, int] = {}
-        for s in self.steps:
-            counts[s.status] = counts.get(s.status, 0) + 1
-        return counts
+        return {status: len(steps) for status, steps in self.by_status().items()}
+
+    def by_status(self) -> dict[str, list[Step]]:
+        """The steps of each status, in step order; the statuses in order of first appearance. Worked out once
+        (the page's charts and tables each ask), again only if ``steps`` changed length."""
+        cached = self._by_status
+        if cached is None or not self._fresh(cached):
+            cached = self._by_status = (self.steps, len(self.steps), by_status(self.steps))
+        return cached[2]
+
+    def _fresh(self, cached: tuple[list[Step], int, object]) -> bool:
+        """Whether ``cached`` was worked out from ``steps`` as they are (the same list, as long)."""
+        return cached[0] is self.steps and cached[1] == len(self.steps)
+
+
+def by_status(steps: Sequence[Step]) -> dict[str, list[Step]]:
+    """The steps of each status, in step order; the statuses in order of first appearance."""
+    groups: dict[str, list[Step]] = {}
+    for s in steps:
+        if s.status in groups:
+            groups[s.status].append(s)
+        else:
+            groups[s.status] = [s]
+    return groups
+
+
+def group_index(labels: Sequence[str | None]) -> dict[str, list[int]]:
+    """The positions of each label (None left out), labels in order of first appearance: one pass per label
+    when they are few (a list comprehension each), else one pass in all."""
+    distinct = [label for label in dict.fromkeys(labels) if label is not None]
+    if len(distinct) <= FEW_LABELS:
+        return {label: [i for i, found in enumerate(labels) if found == label] for label in distinct}
+    index: dict[str, list[int]] = {label: [] for label in distinct}
+    for i, found in enumerate(labels):
+        if found is not None:
+            index[found].append(i)
+    return index
+
+
+FEW_LABELS = 8
 
 
 def read_trajectory(path: Path) -> Trajectory:
     """Parse ``path``; rows that do not parse are dropped with a note (a torn last line is expected)."""
     traj = Trajectory()
     knobs: dict[str, None] = {}
-    for step in iter_steps(path, traj.notes):
-        knobs.update(dict.fromkeys(step.action))
-        traj.steps.append(step)
+    for steps in _chunks(path, traj.notes, CHUNK_ROWS):
+        for step in steps:
+            if not knobs.keys() >= step.action.keys():  # a knob not seen before (one set comparison, in C)
+                knobs.update(dict.fromkeys(step.action))
+        traj.steps += steps
     traj.knobs = list(knobs)
     return traj
 
 
-def iter_steps(path: Path, notes: list[str]) -> Iterator[Step]:
-    """The steps ``read_trajectory`` keeps, in file order, one row in memory at a time (a 10^5-step file is
-    never held whole); what it drops is described in ``notes``."""
+def iter_steps(path: Path, notes: list[str], chunk: int = CHUNK_ROWS) -> Iterator[Step]:
+    """The steps ``read_trajectory`` keeps, in file order, ``chunk`` rows in memory at a time (a 10^5-step file
+    is never held whole); what it drops is described in ``notes``.
+
+    A chunk whose rows all parse and follow in step order is read column by column (``_clean_chunk``: a few C
+    calls per column instead of Python calls per row); any other chunk row by row (``_row_by_row``), which says
+    what it drops. Both give the same steps: ``parse_row``'s, as ``read_steps_row_by_row`` reads them."""
+    for steps in _chunks(path, notes, chunk):
+        yield from steps
+
+
+def _chunks(path: Path, notes: list[str], chunk: int) -> Iterator[list[Step]]:
+    """``iter_steps``'s steps, a list per ``chunk`` rows of the file."""
     try:
         fh = open_text(path)
     except OSError as exc:  # not a regular file (a device, a FIFO), unreadable
@@ -97,20 +170,128 @@ def iter_steps(path: Path, notes: list[str]) -> Iterator[Step]:
             notes.append(f"{path.name}: unexpected header {found}; expected {','.join(COLUMNS)}")
             return
         last: int | None = None  # the last kept step
-        row = next(rows, None)
-        lineno = 2
-        while row is not None:
-            following = next(rows, None)
-            if following is None and torn:
-                row = []  # no newline: the writer never committed this row, parseable or not (as trajectory.records)
-            step = _parse_row(row)
-            if step is None or (last is not None and step.step <= last):
-                why = "torn last line (interrupted run)" if following is None else "unparseable or out-of-order row"
-                notes.append(f"{path.name} line {lineno}: {why}; dropped")
-            else:
-                last = step.step
-                yield step
-            row, lineno = following, lineno + 1
+        lineno = 2  # the first row's
+        block = list(itertools.islice(rows, chunk))
+        while block:
+            following = list(itertools.islice(rows, chunk))
+            if not following and torn:  # no newline: the writer never committed the last row, parseable or not
+                block[-1] = []
+            steps = None if chunk <= 1 else _clean_chunk(block, last)
+            if steps is None:
+                steps = list(_row_by_row(block, lineno, last, not following, path.name, notes))
+            if steps:
+                last = steps[-1].step
+            yield steps
+            block, lineno = following, lineno + len(block)
+
+
+def read_steps_row_by_row(path: Path, notes: list[str]) -> list[Step]:
+    """``iter_steps`` one row at a time, ``parse_row`` on each: the reference the column reader must equal."""
+    return list(iter_steps(path, notes, chunk=1))
+
+
+def _row_by_row(
+    block: list[list[str]], lineno: int, last: int | None, final: bool, name: str, notes: list[str]
+) -> Iterator[Step]:
+    """``block``'s steps one row at a time (``final``: the file's last rows), each dropped row noted."""
+    for i, row in enumerate(block):
+        step = _parse_row(row)
+        if step is None or (last is not None and step.step <= last):
+            end = final and i == len(block) - 1
+            why = "torn last line (interrupted run)" if end else "unparseable or out-of-order row"
+            notes.append(f"{name} line {lineno + i}: {why}; dropped")
+        else:
+            last = step.step
+            yield step
+
+
+def _clean_chunk(block: list[list[str]], last: int | None) -> list[Step] | None:
+    """The steps of ``block`` read column by column, when every row parses as ``parse_row`` parses it and the
+    steps rise above ``last``; None otherwise (the caller reads it row by row, noting what it drops)."""
+    width = len(block[0])
+    if width not in (len(COLUMNS), len(LEGACY_COLUMNS)) or any(len(row) != width for row in block):
+        return None
+    cols = list(zip(*block, strict=True))
+    try:
+        steps = list(map(int, cols[0]))
+        episodes = list(map(int, cols[1]))  # an empty cell (0 for parse_row) takes the row-by-row path
+        actions = _json_cells(cols[2])
+        observations = _observations(cols[4])
+        rewards, elapsed = _numbers(cols[3]), _numbers(cols[6])
+    except (ValueError, TypeError, RecursionError):
+        return None
+    statuses = cols[5]
+    ordered = all(a < b for a, b in itertools.pairwise(steps)) and (last is None or steps[0] > last)
+    if not ordered or not STATUSES.issuperset(statuses) or not all(type(a) is dict for a in actions):
+        return None
+    reasons = cols[7] if width == len(COLUMNS) else itertools.repeat("")
+    envs = ({} for _ in steps)  # each step its own (empty) env dict: read_env fills it
+    found = list(map(Step, steps, episodes, actions, rewards, observations, statuses, elapsed,
+                     _keys(cols[2], actions), envs, reasons))  # fmt: skip
+    return found if len(found) == len(block) else None  # map stops at its shortest column
+
+
+# json.loads's own scanner (C), without its per-call checks; typeshed types the decoder argument as the scanner
+_scan = make_scanner(json.JSONDecoder())  # pyright: ignore[reportArgumentType]
+
+
+def _json_value(text: str) -> Any:
+    """``json.loads(text)``: the scanner alone when the text is one JSON value with nothing around it."""
+    try:
+        value, end = _scan(text, 0)
+    except (StopIteration, ValueError):
+        return json.loads(text)  # raises, or reads what the scanner left (surrounding whitespace)
+    return value if end == len(text) else json.loads(text)
+
+
+def _json_cells(texts: Sequence[str]) -> list[Any]:
+    """``json.loads`` of each text: the scanner over the column in one ``map`` when every text is one JSON value
+    with nothing around it, else text by text (``_json_value``: ``ValueError`` for one that is not JSON)."""
+    try:
+        found = list(map(_scan, texts, itertools.repeat(0)))  # StopIteration (no JSON value) ends the map early
+    except ValueError:
+        return list(map(_json_value, texts))
+    if len(found) < len(texts) or not all(map(operator.eq, map(len, texts), map(itemgetter(1), found))):
+        return list(map(_json_value, texts))
+    return list(map(itemgetter(0), found))
+
+
+def _observations(texts: Sequence[str]) -> list[list[float]]:
+    """The observation cells as ``parse_row`` reads them (a list of floats, NaN for null; an empty cell: no
+    values); ``ValueError`` or ``TypeError`` where it would not read one."""
+    if not all(texts):
+        return list(map(_observation, texts))
+    values = _json_cells(texts)
+    if set(map(type, values)) != {list}:
+        raise ValueError("an observation that is not a list")
+    if set(map(type, itertools.chain.from_iterable(values))) <= {float}:
+        return values  # float(v) of a float is v: the lists as parsed
+    return [[math.nan if v is None else float(v) for v in row] for row in values]
+
+
+def _observation(text: str) -> list[float]:
+    """One observation cell as ``parse_row`` reads it; ``ValueError`` (or ``TypeError``) where it does not."""
+    values = _json_value(text) if text else []
+    if type(values) is not list:
+        raise ValueError("not a list")
+    return [math.nan if v is None else float(v) for v in values]
+
+
+def _numbers(texts: Sequence[str]) -> list[float]:
+    """``parse_number`` of each text (``float`` of the whole column first: its rare empty cells go one by one)."""
+    try:
+        return list(map(float, texts))
+    except ValueError:
+        return list(map(parse_number, texts))
+
+
+def _keys(texts: Sequence[str], actions: list[dict[str, Any]]) -> list[str]:
+    """``action_key`` of each action: the cell itself when every cell of the chunk is already that text (a file
+    cloudai wrote: one comparison, no encoding per row), else each action encoded."""
+    whole = _COMPACT.encode(actions)
+    if len(whole) == sum(map(len, texts)) + len(texts) + 1 and whole == f"[{','.join(texts)}]":
+        return list(texts)  # each cell is one whole JSON value, so the cells split the array where its items do
+    return list(map(action_key, actions))
 
 
 def _ends_without_newline(fd: int) -> bool:
@@ -124,23 +305,33 @@ def _parse_row(row: list[str]) -> Step | None:
     if parsed is None:
         return None
     p = parsed
-    return Step(p.step, p.episode, p.action, p.reward, p.observation, p.status, p.elapsed_s, _canonical(p.action),
+    return Step(p.step, p.episode, p.action, p.reward, p.observation, p.status, p.elapsed_s, action_key(p.action),
                 reason=p.reason)  # fmt: skip
 
 
 def read_env(path: Path, traj: Trajectory) -> None:
-    """Join ``env.csv`` onto ``traj`` by step. Unparseable rows (a torn last line) are skipped with a note."""
+    """Join ``env.csv`` onto ``traj`` by step (a step's first row). Unparseable rows (a torn last line) are skipped
+    with a note."""
     params = env_params(path, traj.notes)
     if params is None:
         return
-    by_step: dict[int, dict[str, Value]] = {}
-    for step, values in iter_env(path, params, traj.notes):
-        by_step.setdefault(step, values)
-    missing = sum(1 for s in traj.steps if s.step not in by_step)
-    if missing:
-        traj.notes.append(f"{path.name}: {missing} step(s) have no env row")
-    for s in traj.steps:  # each step's own (empty) env dict, filled in place: no copy of 10^5 steps
-        s.env.update(by_step.get(s.step, {}))
+    steps: list[int] = []
+    envs: list[dict[str, Value]] = []
+    for found, values in _env_chunks(path, params, traj.notes, CHUNK_ROWS):
+        steps += found
+        envs += values
+    if steps == [s.step for s in traj.steps]:  # one row per step, in order: as cloudai writes them
+        for s, env in zip(traj.steps, envs, strict=True):
+            s.env.update(env)  # each step's own (empty) env dict, filled in place
+    else:
+        by_step: dict[int, dict[str, Value]] = {}
+        for step, env in zip(steps, envs, strict=True):
+            by_step.setdefault(step, env)
+        missing = sum(1 for s in traj.steps if s.step not in by_step)
+        if missing:
+            traj.notes.append(f"{path.name}: {missing} step(s) have no env row")
+        for s in traj.steps:
+            s.env.update(by_step.get(s.step, {}))
     traj.env_params = params
 
 
@@ -158,29 +349,56 @@ def env_params(path: Path, notes: list[str]) -> list[str] | None:
     return header[1:]
 
 
-ENV_CELL_MEMO = 4096
+def iter_env(
+    path: Path, params: list[str], notes: list[str], chunk: int = CHUNK_ROWS
+) -> Iterator[tuple[int, dict[str, Value]]]:
+    """``env.csv``'s rows as ``(step, {param: value})`` in file order, ``chunk`` rows read at a time;
+    unparseable ones noted."""
+    for steps, envs in _env_chunks(path, params, notes, chunk):
+        yield from zip(steps, envs, strict=True)
 
 
-def iter_env(path: Path, params: list[str], notes: list[str]) -> Iterator[tuple[int, dict[str, Value]]]:
-    """``env.csv``'s rows as ``(step, {param: value})`` in file order, one at a time; unparseable ones noted."""
-    known: dict[str, Value] = {}  # cell text -> value: an env param takes few values, each converted once
-
-    def value(text: str) -> Value:
-        if text in known:
-            return known[text]
-        converted = _value(text)
-        if len(known) < ENV_CELL_MEMO:  # a continuous param's 10^5 distinct cells are not all kept
-            known[text] = converted
-        return converted
-
+def _env_chunks(
+    path: Path, params: list[str], notes: list[str], chunk: int
+) -> Iterator[tuple[list[int], list[dict[str, Value]]]]:
+    """``iter_env``'s rows, a pair of lists (steps, their env values) per ``chunk`` rows of the file. Each distinct
+    cell of a chunk is converted once (an env param takes few values)."""
     with open_text(path) as fh:  # a regular file: ``env_params`` opened it already
         rows = csv.reader(fh)
         next(rows, None)  # the header (``env_params``)
-        for lineno, row in enumerate(rows, start=2):
-            if len(row) != len(params) + 1 or not row[0].strip().isdigit():
-                notes.append(f"{path.name} line {lineno}: unparseable row; dropped")
+        lineno = 2
+        while block := list(itertools.islice(rows, chunk)):
+            kept = block if _env_rows_whole(block, len(params) + 1) else []
+            if not kept:
+                for i, row in enumerate(block):
+                    if len(row) != len(params) + 1 or not row[0].strip().isdigit():
+                        notes.append(f"{path.name} line {lineno + i}: unparseable row; dropped")
+                    else:
+                        kept.append(row)
+            lineno += len(block)
+            if not kept:
                 continue
-            yield int(row[0]), dict(zip(params, map(value, row[1:]), strict=True))
+            first, *cells = zip(*kept, strict=True)
+            steps = list(map(int, first))
+            if not params:  # a header of ``step`` alone: every row's env is empty
+                yield steps, [{} for _ in kept]
+                continue
+            columns = [list(map(_values(column).__getitem__, column)) for column in cells]
+            yield steps, list(map(dict, map(zip, itertools.repeat(params), zip(*columns, strict=True))))
+
+
+def _env_rows_whole(block: list[list[str]], width: int) -> bool:
+    """Whether every row of ``block`` has ``width`` cells and a step number (checked a column at a time)."""
+    return set(map(len, block)) == {width} and all(map(str.isdigit, map(str.strip, map(itemgetter(0), block))))
+
+
+def _values(cells: Sequence[str]) -> dict[str, Value]:
+    """Each distinct cell of ``cells`` and its value (``_value``)."""
+    distinct = list(dict.fromkeys(cells))
+    if all(map(operator.contains, distinct, itertools.repeat("."))):  # a continuous param: floats (see _value)
+        with contextlib.suppress(ValueError):
+            return dict(zip(distinct, map(float, distinct), strict=True))
+    return {text: _value(text) for text in distinct}
 
 
 def _value(text: str) -> Value:
@@ -190,7 +408,7 @@ def _value(text: str) -> Value:
         return lowered == "true"
     if lowered == "":
         return None
-    for kind in (int, float):
+    for kind in (float,) if "." in text else (int, float):  # no int has a '.': skip the failing int()
         try:
             return kind(text)
         except ValueError:
