@@ -36,7 +36,7 @@ class _Formatter(logging.Formatter):
         second = int(record.created)
         if second != self._second[0]:
             self._second = (second, time.strftime(self.default_time_format, self.converter(record.created)))
-        return self.default_msec_format % (self._second[1], record.msecs)
+        return f"{self._second[1]},{int(record.msecs):03d}"  # logging's default_msec_format, "%s,%03d"
 
 
 FILE_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"  # debug.log and --log-file
