@@ -116,3 +116,13 @@ def test_a_job_with_a_path_of_its_own_finds_its_program_there(tmp_path: Path) ->
     job = _run(StandaloneSystem(StandaloneSystemConfig()), spec)
     assert job.status is JobStatus.OK, job.reason
     assert (tmp_path / "job" / "stdout.txt").read_text() == "found\n"
+
+
+def test_a_nul_in_a_word_is_left_to_popen(tmp_path: Path) -> None:
+    """C strings end at a NUL: ``spawn`` never passes such a word on cut short (``Popen`` refuses it; a job's
+    script refuses it first, at render)."""
+    if not spawn.available():
+        pytest.skip("no glibc posix_spawn here")
+    with open(os.devnull, "rb") as null:
+        fd = null.fileno()
+        assert spawn.spawn(("/bin/echo", "a\0b"), tmp_path, [b"K=v"], fd, fd, fd, None) is None

@@ -96,7 +96,10 @@ def spawn(argv: Sequence[str], cwd: Path, env: Sequence[bytes], stdin: int, stdo
     search = b"/" not in program
     if libc is None or not program or (search and (path is None or os.fsencode(path) != libc.get_path(b"PATH"))):
         return None
-    args = (ctypes.c_char_p * (len(argv) + 1))(program, *map(os.fsencode, argv[1:]), None)
+    words = [program, *map(os.fsencode, argv[1:])]
+    if any(b"\0" in word for word in words):  # C would cut the word there: Popen refuses it (ValueError)
+        return None
+    args = (ctypes.c_char_p * (len(words) + 1))(*words, None)
     envp = (ctypes.c_char_p * (len(env) + 1))(*env, None)
     actions = _OPAQUE()
     if libc.actions_init(actions) != 0:
