@@ -30,8 +30,8 @@ class _NoContainment(Containment):
     def __init__(self) -> None:
         self.subreaper, self.cgroup_root, self._free = False, None, []
 
-    def prepare(self, env: dict[str, str]) -> tuple[dict[str, str], Contained]:
-        return env, Contained("")
+    def prepare(self) -> Contained:
+        return Contained("")
 
 
 def _cpu() -> float:

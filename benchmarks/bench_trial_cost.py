@@ -1,7 +1,7 @@
 """Marginal cost of one DSE trial (issue 18): cloudai next to a bare loop doing the same spawn and files.
 
     uv run python benchmarks/bench_trial_cost.py [--sizes 100,1000,10000] [--against REV] [--big] [--dir DIR]
-        [--profile N]
+        [--containment cgroup,subreaper] [--profile N]
 
 Each trial is ``sleep 0`` (the cheapest there is: any overhead shows). For each N:
 
@@ -21,6 +21,8 @@ CPU is what the run costs the machine, jobs included (``RUSAGE_CHILDREN``), also
 the run's CPU as the first and the last trial end (``BENCH_CPU_FILE``), the bare loop its own.
 ``--against REV`` (default ``main``) also runs REV's ``src/`` (``git archive``) in every round, between the
 same two bare runs: the floor, REV's figure and this tree's side by side (``--against ''`` skips it).
+``--containment`` runs each tree once per ``job_containment`` listed (default ``cgroup``, the default system's;
+``subreaper``: no cgroup move per job), side by side in the same rounds.
 ``--big`` adds N = 100 000 and prints the run's wall time, peak RSS (aim < 3 min, < 200 MB) and checks
 trajectory.csv and the report.
 ``--dir DIR`` puts both runs' files there (default: the system's temp dir). On a disk every file creation
@@ -74,14 +76,16 @@ WORKLOADS.register("SleepZero", SleepZero)
 """
 RUNNER = SETUP + "import sys\nfrom cloudai.cli import main\nsys.argv[0] = 'cloudai'\nmain()\n"
 SCENARIO = 'name = "s"\n[[Tests]]\nid = "t"\ntest_name = "t"\n'
+SYSTEM = 'name = "local"\nscheduler = "standalone"\njob_containment = "{containment}"\n'
 
 
-def _write_inputs(root: Path, n: int) -> list[str]:
+def _write_inputs(root: Path, n: int, containment: str = "cgroup") -> list[str]:
     (root / "tests").mkdir(parents=True, exist_ok=True)
     (root / "tests" / "t.toml").write_text(TEST.format(values=list(range(n))))
     (root / "s.toml").write_text(SCENARIO)
+    (root / "system.toml").write_text(SYSTEM.format(containment=containment))
     return ["run", "--tests-dir", str(root / "tests"), "--test-scenario", str(root / "s.toml"),
-            "--output-dir", str(root / "out")]  # fmt: skip
+            "--output-dir", str(root / "out"), "--system-config", str(root / "system.toml")]  # fmt: skip
 
 
 @contextmanager
@@ -94,9 +98,9 @@ def source_tree(rev: str) -> Iterator[Path]:
         yield Path(tmp) / "src"
 
 
-def ours(root: Path, n: int, src: Path | None = None) -> dict[str, float]:
+def ours(root: Path, n: int, src: Path | None = None, containment: str = "cgroup") -> dict[str, float]:
     """One ``cloudai run`` of N trials; ``src``: another tree's ``src/`` (e.g. main's) instead of this one."""
-    args = _write_inputs(root, n)
+    args = _write_inputs(root, n, containment)
     cpu_file = root / "cpu.txt"  # the step and the run's CPU at each trial's end (SleepZero writes it)
     env = {**os.environ, "BENCH_CPU_FILE": str(cpu_file), "BENCH_CPU_STEPS": f"1,{n}"}
     env |= {"PYTHONPATH": str(src)} if src else {}
@@ -174,7 +178,7 @@ def _cpu() -> float:
     return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
 
 
-def measure(n: int, repeat: int, where: str | None, srcs: dict[str, Path | None]) -> None:
+def measure(n: int, repeat: int, where: str | None, srcs: dict[str, tuple[Path | None, str]]) -> None:
     """``repeat`` rounds of bare / ours (each tree in ``srcs``) / bare; each round's ratios are printed and the
     median is the figure (one round of 100 trials is a 0.2 s sweep: a single one moves by +-0.2x on a shared VM).
 
@@ -189,7 +193,7 @@ def measure(n: int, repeat: int, where: str | None, srcs: dict[str, Path | None]
         with tempfile.TemporaryDirectory(dir=where) as tmp:
             root = Path(tmp)
             wall_a, after_a, cpu_a = bare(root / "bare_a", n)
-            runs = {name: ours(root / f"ours-{name}", n, src) for name, src in srcs.items()}
+            runs = {name: ours(root / f"ours-{name}", n, *how) for name, how in srcs.items()}
             wall_b, after_b, cpu_b = bare(root / "bare_b", n)
         bare_marginal_ms = (after_a + after_b) / 2 / (n - 1) * 1000
         bare_ms, bare_cpu_ms = (wall_a + wall_b) / 2 / n * 1000, (cpu_a + cpu_b) / 2 / (n - 1) * 1000
@@ -205,8 +209,9 @@ def measure(n: int, repeat: int, where: str | None, srcs: dict[str, Path | None]
             sweep_ratios[name].append(sweep_ms / bare_ms)
             cpu_ratios[name].append(ours_cpu_ms / bare_cpu_ms)
             cpu_ms[name].append(ours_cpu_ms)
-            print(f"    {name:>6}: per trial {marginal_ms:.2f} ms -> {ratios[name][-1]:.2f}x; sweep / N {sweep_ms:.2f} "
-                  f"vs {bare_ms:.2f} ms -> {sweep_ratios[name][-1]:.2f}x; CPU (jobs included) {ours_cpu_ms:.3f} ms -> "
+            print(f"    {name:>13}: per trial {marginal_ms:.2f} ms -> {ratios[name][-1]:.2f}x; sweep / N "
+                  f"{sweep_ms:.2f} vs {bare_ms:.2f} ms -> {sweep_ratios[name][-1]:.2f}x; CPU (jobs included) "
+                  f"{ours_cpu_ms:.3f} ms -> "
                   f"{cpu_ratios[name][-1]:.2f}x; whole run {got['wall']:.2f} s ({got['cpu']:.2f} s CPU), last job "
                   f"end -> exit {got['tail']:.3f} s, peak RSS {got['rss_mb']:.0f} MB, {got['files']:.0f} files "
                   f"({got['empty']:.0f} empty)")  # fmt: skip
@@ -217,7 +222,7 @@ def measure(n: int, repeat: int, where: str | None, srcs: dict[str, Path | None]
     print(f"N={n:>6}: median of {repeat}: the floor's CPU {median_floor:.3f} ms per trial (least {floor:.3f})")
     for name in srcs:
         cpu, marginal, sweep = (statistics.median(x[name]) for x in (cpu_ratios, ratios, sweep_ratios))
-        print(f"    {name:>6}: CPU {cpu:.2f}x the floor (aim <= 1.25), least {min(cpu_ms[name]):.3f} ms -> "
+        print(f"    {name:>13}: CPU {cpu:.2f}x the floor (aim <= 1.25), least {min(cpu_ms[name]):.3f} ms -> "
               f"{min(cpu_ms[name]) / floor:.2f}x; marginal {marginal:.2f}x; sweep/N {sweep:.2f}x")  # fmt: skip
 
 
@@ -270,14 +275,19 @@ def main() -> None:
     parser.add_argument("--dir", default=None, help="where the runs write (default: the system's temp dir)")
     parser.add_argument("--repeat", type=int, default=3, help="rounds per N (the median ratio is the figure)")
     parser.add_argument("--against", default="main", help="git revision measured beside this tree ('' for none)")
+    parser.add_argument("--containment", default="cgroup", help="job_containment modes, each run side by side")
     opts = parser.parse_args()
     if opts.profile:
         profile(opts.profile, opts.dir)
         return
     with contextlib.ExitStack() as stack:
-        srcs: dict[str, Path | None] = {"this": None}
+        trees: dict[str, Path | None] = {"this": None}
         if opts.against:
-            srcs = {opts.against[:6]: stack.enter_context(source_tree(opts.against)), **srcs}
+            trees = {opts.against[:6]: stack.enter_context(source_tree(opts.against)), **trees}
+        modes = opts.containment.split(",")
+        srcs = {
+            name if len(modes) == 1 else f"{name}/{mode}": (src, mode) for name, src in trees.items() for mode in modes
+        }
         for n in (int(s) for s in opts.sizes.split(",")):
             measure(n, opts.repeat, opts.dir, srcs)
     if opts.big:

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable
 from pathlib import Path
 
@@ -166,6 +167,8 @@ def test_debug_log_and_log_file_hold_the_debug_log(
         assert "DEBUG cloudai.plan: command: " in text and "a (test sleep, workload BashCmd): agent-driven" in text
         assert "DEBUG cloudai.jobs.spec: job a.0.1: " in text
         assert ("job a.0.2 ended ok" in text) == (command == "run")
+        stamp = re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} (DEBUG|INFO|WARNING|ERROR) cloudai")
+        assert all(stamp.match(line) for line in text.splitlines() if line[:2] == "20"), "logging's time format"
     assert "DEBUG" not in result.stderr, "the console stays at WARNING"
 
 

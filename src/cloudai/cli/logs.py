@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import sys
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -23,12 +24,30 @@ LOG: dict[str, Any] = {"level": None, "file": None}  # this invocation's --log-l
 DEBUG_LOG = "debug.log"  # every run's full log, inside its results dir (CloudAI writes one into the cwd)
 
 
+class _Formatter(logging.Formatter):
+    """``logging.Formatter`` that formats the date and time once a second, not per record (a run logs three
+    records per trial). The same text: ``2026-11-28 15:56:01,490``."""
+
+    _second: tuple[int, str] = (-1, "")
+
+    def formatTime(self, record: logging.LogRecord, datefmt: str | None = None) -> str:
+        if datefmt is not None:
+            return super().formatTime(record, datefmt)
+        second = int(record.created)
+        if second != self._second[0]:
+            self._second = (second, time.strftime(self.default_time_format, self.converter(record.created)))
+        return f"{self._second[1]},{int(record.msecs):03d}"  # logging's default_msec_format, "%s,%03d"
+
+
+FILE_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"  # debug.log and --log-file
+
+
 @contextlib.contextmanager
 def debug_log(run_dir: Path) -> Iterator[None]:
     """Everything cloudai logs during the run, at DEBUG, into ``<run_dir>/debug.log`` (appended on --resume)."""
     handler = logging.FileHandler(run_dir / DEBUG_LOG)
     handler.setLevel(logging.DEBUG)
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    handler.setFormatter(_Formatter(FILE_FORMAT))
     root = logging.getLogger("cloudai")
     root.setLevel(logging.DEBUG)
     root.addHandler(handler)
@@ -122,5 +141,5 @@ def setup_logging(verbose: bool, log_file: Path | None) -> None:
             handler = logging.FileHandler(log_file)
         except OSError as exc:
             raise ConfigError(f"cannot open the log file: {exc.strerror}", file=log_file) from None
-        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        handler.setFormatter(_Formatter(FILE_FORMAT))
         root.addHandler(handler)

@@ -100,10 +100,10 @@ class Containment:
         # process (the root is per process), so the open files are bounded by the jobs running at once.
         self._free = _FREE.setdefault(self.cgroup_root, []) if self.cgroup_root else []
 
-    def prepare(self, env: dict[str, str]) -> tuple[dict[str, str], Contained]:
-        """The job's environment with its mark, and the handle to pass to ``adopt`` and ``end``."""
-        mark = f"{os.getpid()}.{next(_counter)}"
-        return {**env, MARK_VAR: mark}, Contained(mark)
+    def prepare(self) -> Contained:
+        """A new job's handle, to pass to ``adopt`` and ``end``; its ``mark`` goes into the job's environment as
+        ``MARK_VAR`` (an empty mark: none)."""
+        return Contained(f"{os.getpid()}.{next(_counter)}")
 
     def adopt(self, pid: int, handle: Contained) -> None:
         """Move the job's first process into a cgroup of its own (a no-op without cgroups)."""

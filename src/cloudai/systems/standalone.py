@@ -15,15 +15,16 @@ import signal
 import subprocess
 import time
 import traceback
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from cloudai.atomicfile import write_small
 from cloudai.config.system import StandaloneSystemConfig, hf_home
 from cloudai.systems.base import Job, JobSpec, JobStatus, System, held_interrupts, redeliver
-from cloudai.systems.contain import Contained, Containment
+from cloudai.systems.contain import MARK_VAR, Contained, Containment
 from cloudai.systems.hidden_env import hidden, job_environ
+from cloudai.systems.spawn import Child, spawn
 
 _CANCEL_GRACE_S = 2.0
 _POLL_FALLBACK_S = 0.02
@@ -32,7 +33,7 @@ _NEW_FILE = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC
 
 @dataclass
 class _Proc:
-    popen: subprocess.Popen[bytes]
+    popen: Child | subprocess.Popen[bytes]
     deadline: float | None
     pidfd: int | None
     contained: Contained
@@ -79,6 +80,14 @@ def _evaluated(spec: JobSpec, now: float) -> Job | None:
     return job
 
 
+def _encoded(env: Mapping[str, str]) -> list[bytes] | None:
+    """``env`` as ``NAME=value`` bytes (``Popen``'s encoding); None for a name with ``=`` or a NUL anywhere, which
+    ``Popen`` refuses with its own error."""
+    items = [os.fsencode(name) + b"=" + os.fsencode(value) for name, value in env.items()]
+    bad = any("=" in name for name in env) or any(b"\0" in item for item in items)
+    return None if bad else items
+
+
 def _kill_group(pid: int, sig: signal.Signals) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pid, sig)
@@ -103,7 +112,7 @@ class StandaloneSystem(System):
         # os.environ decodes every variable, a cost per trial as large as a cgroup move. Less the hidden names
         # and with global_env_vars, built again only when a name is hidden meanwhile (see ``_job_env``).
         self._environ = dict(os.environ)
-        self._base_env: tuple[frozenset[str], dict[str, str]] | None = None
+        self._base_env: tuple[frozenset[str], dict[str, str], list[bytes] | None] | None = None
 
     def submit(self, spec: JobSpec, dependencies: Sequence[str] = ()) -> Job:
         """Start ``spec`` now (``dependencies`` are never given here: ``native_dependencies`` is False).
@@ -120,10 +129,9 @@ class StandaloneSystem(System):
         now = time.time()
         if spec.evaluate is not None and (done := _evaluated(spec, now)) is not None:
             return done
-        env = {**self._job_env(), **spec.env}  # never cloudai's tokens
         with held_interrupts() as held:  # a started process is registered and contained before Ctrl-C acts
             try:
-                job = self._start(spec, env, now)
+                job = self._start(spec, now)
             except OSError as exc:  # e.g. the program does not exist: a failed job, not a crash
                 reason = f"could not start {spec.argv[0]!r}: {exc.strerror}"
                 job = Job(spec, "", JobStatus.FAILED, reason=reason, submitted_at=now, started_at=now, ended_at=now)
@@ -135,29 +143,23 @@ class StandaloneSystem(System):
             redeliver(held)
         return job
 
-    def _job_env(self) -> dict[str, str]:
+    def _job_env(self) -> tuple[dict[str, str], list[bytes] | None]:
         """What every job of this system inherits: the run's environment less cloudai's tokens, with
-        ``global_env_vars`` (the caller copies it)."""
+        ``global_env_vars`` (the caller copies it), and the same as ``NAME=value`` bytes for ``spawn`` (None when
+        a name or value cannot be passed that way: ``Popen`` then says why)."""
         names = hidden()
         if self._base_env is None or self._base_env[0] is not names:
-            self._base_env = (names, {**job_environ(self._environ), **self.config.global_env_vars})
-        return self._base_env[1]
+            env = {**job_environ(self._environ), **self.config.global_env_vars}
+            self._base_env = (names, env, _encoded(env))
+        return self._base_env[1], self._base_env[2]
 
-    def _start(self, spec: JobSpec, env: dict[str, str], now: float) -> Job:
-        env, contained = self._contain.prepare(env)
+    def _start(self, spec: JobSpec, now: float) -> Job:
+        contained = self._contain.prepare()
         out = os.open(spec.job_dir / "stdout.txt", _NEW_FILE, 0o644)
         try:
             err = os.open(spec.job_dir / "stderr.txt", _NEW_FILE, 0o644)
             try:
-                popen = subprocess.Popen(
-                    ("bash", self.script_name) if spec.steps and not spec.in_batch_shell else spec.argv,
-                    cwd=spec.job_dir,
-                    stdin=self._devnull(),
-                    stdout=out,
-                    stderr=err,
-                    env=env,
-                    start_new_session=True,
-                )
+                popen = self._spawn(spec, contained.mark, out, err)
             finally:
                 os.close(err)
         finally:
@@ -166,6 +168,25 @@ class StandaloneSystem(System):
         deadline = now + spec.time_limit_s if spec.time_limit_s else None
         self._procs[job] = _Proc(popen, deadline, _pidfd(popen.pid), contained)
         return job
+
+    def _spawn(self, spec: JobSpec, mark: str, out: int, err: int) -> Child | subprocess.Popen[bytes]:
+        """The job's first process, in ``spec.job_dir`` in a new session: through ``spawn`` (half ``Popen``'s cost,
+        see ``systems.spawn``), else ``Popen``. Its environment: ``_job_env``, the job's own variables over it, and
+        the containment mark (never cloudai's tokens)."""
+        argv = ("bash", self.script_name) if spec.steps and not spec.in_batch_shell else spec.argv
+        base, encoded = self._job_env()
+        own = {**spec.env, MARK_VAR: mark} if mark else spec.env
+        if encoded is not None and own.keys().isdisjoint(base):  # the usual case: the base encoded once per system
+            extra = _encoded(own)
+            env = None if extra is None else [*encoded, *extra]
+        else:
+            env = _encoded({**base, **own})
+        if env is not None:
+            pid = spawn(argv, spec.job_dir, env, self._devnull(), out, err, own.get("PATH", base.get("PATH")))
+            if pid is not None:
+                return Child(pid)
+        return subprocess.Popen(argv, cwd=spec.job_dir, stdin=self._devnull(), stdout=out, stderr=err,
+                                env={**base, **own}, start_new_session=True)  # fmt: skip
 
     def _devnull(self) -> int:
         """One ``/dev/null`` for every job's stdin (``subprocess.DEVNULL`` opens a new one per job)."""

@@ -80,6 +80,7 @@ class TrajectoryWriter:
             if self.env_names
             else None
         )
+        self._rows = {id(fh): csv.writer(fh, lineterminator="\n") for fh in (self._traj, self._env) if fh is not None}
 
     def append(
         self,
@@ -130,9 +131,8 @@ class TrajectoryWriter:
         path = atomic_write(self.directory / name, text.getvalue(), fsync=True)
         return open(path, "a", newline="", encoding="utf-8")  # held open for the run
 
-    @staticmethod
-    def _write(fh: io.TextIOWrapper, cells: list[str]) -> None:
-        csv.writer(fh, lineterminator="\n").writerow(cells)
+    def _write(self, fh: io.TextIOWrapper, cells: list[str]) -> None:
+        self._rows[id(fh)].writerow(cells)
         fh.flush()
 
     def _sync(self) -> None:

@@ -1,0 +1,128 @@
+"""A standalone job's first process is started with glibc's ``posix_spawn`` (``systems.spawn``), not ``Popen``
+(issue 39, item 7: half the CPU per start). The job must not notice: it sees what a ``Popen``-started job sees,
+checked by running the same probe both ways; what cannot be started fails its job with ``Popen``'s words; a job
+with a ``PATH`` of its own (which glibc cannot search) still finds its program there."""
+
+from __future__ import annotations
+
+import os
+import signal
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+import cloudai.systems.standalone as standalone
+from cloudai.config.system import StandaloneSystemConfig
+from cloudai.systems import spawn
+from cloudai.systems.base import Job, JobSpec, JobStatus
+from cloudai.systems.standalone import StandaloneSystem
+
+# What a job can tell of how it was started: working dir, session, descriptors, signals, stdin, environment.
+PROBE = r"""
+pwd
+read -r -a stat < /proc/$$/stat
+[ "${stat[5]}" = "$$" ] && echo "leads its session"
+cd /proc/$$/fd && echo * && cd - >/dev/null
+grep -E '^(SigBlk|SigIgn)' /proc/self/status
+readlink /proc/$$/fd/0
+echo "K=$K mark=${CLOUDAI_JOB_MARK:+set} token=${CLOUDAI_SERVE_TOKEN:-none}"
+echo to-stderr >&2
+"""
+
+
+def _run(system: StandaloneSystem, spec: JobSpec) -> Job:
+    job = system.submit(spec)
+    while not job.done:
+        system.wait([job], timeout=None)
+    return job
+
+
+@pytest.fixture
+def leaky_fd() -> Iterator[int]:
+    """An inheritable descriptor in cloudai's process: no job may get it (``Popen``'s ``close_fds``)."""
+    read, write = os.pipe()
+    os.set_inheritable(write, True)
+    yield write
+    os.close(read)
+    os.close(write)
+
+
+def test_a_spawned_job_sees_what_a_popen_started_one_sees(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, leaky_fd: int
+) -> None:
+    if not spawn.available():
+        pytest.skip("no glibc posix_spawn with addchdir_np/addclosefrom_np here: jobs start through Popen")
+    monkeypatch.setenv("CLOUDAI_SERVE_TOKEN", "secret")
+    signal.signal(signal.SIGUSR1, signal.SIG_IGN)  # an ignored signal stays ignored (both ways)
+    started: list[str] = []
+    real_spawn = standalone.spawn
+
+    def counted(*args: object) -> int | None:
+        pid = real_spawn(*args)  # type: ignore[arg-type]
+        started.append("spawn" if pid is not None else "popen")
+        return pid
+
+    try:
+        outputs = {}
+        for way in ("spawn", "popen"):
+            monkeypatch.setattr(standalone, "spawn", counted if way == "spawn" else lambda *a: None)
+            job = _run(StandaloneSystem(StandaloneSystemConfig()), JobSpec("j", ("bash", "-c", PROBE),
+                                                                        tmp_path / way, {"K": "v"}))  # fmt: skip
+            assert job.status is JobStatus.OK, job.reason
+            assert (tmp_path / way / "stderr.txt").read_text() == "to-stderr\n"
+            outputs[way] = (tmp_path / way / "stdout.txt").read_text().replace(str(tmp_path / way), "<dir>")
+    finally:
+        signal.signal(signal.SIGUSR1, signal.SIG_DFL)
+    assert started == ["spawn"]
+    assert outputs["spawn"] == outputs["popen"]
+    lines = outputs["spawn"].splitlines()
+    assert lines[0] == "<dir>" and lines[1] == "leads its session"
+    assert lines[2].split()[:3] == ["0", "1", "2"] and str(leaky_fd) not in lines[2].split()
+    assert lines[3:5] == ["SigBlk:\t0000000000000000", "SigIgn:\t0000000000000200"]  # only SIGUSR1, as ignored here
+    assert lines[-2:] == ["/dev/null", "K=v mark=set token=none"]
+
+
+def test_a_program_that_cannot_start_fails_its_job_with_the_reason(tmp_path: Path) -> None:
+    plain = tmp_path / "plain.txt"
+    plain.write_text("not a program\n")
+    system = StandaloneSystem(StandaloneSystemConfig())
+    reasons = {
+        argv: _run(system, JobSpec(argv, (argv,), tmp_path / str(i))).reason
+        for i, argv in enumerate(("/no/such/program", "no-such-program-anywhere", str(plain)))
+    }
+    assert reasons == {
+        "/no/such/program": "could not start '/no/such/program': No such file or directory",
+        "no-such-program-anywhere": "could not start 'no-such-program-anywhere': No such file or directory",
+        str(plain): f"could not start {str(plain)!r}: Permission denied",
+    }
+
+
+def test_exit_codes_and_deaths_by_signal_read_as_before(tmp_path: Path) -> None:
+    system = StandaloneSystem(StandaloneSystemConfig())
+    codes = [_run(system, JobSpec(str(i), ("sh", "-c", cmd), tmp_path / str(i))).returncode
+             for i, cmd in enumerate(("exit 0", "exit 3", "kill -KILL $$"))]  # fmt: skip
+    assert codes == [0, 3, -9]
+
+
+def test_a_job_with_a_path_of_its_own_finds_its_program_there(tmp_path: Path) -> None:
+    """glibc searches cloudai's ``PATH``, not the job's: such a job is started by ``Popen``, which searches the
+    job's."""
+    tools = tmp_path / "tools"
+    tools.mkdir()
+    (tools / "only-here").write_text("#!/bin/sh\necho found\n")
+    (tools / "only-here").chmod(0o755)
+    spec = JobSpec("j", ("only-here",), tmp_path / "job", {"PATH": f"{tools}:{os.environ['PATH']}"})
+    job = _run(StandaloneSystem(StandaloneSystemConfig()), spec)
+    assert job.status is JobStatus.OK, job.reason
+    assert (tmp_path / "job" / "stdout.txt").read_text() == "found\n"
+
+
+def test_a_nul_in_a_word_is_left_to_popen(tmp_path: Path) -> None:
+    """C strings end at a NUL: ``spawn`` never passes such a word on cut short (``Popen`` refuses it; a job's
+    script refuses it first, at render)."""
+    if not spawn.available():
+        pytest.skip("no glibc posix_spawn here")
+    with open(os.devnull, "rb") as null:
+        fd = null.fileno()
+        assert spawn.spawn(("/bin/echo", "a\0b"), tmp_path, [b"K=v"], fd, fd, fd, None) is None
