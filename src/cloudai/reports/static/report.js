@@ -22,6 +22,7 @@
     table.knobs.forEach((k, j) => lines.push(`${k} = ${fmt(c["knob:" + j][r])}`));
     lines.push(`${table.reward}: ${fmt(c.reward[r])}`);
     table.metrics.forEach((m, j) => lines.push(`${m}: ${fmt(c["obs:" + j][r])}`));
+    (table.more || []).forEach((m, j) => lines.push(`${m}: ${fmt(c["more:" + j][r])}`));
     lines.push(`duration: ${fmt(c.elapsed[r])} s`);
     return lines.join("\n");
   }
