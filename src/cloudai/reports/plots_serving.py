@@ -141,7 +141,14 @@ def latency_chart(
         op, bound = slas[throughput]
         series.append(_sla(f"SLA {throughput} {op} {bound:g}", [bound, bound], [min(ys), max(ys)]))
     title = f"{latency} against {throughput}{sampled}"
-    return spec(drawn, series, entry.label(throughput), entry.label(latency), title, width=width, height=340)
+    layout: dict[str, object] = {"width": width, "height": 340}
+    if xs:  # explicit: uPlot's own range ends at the first of equal largest x, leaving the others out of its y range
+        low, high = min(xs), max(xs)
+        if throughput in slas:
+            low, high = min(low, slas[throughput][1]), max(high, slas[throughput][1])
+        pad = 0.05 * (high - low) or 0.05 * abs(high) or 1.0
+        layout["xrange"] = [low - pad, high + pad]
+    return spec(drawn, series, entry.label(throughput), entry.label(latency), title, **layout)
 
 
 def _sla(label: str, xs: list[float], ys: list[float]) -> Spec:
