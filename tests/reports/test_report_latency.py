@@ -151,7 +151,7 @@ def test_no_latency_chart_for_a_workload_without_one_or_an_older_run(tmp_path: P
 
 
 @pytest.mark.browser
-def test_hovering_a_latency_point_shows_its_configuration_and_both_values(tmp_path: Path) -> None:
+def test_hovering_a_latency_point_shows_its_configuration_traffic_and_both_values(tmp_path: Path) -> None:
     if CHROMIUM is None:
         pytest.skip("headless Chromium not installed: apt-get install -y chromium (Debian package 'chromium')")
     run = write_serving_run(tmp_path / "run")
@@ -165,6 +165,9 @@ def test_hovering_a_latency_point_shows_its_configuration_and_both_values(tmp_pa
         tip = hover(browser, f"{BASE}--latency-1", metrics["output_token_throughput"], metrics["itl_ms"]).splitlines()
         assert tip[0] == f"step {step} (constraint)"
         assert [f"{k} = {v}" for k, v in action.items()] == tip[1:3]
+        with (run / TEST_ID / "0" / "env.csv").open() as fh:
+            drew = next(r for r in csv.DictReader(fh) if r["step"] == str(step))["aiperf.replay_concurrency"]
+        assert f"aiperf.replay_concurrency = {drew} (env)" in tip  # the traffic it was measured under
         assert f"itl_ms [ms]: {metrics['itl_ms']:.6g}" in tip  # read from its job.json: not an observed metric
         assert f"ttft_p90_ms [ms]: {metrics['ttft_p90_ms']:.6g}" in tip
         assert f"output_token_throughput [tokens/s]: {metrics['output_token_throughput']:.6g}" in tip

@@ -98,7 +98,7 @@ def agent_section(run: RunData, ar: AgentRun) -> str:
     if ar.finished:
         href = "/".join(quote(p) for p in (ar.test_id, str(ar.iteration), BEST_FILE))
         parts.append(f"<p>The recommended configuration as a test TOML, ready to run: {h.link(href, href)}</p>")
-    drawn = Rows(base, traj.knobs, [entry.label(m) for m in entry.agent_metrics], entry.reward_label)
+    drawn = Rows(base, traj.knobs, [entry.label(m) for m in entry.agent_metrics], entry.reward_label, traj.env_params)
     reward_chart = h.chart(f"{base}--reward-chart", plots.reward_curve(drawn, traj, entry.reward_label),
                            f"{entry.reward_label} per step")  # fmt: skip
     parts.append(h.section(f"{base}--reward", f"Reward per step ({entry.reward_label})", [reward_chart], 3))
