@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 from cloudai.readfile import read_regular
 from cloudai.reports import html as h
+from cloudai.reports.load import JOB_RECORD, MAX_JSON
 from cloudai.reports.plots import PAGE_WIDTH, STATUS_STYLE, Spec, spec
 from cloudai.reports.thin import even
 
@@ -30,7 +31,6 @@ if TYPE_CHECKING:
     from cloudai.reports.trajectory import Step, Trajectory
 
 MEASURED = ("ok", "constraint")  # statuses whose trial measured its metrics
-MAX_JOB_JSON = 16 << 20  # as the reader's MAX_JSON: a larger job.json is not one cloudai wrote
 SLA_COLOR = "#d62728"
 _CONSTRAINT = re.compile(r"^(\S+) (<=|>=|<|>) (\S+)$")  # run.json's constraints: ``config.objectives`` text
 
@@ -97,7 +97,7 @@ def metric_values(steps: list[Step], metrics: list[str], entry: Entry, it_dir: P
         got = {m: _number(s.observation[i]) if i < len(s.observation) else math.nan
                for m, i in observed.items() if m in metrics}  # fmt: skip
         if read:
-            job = _job_metrics(it_dir / str(s.step) / "job.json")
+            job = _job_metrics(it_dir / str(s.step) / JOB_RECORD)
             got |= {m: _number(job.get(m)) for m in read}
         out[s.step] = got
     return out
@@ -105,7 +105,7 @@ def metric_values(steps: list[Step], metrics: list[str], entry: Entry, it_dir: P
 
 def _job_metrics(path: Path) -> dict[str, object]:
     try:
-        record = json.loads(read_regular(path, MAX_JOB_JSON))
+        record = json.loads(read_regular(path, MAX_JSON))
     except (OSError, ValueError):
         return {}
     metrics = record.get("metrics") if isinstance(record, dict) else None
