@@ -3,13 +3,15 @@
 Every chart of an agent run refers to its points by row number into one table (``<script type=
 "application/json" class="rows">``): step, status, reward, duration, each observed metric and each knob's
 value. A point drawn by several charts (reward, observations, duration, knob effects) is one row, and hovering
-any of them shows that row: the step's configuration and metrics (``static/report.js``). Only the rows some
+any of them shows that row: the step's configuration, env params and metrics (``static/report.js``). Only the rows some
 chart draws are kept (``thin`` bounds each chart), so the table stays a few thousand rows at any run length.
 
 Columns (``cols``), each a list with one value per row (``null`` where nothing was measured):
 ``step``, ``status`` (an index into ``statuses``), ``reward``, ``elapsed``, ``obs:<i>`` (the i-th of
 ``metrics``, as the run names it with its unit), ``knob:<j>`` (the j-th of ``knobs``; a value that is not a
-number, a string, a bool or null as its JSON text).
+number, a string, a bool or null as its JSON text), ``env:<j>`` (the j-th of ``env``: the env param's value the
+step drew, as a knob's), ``more:<k>`` (the k-th of ``more``: a metric the trials measured but the agent did not
+observe, read from their job.json by the chart that draws it).
 """
 
 from __future__ import annotations
@@ -29,11 +31,17 @@ if TYPE_CHECKING:
 class Rows:
     """The drawn steps of one agent run, in the order charts first asked for them."""
 
-    def __init__(self, name: str, knobs: Sequence[str], metrics: Sequence[str], reward: str) -> None:
-        """``name``: how charts find the table (unique in the page); ``metrics``, ``reward``: their labels."""
+    def __init__(
+        self, name: str, knobs: Sequence[str], metrics: Sequence[str], reward: str, env: Sequence[str] = ()
+    ) -> None:
+        """``name``: how charts find the table (unique in the page); ``metrics``, ``reward``: their labels;
+        ``env``: the env params each step drew (the traffic a serving trial measured under)."""
         self.name, self.knobs, self.metrics, self.reward = name, list(knobs), list(metrics), reward
+        self.env = list(env)
         self._index: dict[int, int] = {}  # step number -> row
         self._steps: list[Step] = []
+        self.more: list[str] = []  # labels of the metrics added by ``add_metric``
+        self._more: list[dict[int, float]] = []  # step number -> value, per added metric
 
     def __len__(self) -> int:
         return len(self._steps)
@@ -48,6 +56,15 @@ class Rows:
                 self._steps.append(s)
             out.append(row)
         return out
+
+    def add_metric(self, label: str, values: dict[int, float]) -> str:
+        """A metric not observed (``values``: by step number), shown on hovering a row; its column's name."""
+        if label in self.more:
+            self._more[self.more.index(label)].update(values)
+            return f"more:{self.more.index(label)}"
+        self.more.append(label)
+        self._more.append(dict(values))
+        return f"more:{len(self.more) - 1}"
 
     def table(self) -> dict[str, object]:
         """The rows as columns (see the module docstring), ready for ``json.dumps``."""
@@ -64,7 +81,12 @@ class Rows:
             cols[f"obs:{i}"] = [finite(s.observation[i]) if i < len(s.observation) else None for s in steps]
         for j, knob in enumerate(self.knobs):
             cols[f"knob:{j}"] = [scalar(s.action.get(knob)) for s in steps]
-        return {"statuses": statuses, "knobs": self.knobs, "metrics": self.metrics, "reward": self.reward, "cols": cols}
+        for j, param in enumerate(self.env):
+            cols[f"env:{j}"] = [scalar(s.env.get(param)) for s in steps]
+        for k, values in enumerate(self._more):
+            cols[f"more:{k}"] = [finite(values.get(s.step)) for s in steps]
+        return {"statuses": statuses, "knobs": self.knobs, "env": self.env, "metrics": self.metrics,
+                "more": self.more, "reward": self.reward, "cols": cols}  # fmt: skip
 
     def script(self) -> str:
         """The table as an inline JSON script the page's charts find by ``name`` (their ``rows``)."""

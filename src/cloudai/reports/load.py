@@ -54,6 +54,8 @@ class Entry:
     regimes: dict[str, RegimeBins] = field(default_factory=dict)  # env param -> its regimes, as the run binned
     default_means: str = ""  # which metric ``default`` is for this test (fio: read_bw), when the workload says
     regime_objective: Objective = "expectation"  # agent_config.regime_objective: the value over the env regimes
+    # A serving workload's latency families charted against its throughput metric (run.json's latency_charts)
+    latency_charts: tuple[str, tuple[tuple[str, ...], ...]] | None = None
 
     @property
     def regime_spec(self) -> RegimeSpec | None:
@@ -224,6 +226,7 @@ def _entries(manifest: dict[str, Any]) -> list[Entry]:
                 regimes=_regimes(raw.get("env_param_regimes")),
                 default_means=str(raw.get("default_means") or ""),
                 regime_objective="worst" if raw.get("regime_objective") == "worst" else "expectation",
+                latency_charts=_latency_charts(raw.get("latency_charts")),
             )
         )
     return entries
@@ -232,6 +235,17 @@ def _entries(manifest: dict[str, Any]) -> list[Entry]:
 def _regimes(raw: object) -> dict[str, RegimeBins]:
     found = {str(k): RegimeBins.from_json(v) for k, v in raw.items()} if isinstance(raw, dict) else {}
     return {k: v for k, v in found.items() if v is not None}
+
+
+def _latency_charts(raw: object) -> tuple[str, tuple[tuple[str, ...], ...]] | None:
+    """``{"throughput": m, "latencies": [[m, ...], ...]}`` (``workloads.base.LatencyCharts``); None otherwise."""
+    if not isinstance(raw, dict) or not isinstance(raw.get("throughput"), str):
+        return None
+    families = raw.get("latencies")
+    if not isinstance(families, list):
+        return None
+    kept = tuple(tuple(str(m) for m in f) for f in families if isinstance(f, list) and f)
+    return (raw["throughput"], kept) if kept else None
 
 
 def entry_of(it_dir: Path) -> Entry:

@@ -2,9 +2,9 @@
 
 Section ids (``data-section`` in brackets) are stable, for links and tests: ``overview``, ``jobs``, and per
 agent run ``<test id>-<iteration>`` [agent] with sub-sections ``<base>--reward`` [reward], ``--observations``,
-``--pareto`` (several objectives), ``--knobs`` [knobs], ``--importance`` [importance], ``--top`` [top],
-``--time``, ``--trials``, ``--regimes`` [regimes], ``--episodes`` [episodes] (see ``measure_sections``),
-``--confirm`` (the re-run candidates, when the run confirmed).
+``--pareto`` (several objectives), ``--latency`` [latency] (a serving workload: ``plots_serving``), ``--knobs``
+[knobs], ``--importance`` [importance], ``--top`` [top], ``--time``, ``--trials``, ``--regimes`` [regimes],
+``--episodes`` [episodes] (see ``measure_sections``), ``--confirm`` (the re-run candidates, when the run confirmed).
 A section that cannot be computed says why instead of disappearing.
 """
 
@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from urllib.parse import quote
 
 from cloudai.display import show_action
-from cloudai.reports import analysis, confirm, plots, plots_knobs, regimes, thin
+from cloudai.reports import analysis, confirm, plots, plots_knobs, plots_serving, regimes, thin
 from cloudai.reports import html as h
 from cloudai.reports import measure_sections as ms
 from cloudai.reports.baseline import versus_first
@@ -98,12 +98,15 @@ def agent_section(run: RunData, ar: AgentRun) -> str:
     if ar.finished:
         href = "/".join(quote(p) for p in (ar.test_id, str(ar.iteration), BEST_FILE))
         parts.append(f"<p>The recommended configuration as a test TOML, ready to run: {h.link(href, href)}</p>")
-    drawn = Rows(base, traj.knobs, [entry.label(m) for m in entry.agent_metrics], entry.reward_label)
+    drawn = Rows(base, traj.knobs, [entry.label(m) for m in entry.agent_metrics], entry.reward_label, traj.env_params)
     reward_chart = h.chart(f"{base}--reward-chart", plots.reward_curve(drawn, traj, entry.reward_label),
                            f"{entry.reward_label} per step")  # fmt: skip
     parts.append(h.section(f"{base}--reward", f"Reward per step ({entry.reward_label})", [reward_chart], 3))
     if not entry.live_rl or entry.agent_metrics != ("default",):
         parts.append(ms.observations_section(drawn, traj, entry, base))
+    latency = plots_serving.latency_section(drawn, traj, entry, run.path / ar.test_id / str(ar.iteration), base)
+    if latency is not None:
+        parts.append(latency)
     pareto = ms.pareto_section(drawn, traj, entry, base)
     if pareto is not None:
         parts.append(pareto)

@@ -58,7 +58,7 @@ def write_run_manifest(plan: Plan, run_dir: Path, command: str = "") -> None:
     """``run.json``: what ran, so reports and ``--resume`` need not re-read the TOML; ``command``: how it was
     started (default: this process's argv)."""
     from cloudai.gymserver.factory import declared_units
-    from cloudai.workloads import default_means, units_of
+    from cloudai.workloads import default_means, latency_charts, units_of
 
     entries = [
         {
@@ -76,6 +76,7 @@ def write_run_manifest(plan: Plan, run_dir: Path, command: str = "") -> None:
             "log_knobs": [d.name for d in c.space.dims if getattr(d, "log", False)],
             "units": declared_units(c.entry.cmd_args) if c.live_rl else units_of(c.entry.workload, c.entry.cmd_args),
             "default_means": default_means(c.entry.workload, c.entry.cmd_args),
+            "latency_charts": None if c.live_rl else latency_charts(c.entry.workload),
             "env_params": sorted(c.entry.agent.env_params or {}),
             "env_param_regimes": _regimes(c),
             "regime_objective": (c.entry.agent.config or {}).get("regime_objective", "expectation"),

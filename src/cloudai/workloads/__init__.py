@@ -73,3 +73,12 @@ def default_means(workload: str, cmd_args: Mapping[str, Any]) -> str | None:
         return WORKLOADS.get(workload)().default_means(cmd_args)
     except Exception:  # an unknown workload, or one that cannot be built without its environment
         return None
+
+
+def latency_charts(workload: str) -> dict[str, object] | None:
+    """The workload's ``LatencyCharts`` as run.json holds them; None for a workload without (or unknown)."""
+    try:
+        charts = getattr(WORKLOADS.get(workload), "latency_charts", None)
+    except Exception:  # an unknown workload (live RL has none): no charts
+        return None
+    return charts.to_json() if charts is not None else None

@@ -59,6 +59,8 @@ A workload is system-agnostic: it never starts processes itself. Contract:
   while a trial runs, for pruning. Default: none. It must be cheap and tolerate a torn last line.
 * ``read_metrics(job_dir)`` reads ``metrics.json`` (``{"name": number}``; ``default`` is the
   headline metric) and raises ``WorkloadError`` when it is missing or malformed.
+* ``latency_charts``: a serving workload's latency metrics and throughput metric, which the report charts against
+  each other, one point per trial (``LatencyCharts``). Default None: no such chart.
 * ``failure_reason(job_dir)`` gives the tool's own error line for a job that failed (added to
   its exit code in the recorded reason), or None.
 """
@@ -150,6 +152,21 @@ class ResourceColumns:
         return None if self.gpus_per_node is None else self.num_nodes * self.gpus_per_node
 
 
+@dataclass(frozen=True)
+class LatencyCharts:
+    """Latency against throughput, one chart per family of ``latencies`` (TTFT, ITL, ...), one point per trial.
+
+    A family is one latency's statistics (``("ttft_p90_ms", "ttft_ms", "ttft_p99_ms")``): the chart draws the one the
+    test has an ``agent_constraints`` SLA on (and the SLA as a line), else the first. Written into ``run.json``
+    (the reports import no workloads)."""
+
+    throughput: str
+    latencies: tuple[tuple[str, ...], ...]
+
+    def to_json(self) -> dict[str, object]:
+        return {"throughput": self.throughput, "latencies": [list(family) for family in self.latencies]}
+
+
 class Workload(ABC):
     name: ClassVar[str]
     args_model: ClassVar[type[BaseModel] | None] = None
@@ -157,6 +174,7 @@ class Workload(ABC):
     metrics: ClassVar[tuple[str, ...] | None] = None  # the metric names it reports; None: not declared, () none
     noisy: ClassVar[bool] = False  # the same point measures differently when re-run: confirm the best by default
     units: ClassVar[dict[str, str]] = {}  # metric -> unit, shown on report axes and tables
+    latency_charts: ClassVar[LatencyCharts | None] = None  # a serving workload's latency-vs-throughput charts
     # What a real run needs: "cpu" runs on any machine (this one too); "gpu" needs GPUs (tests use a stand-in
     # that prints the tool's output). docs/test-toml.md's coverage table says it for every workload.
     hardware: ClassVar[Literal["cpu", "gpu"]] = "gpu"

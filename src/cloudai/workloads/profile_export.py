@@ -29,6 +29,7 @@ from pathlib import Path
 
 from cloudai.errors import WorkloadError
 from cloudai.readfile import UnsafeFileError, read_regular
+from cloudai.workloads.base import LatencyCharts
 from cloudai.workloads.table import number
 
 MAX_EXPORT_BYTES = 4 << 20
@@ -64,6 +65,11 @@ UNITS = {
     "request_throughput": "requests/s",
     **{name: "ms" for name in METRICS if name.endswith("_ms")},
 }
+# TTFT and ITL against output tokens/s in the report (the SLA's statistic when the test constrains one)
+LATENCY_CHARTS = LatencyCharts(
+    "output_token_throughput",
+    (("ttft_ms", "ttft_p50_ms", "ttft_p90_ms", "ttft_p99_ms"), ("itl_ms", "itl_p50_ms", "itl_p90_ms", "itl_p99_ms")),
+)
 # name -> (rows it may be in, columns to try in order)
 _PICKS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "output_token_throughput": (_OUTPUT_TPUT, ("Value", "avg")),

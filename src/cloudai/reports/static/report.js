@@ -20,8 +20,10 @@
     const c = table.cols;
     const lines = [`step ${c.step[r]} (${table.statuses[c.status[r]]})`];
     table.knobs.forEach((k, j) => lines.push(`${k} = ${fmt(c["knob:" + j][r])}`));
+    (table.env || []).forEach((p, j) => lines.push(`${p} = ${fmt(c["env:" + j][r])} (env)`));
     lines.push(`${table.reward}: ${fmt(c.reward[r])}`);
     table.metrics.forEach((m, j) => lines.push(`${m}: ${fmt(c["obs:" + j][r])}`));
+    (table.more || []).forEach((m, j) => lines.push(`${m}: ${fmt(c["more:" + j][r])}`));
     lines.push(`duration: ${fmt(c.elapsed[r])} s`);
     return lines.join("\n");
   }

@@ -173,6 +173,7 @@ class AIDynamo(Workload):
     produces_metrics = True
     metrics = (*profile_export.METRICS, "accuracy")
     units = profile_export.UNITS
+    latency_charts = profile_export.LATENCY_CHARTS
     noisy = True
 
     def argv(self, args: Mapping[str, Any], job: JobContext) -> list[str]:

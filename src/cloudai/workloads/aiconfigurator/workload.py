@@ -39,7 +39,15 @@ from cloudai.steps import Evaluation
 from cloudai.workloads.aiconfigurator import catalog
 from cloudai.workloads.aiconfigurator.args import AiconfiguratorArgs, request
 from cloudai.workloads.aiconfigurator.worker import evaluation, oom, warm_worker
-from cloudai.workloads.base import ONE_NODE, STDOUT_FILE, JobContext, ResourceColumns, Resources, Workload
+from cloudai.workloads.base import (
+    ONE_NODE,
+    STDOUT_FILE,
+    JobContext,
+    LatencyCharts,
+    ResourceColumns,
+    Resources,
+    Workload,
+)
 
 METRICS = (
     "default",
@@ -78,6 +86,7 @@ class Aiconfigurator(Workload):
     produces_metrics = True
     metrics = METRICS
     units = UNITS
+    latency_charts = LatencyCharts("tokens_per_s_per_gpu", (("ttft_ms",), ("tpot_ms",)))  # TTFT, TPOT per GPU tokens/s
 
     def default_means(self, cmd_args: Mapping[str, Any]) -> str | None:
         return "tokens_per_s_per_gpu"

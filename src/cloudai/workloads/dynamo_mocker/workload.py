@@ -181,6 +181,7 @@ class DynamoMocker(Workload):
     noisy = True  # nine repeats of one point: 15.6-16.6 requests/s (benchmarks/bench_serving_stack.py)
     metrics = profile_export.METRICS
     units = profile_export.UNITS
+    latency_charts = profile_export.LATENCY_CHARTS
 
     def argv(self, args: Mapping[str, Any], job: JobContext) -> list[str]:
         run = benchmark(DynamoMockerArgs.model_validate(args), job)[0]

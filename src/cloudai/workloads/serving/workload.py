@@ -20,7 +20,7 @@ from typing import Any, ClassVar
 
 from cloudai.errors import WorkloadError
 from cloudai.steps import Run, Shell, Step, Var, WaitHttp, var_safe
-from cloudai.workloads.base import ONE_NODE, JobContext, Resources, Workload, write_metrics
+from cloudai.workloads.base import ONE_NODE, JobContext, LatencyCharts, Resources, Workload, write_metrics
 from cloudai.workloads.serving.args import Role, ServingArgs, roles, used_gpus
 from cloudai.workloads.serving.results import (
     GPUS_FILE,
@@ -50,6 +50,10 @@ class ServingWorkload(Workload):
     noisy = True
     metrics = SERVING_METRICS
     units = SERVING_UNITS
+    latency_charts = LatencyCharts(  # TTFT, TPOT and ITL against output tokens/s in the report
+        "output_throughput",
+        tuple(tuple(f"{stat}_{kind}_ms" for stat in ("mean", "median", "p99")) for kind in ("ttft", "tpot", "itl")),
+    )
 
     # --- what a subclass supplies -------------------------------------------------------------------------------
 

@@ -75,6 +75,7 @@ class TritonInference(Workload):
     produces_metrics = True
     metrics = profile_export.METRICS
     units = profile_export.UNITS
+    latency_charts = profile_export.LATENCY_CHARTS
     noisy = True
 
     def argv(self, args: Mapping[str, Any], job: JobContext) -> list[str]:
