@@ -207,6 +207,9 @@ QUESTIONS: dict[str, tuple[str, str, str, int, int, int, float, float, bool]] = 
 }  # fmt: skip
 CLI_CACHE = Path(__file__).with_name("aiconfigurator_questions.json")  # cli default's answers (--refresh-cli)
 MODES = ("agg", "disagg")
+# aiconfigurator 0.12's own batch-size schedules (sdk/sweep.py), up to 512
+AGG_BATCHES = [*range(1, 16), *range(16, 32, 4), *range(32, 64, 8), *range(64, 256, 16), *range(256, 513, 32)]
+DECODE_BATCHES = [*range(1, 16), *range(16, 32, 2), *range(32, 128, 4), *range(128, 512, 8), 512]
 
 
 def cli_default(install: Path, name: str) -> dict[str, Any]:
@@ -243,11 +246,10 @@ def cli_answers(install: Path, refresh: bool) -> dict[str, dict[str, Any]]:
 
 def question_test(name: str, mode: str, seed: int, steps: int) -> str:
     """The test a user would write for a question: the knobs aiconfigurator's own sweep varies, as lists over
-    the values it tries (powers of two, batch sizes up to 512), its SLA as constraints, the optuna agent at its
+    the values it tries (its batch-size schedules up to 512, parallelism 1-8), its SLA as constraints, the optuna agent at its
     defaults."""
     model, system, backend, gpus, isl, osl, ttft, tpot, moe = QUESTIONS[name]
     par = [1, 2, 4, 8]
-    bs = [1, 2, 4, 8, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512]
     head = (
         f'name = "{name}-{mode}-{seed}"\ntest_template_name = "Aiconfigurator"\nagent = "optuna"\n'
         f'agent_steps = {steps}\nagent_metrics = ["tokens_per_s_per_gpu"]\nagent_reward_function = "identity"\n'
@@ -256,12 +258,12 @@ def question_test(name: str, mode: str, seed: int, steps: int) -> str:
         f"total_gpus = {gpus}\n[cmd_args.{mode}]\n"
     )
     if mode == "agg":
-        knobs = {"tp": par, "batch_size": bs, "ctx_tokens": sorted({isl, 2 * isl, 2048, 4096, 8192})}
+        knobs = {"tp": par, "batch_size": AGG_BATCHES, "ctx_tokens": sorted({isl, 2 * isl, 2048, 4096, 8192})}
         if moe:
             knobs |= {"dp": par, "moe_tp": par, "moe_ep": par}
     else:
         workers = list(range(1, 9))
-        knobs = {"p_tp": par, "p_bs": [1, 2, 4, 8], "p_workers": workers, "d_tp": par, "d_bs": bs,
+        knobs = {"p_tp": par, "p_bs": [1, 2, 4, 8], "p_workers": workers, "d_tp": par, "d_bs": DECODE_BATCHES,
                  "d_workers": workers}  # fmt: skip
         if moe:
             knobs |= {f"{side}_{k}": par for side in "pd" for k in ("dp", "moe_tp", "moe_ep")}
@@ -291,6 +293,9 @@ def section_questions(install: Path, seeds: int, steps: int, refresh: bool, only
 
         def update_policy(self, feedback: Feedback) -> None:
             super().update_policy(feedback)
+            self.statuses[feedback.status] = self.statuses.get(feedback.status, 0) + 1
+            if feedback.status == "failed" and KEEP:
+                print("   failed:", feedback.action, feedback.info.get("reason"))
             if feedback.status not in ("cached", "infeasible"):
                 self.measured += 1
             if feedback.status == "ok":
@@ -322,7 +327,7 @@ def section_questions(install: Path, seeds: int, steps: int, refresh: bool, only
                 start = time.perf_counter()
                 env = build_env(plan, checked, root / "out", system=system)
                 agent = ToTarget(env, agent_config(checked.entry, OptunaAgent), steps)
-                agent.target = 0.98 * answers[name][mode]
+                agent.target, agent.statuses = 0.98 * answers[name][mode], {}
                 try:
                     agent.run()
                 finally:
@@ -331,7 +336,7 @@ def section_questions(install: Path, seeds: int, steps: int, refresh: bool, only
                 share = agent.top / answers[name][mode]
                 results.setdefault((name, mode), []).append((agent.reached, wall, share))
                 print(f"  {checked.entry.id}: {share:.1%} of aiconfigurator's best, "
-                      f"{'at step ' + str(agent.reached) if agent.reached else 'not reached'}, {wall:.1f} s",
+                      f"{'at step ' + str(agent.reached) if agent.reached else 'not reached'}, {wall:.1f} s {agent.statuses}",
                       flush=True)  # fmt: skip
     print_table(names, answers, results, steps)
 
@@ -344,8 +349,8 @@ def print_table(
 ) -> None:
     """One row per question and mode: aiconfigurator's wall and best, then per seed the measured steps to 98 %
     of its best and the time to get there as a multiple of its wall (``-``: not within ``steps``, best % then)."""
-    print(f"\n| question | mode | aiconfigurator: wall s, best tokens/s/GPU | cloudai optuna per seed: steps to 98 % "
-          f"(time / its wall) | aims met |\n|---|---|---|---|---|")  # fmt: skip
+    print("\n| question | mode | aiconfigurator: wall s, best tokens/s/GPU | cloudai optuna per seed: steps to 98 % "
+          "(time / its wall) | aims met |\n|---|---|---|---|---|")  # fmt: skip
     met = total = 0
     for name in names:
         for mode in MODES:

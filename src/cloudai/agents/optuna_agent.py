@@ -66,6 +66,7 @@ from cloudai.agents.optuna_config import OptunaConfig
 from cloudai.agents.optuna_pruners import build_pruner
 from cloudai.agents.optuna_samplers import build_sampler, sampler_note, sampler_problem
 from cloudai.agents.optuna_storage import fresh_storage, study_name
+from cloudai.agents.optuna_valid import Validity
 from cloudai.envs.base import BaseGym, Feedback, Observation
 from cloudai.space import Categorical, Range, point_problem
 
@@ -123,7 +124,7 @@ class OptunaAgent(BaseAgent):
             storage=storage,
             study_name=study_name(env.record_dir),
             directions=directions,
-            sampler=build_sampler(cfg),
+            sampler=build_sampler(cfg, self._validity() if cfg.sampler == "tpe" else None),
             pruner=build_pruner(cfg.pruner) if cfg.pruner is not None else None,
         )
         self._running: dict[int, optuna.Trial] = {}  # step -> asked, not yet told
@@ -172,6 +173,29 @@ class OptunaAgent(BaseAgent):
             proposed = action
         self.gave_up(MAX_REJECTS)
         return None
+
+    def _validity(self) -> Validity | None:
+        """The mask of TPE's candidates (``optuna_valid``): each param's internal representation (a list's index;
+        with ``ordinal``, the index of its sorted values) mapped to the position of the value in the space, the
+        rule's vectorised mask over those. None: no vectorised rule over a finite space to ask."""
+        rule = self.env.valid_points()
+        if rule is None or not all(isinstance(d, Categorical) for d in self.space.dims):
+            return None
+        if rule.mask_at({d.name: np.zeros(1, dtype=np.int64) for d in self.space.dims}) is None:
+            return None
+        where: dict[str, tuple[str, np.ndarray]] = {}
+        for d in self.space.dims:
+            assert isinstance(d, Categorical)
+            param = self._param(d.name)
+            values = ordinal_values(d) if isinstance(self.distributions[param], IntDistribution) else None
+            where[param] = (d.name, np.asarray([d.choices.index(v) for v in values or d.choices], dtype=np.int64))
+
+        def valid(candidates: dict[str, np.ndarray]) -> np.ndarray | None:
+            if candidates.keys() != where.keys():
+                return None  # one param at a time (independent sampling): not a whole point to judge
+            return rule.mask_at({name: at[candidates[p].astype(np.int64)] for p, (name, at) in where.items()})
+
+        return valid
 
     def _enqueue(self, point: dict[str, Any]) -> None:
         self.study.enqueue_trial(self._params(point))

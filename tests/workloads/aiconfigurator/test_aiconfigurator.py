@@ -97,6 +97,23 @@ def test_metrics_carry_cloudais_names_and_default() -> None:
     assert Aiconfigurator().default_means(AGG) == "tokens_per_s_per_gpu"
 
 
+def test_a_moe_width_other_than_the_attention_width_is_a_constraint() -> None:
+    """aiconfigurator refuses moe_tp * moe_ep != tp * dp ("Parallelism width mismatch"): never a step. 1 x 1 is
+    CloudAI's way of writing a dense model's worker, whatever its tp."""
+    workload = Aiconfigurator()
+    agg = {"batch_size": 8, "tp": 2, "dp": 2}
+    assert workload.constraint({**AGG, "agg": {**agg, "moe_tp": 2, "moe_ep": 2}}) is None
+    assert workload.constraint({**AGG, "agg": {**agg, "moe_tp": 1, "moe_ep": 1}}) is None
+    assert workload.constraint({**AGG, "agg": {**agg, "moe_tp": 1, "moe_ep": 2}}) == (
+        "moe_tp * moe_ep = 2 differs from tp * dp = 4 (the model needs them equal)"
+    )
+    disagg = {"p_bs": 1, "p_workers": 1, "p_tp": 2, "p_moe_tp": 2, "p_moe_ep": 1, "d_bs": 8, "d_workers": 1,
+              "d_tp": 4, "d_moe_ep": 2, "d_moe_tp": 1}  # fmt: skip
+    assert workload.constraint({**{k: v for k, v in AGG.items() if k != "agg"}, "disagg": disagg}) == (
+        "d_moe_tp * d_moe_ep = 2 differs from d_tp * d_dp = 4 (the model needs them equal)"
+    )
+
+
 def test_total_gpus_is_a_constraint() -> None:
     workload = Aiconfigurator()
     assert workload.constraint({**AGG, "total_gpus": 8}) is None
@@ -112,6 +129,11 @@ def test_total_gpus_is_a_constraint() -> None:
         {**{k: v for k, v in AGG.items() if k != "agg"}, "total_gpus": 12,
          "disagg": {"p_tp": [1, 2, 4], "p_bs": 1, "p_workers": [1, 2, 3], "d_tp": [1, 4, 8], "d_bs": [8, 64],
                     "d_workers": [1, 2]}},
+        {**AGG, "total_gpus": 8, "agg": {"batch_size": 8, "tp": [1, 2, 4], "dp": [1, 2, 4], "moe_tp": [1, 2, 4],
+                                         "moe_ep": [1, 2, 8]}},
+        {**{k: v for k, v in AGG.items() if k != "agg"}, "total_gpus": 8,
+         "disagg": {"p_tp": [1, 2], "p_dp": [1, 2], "p_moe_tp": [1, 2], "p_moe_ep": [1, 4], "p_bs": 1, "p_workers": 1,
+                    "d_tp": [1, 4], "d_moe_tp": 1, "d_moe_ep": [1, 2, 4], "d_bs": 8, "d_workers": [1, 2]}},
     ],
 )  # fmt: skip
 def test_the_gpu_count_rule_vectorised_is_the_scalar_one(cmd_args: dict[str, Any]) -> None:

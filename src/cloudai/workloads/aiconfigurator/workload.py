@@ -100,11 +100,16 @@ class Aiconfigurator(Workload):
         return 1  # one estimate, not an MPI program
 
     def constraint(self, args: Mapping[str, Any], resources: Resources = ONE_NODE) -> str | None:
-        """A configuration (one replica: its prefill and decode workers together) must fit in ``total_gpus``, and
-        in GPU memory by the model's own estimate when a warm worker can tell (``worker.oom``)."""
+        """A configuration (one replica: its prefill and decode workers together) must fit in ``total_gpus``, a
+        worker's MoE width must match its attention width (``_workers``), and it must fit in GPU memory by the
+        model's own estimate when a warm worker can tell (``worker.oom``)."""
         values = AiconfiguratorArgs.model_validate(args)
         if values.total_gpus is not None and values.gpus > values.total_gpus:
             return f"uses {values.gpus} GPUs, more than total_gpus = {values.total_gpus}"
+        for prefix, (tp, dp, moe_tp, moe_ep) in _workers(values):
+            if moe_tp is not None and moe_ep is not None and moe_tp * moe_ep not in (1, tp * dp):
+                return (f"{prefix}moe_tp * {prefix}moe_ep = {moe_tp * moe_ep} differs from {prefix}tp * {prefix}dp = "
+                        f"{tp * dp} (the model needs them equal)")  # fmt: skip
         return oom(request(values))
 
     def constraint_mask(self, columns: Mapping[str, np.ndarray], resources: ResourceColumns) -> np.ndarray | None:
@@ -118,10 +123,17 @@ class Aiconfigurator(Workload):
         try:
             if any(name.startswith("agg.") for name in columns):
                 gpus = _product(columns, "agg.", ("tp", "pp", "dp"))
+                sides = ["agg."]
             else:
                 prefill = _product(columns, "disagg.", ("p_workers", "p_tp", "p_pp", "p_dp"))
                 gpus = prefill + _product(columns, "disagg.", ("d_workers", "d_tp", "d_pp", "d_dp"))
-            return gpus <= np.asarray(total, dtype=np.int64)
+                sides = ["disagg.p_", "disagg.d_"]
+            fits = gpus <= np.asarray(total, dtype=np.int64)
+            for side in sides:
+                if columns.get(side + "moe_tp") is not None and columns.get(side + "moe_ep") is not None:
+                    width = _product(columns, side, ("moe_tp", "moe_ep"))
+                    fits = fits & ((width == 1) | (width == _product(columns, side, ("tp", "dp"))))
+            return fits
         except (TypeError, ValueError):
             return None
 
@@ -139,6 +151,20 @@ class Aiconfigurator(Workload):
         if "tokens_per_s_per_gpu" not in metrics:
             raise WorkloadError("metrics.json has no tokens_per_s_per_gpu: the estimate did not finish")
         return metrics
+
+
+def _workers(values: AiconfiguratorArgs) -> list[tuple[str, tuple[int, int, int | None, int | None]]]:
+    """Each kind of worker's (tp, dp, moe_tp, moe_ep), by its fields' prefix.
+
+    The MoE width rule: aiconfigurator refuses a MoE worker whose ``moe_tp * moe_ep`` differs from its ``tp * dp``
+    ("Parallelism width mismatch"), a failed trial. 1 x 1 is allowed whatever the width: CloudAI's files write it
+    for dense models, where the package ignores it (a MoE model's 1 x 1 at a wider tp still fails as a trial)."""
+    if values.agg is not None:
+        a = values.agg
+        return [("", (a.tp, a.dp, a.moe_tp, a.moe_ep))]
+    d = values.disagg
+    assert d is not None
+    return [("p_", (d.p_tp, d.p_dp, d.p_moe_tp, d.p_moe_ep)), ("d_", (d.d_tp, d.d_dp, d.d_moe_tp, d.d_moe_ep))]
 
 
 def _product(columns: Mapping[str, np.ndarray], prefix: str, names: Sequence[str]) -> np.ndarray:
