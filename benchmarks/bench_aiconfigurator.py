@@ -246,8 +246,8 @@ def cli_answers(install: Path, refresh: bool) -> dict[str, dict[str, Any]]:
 
 def question_test(name: str, mode: str, seed: int, steps: int) -> str:
     """The test a user would write for a question: the knobs aiconfigurator's own sweep varies, as lists over
-    the values it tries (its batch-size schedules up to 512, parallelism 1-8), its SLA as constraints, the optuna agent at its
-    defaults."""
+    the values it tries (its batch-size schedules up to 512, parallelism 1-8), its SLA as constraints, the optuna
+    agent at its defaults."""
     model, system, backend, gpus, isl, osl, ttft, tpot, moe = QUESTIONS[name]
     par = [1, 2, 4, 8]
     head = (
@@ -335,9 +335,9 @@ def section_questions(install: Path, seeds: int, steps: int, refresh: bool, only
                 wall = time.perf_counter() - start
                 share = agent.top / answers[name][mode]
                 results.setdefault((name, mode), []).append((agent.reached, wall, share))
-                print(f"  {checked.entry.id}: {share:.1%} of aiconfigurator's best, "
-                      f"{'at step ' + str(agent.reached) if agent.reached else 'not reached'}, {wall:.1f} s {agent.statuses}",
-                      flush=True)  # fmt: skip
+                at = f"at step {agent.reached}" if agent.reached else "not reached"
+                print(f"  {checked.entry.id}: {share:.1%} of aiconfigurator's best, {at}, {wall:.1f} s "
+                      f"{agent.statuses}", flush=True)  # fmt: skip
     print_table(names, answers, results, steps)
 
 

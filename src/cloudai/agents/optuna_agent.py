@@ -31,6 +31,12 @@ that broke. Why not the penalty alone: its value competes with real rewards (wit
 ``negative`` reward every real reward may be below -1). As a violated constraint, TPE
 ranks the step below every feasible one and learns to avoid it whatever the penalty is.
 
+Where the rule is vectorised over a finite space, TPE's candidates are judged by it before TPE picks one
+(``optuna_valid``): after its random startup trials TPE proposes valid points only, and no ask is spent on a
+refusal (``benchmarks/bench_constraints.py``: 98 % in 88 steps over 5 seeds, 135 before; drawing the startup
+trials from the valid set too cost 312: TPE learns from the refused random ones). What only the scalar rule can
+tell (a memory estimate) goes the way below.
+
 The workload's rule is checked inside the sampler: an asked point that breaks it is never submitted. The trial
 is told at once like an infeasible step above (COMPLETE, the penalty, ``cloudai_infeasible`` violated: TPE learns
 the region, and the study keeps it for the dashboard with user attrs ``status = "infeasible"`` and the ``reason``),
