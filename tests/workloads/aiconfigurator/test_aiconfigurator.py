@@ -114,6 +114,29 @@ def test_a_moe_width_other_than_the_attention_width_is_a_constraint() -> None:
     )
 
 
+def test_a_larger_batch_of_a_configuration_out_of_memory_is_refused_by_the_mask() -> None:
+    """What the run's worker said does not fit rules out, vectorised, the same configuration with no smaller
+    batches (whatever its worker counts): memory grows with the batch. Other configurations stay to be asked,
+    and the run's end forgets it."""
+    cmd_args = {**{k: v for k, v in AGG.items() if k != "agg"}, "total_gpus": 8,
+                "disagg": {"p_tp": [1, 2], "p_bs": [1, 2], "p_workers": [1, 2], "d_tp": [1, 2], "d_bs": [8, 16, 32],
+                           "d_workers": [1, 2]}}  # fmt: skip
+    space = parse_space(flatten(cmd_args))
+    before = ValidPoints(space, Aiconfigurator(), None).mask(0, space.grid_size)
+    oom = flatten({**cmd_args, "disagg": {**cmd_args["disagg"], "p_tp": 1, "p_bs": 2, "p_workers": 1, "d_tp": 1,
+                                          "d_bs": 16, "d_workers": 2}})  # fmt: skip
+    with worker.listening(b"\0cloudai-test-no-worker"):
+        worker.remember_oom(oom)
+        after = ValidPoints(space, Aiconfigurator(), None).mask(0, space.grid_size)
+    points = [space.grid_point(i) for i in range(space.grid_size)]
+    dominated = [p["disagg.p_tp"] == p["disagg.d_tp"] == 1 and p["disagg.p_bs"] >= 2 and p["disagg.d_bs"] >= 16
+                 for p in points]  # fmt: skip
+    assert any(dominated) and not any(after[dominated])
+    assert after.tolist() == [ok and not d for ok, d in zip(before, dominated, strict=True)]
+    assert worker.out_of_memory() == [] and (ValidPoints(space, Aiconfigurator(), None).mask(0, space.grid_size)
+                                             == before).all()  # fmt: skip
+
+
 def test_total_gpus_is_a_constraint() -> None:
     workload = Aiconfigurator()
     assert workload.constraint({**AGG, "total_gpus": 8}) is None

@@ -31,6 +31,7 @@ LOG = logging.getLogger(__name__)
 ASK_TIMEOUT_S = 120.0  # a first ask of a (system, backend) loads its database (~2 s); a stuck worker is not waited on
 _listening: list[bytes] = []  # the socket name of the worker the current run holds open (none: no session)
 _said: dict[str, str | None] = {}  # request JSON -> the model's OOM reason, or None (fits, or no answer to keep)
+_out_of_memory: list[dict[str, Any]] = []  # the points (flat cmd_args) the model said do not fit, this run
 
 
 def oom(request: dict[str, Any]) -> str | None:
@@ -66,6 +67,18 @@ def listening(name: bytes) -> Iterator[None]:
         _listening.remove(name)
         if not _listening:
             _said.clear()
+            _out_of_memory.clear()
+
+
+def out_of_memory() -> list[dict[str, Any]]:
+    """The points (flat ``cmd_args``) the model said do not fit GPU memory in this run (``remember_oom``)."""
+    return _out_of_memory
+
+
+def remember_oom(point: dict[str, Any]) -> None:
+    """Keep a point the model said does not fit, for the run's vectorised rule (``Aiconfigurator.constraint_mask``)."""
+    if _listening and point not in _out_of_memory:
+        _out_of_memory.append(point)
 
 
 @contextlib.contextmanager

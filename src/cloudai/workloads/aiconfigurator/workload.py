@@ -33,9 +33,10 @@ import numpy as np
 from cloudai.errors import WorkloadError
 from cloudai.installables import Installable
 from cloudai.readfile import read_ends
+from cloudai.space.knobs import NUM_NODES, flatten
 from cloudai.workloads.aiconfigurator import catalog
 from cloudai.workloads.aiconfigurator.args import AiconfiguratorArgs, request
-from cloudai.workloads.aiconfigurator.worker import oom, warm_worker
+from cloudai.workloads.aiconfigurator.worker import oom, out_of_memory, remember_oom, warm_worker
 from cloudai.workloads.base import ONE_NODE, STDOUT_FILE, JobContext, ResourceColumns, Resources, Workload
 
 METRICS = (
@@ -110,16 +111,18 @@ class Aiconfigurator(Workload):
             if moe_tp is not None and moe_ep is not None and moe_tp * moe_ep not in (1, tp * dp):
                 return (f"{prefix}moe_tp * {prefix}moe_ep = {moe_tp * moe_ep} differs from {prefix}tp * {prefix}dp = "
                         f"{tp * dp} (the model needs them equal)")  # fmt: skip
-        return oom(request(values))
+        reason = oom(request(values))
+        if reason is not None:
+            remember_oom(flatten(args))
+        return reason
 
     def constraint_mask(self, columns: Mapping[str, np.ndarray], resources: ResourceColumns) -> np.ndarray | None:
-        """The GPU-count part of ``constraint`` over columns of points (flat names: ``agg.tp``, ``disagg.p_tp``,
-        ``total_gpus``), so a grid is counted and walked without building each point. The memory part needs the
-        model, point by point: a grid's count is an upper bound, and each step's own check refuses what it rules
-        out. None (decline) for columns of another shape."""
+        """``constraint`` over columns of points (flat names: ``agg.tp``, ``disagg.p_tp``, ``total_gpus``), so a
+        grid is counted and walked, and a sampler's candidates judged, without building each point: the GPU count,
+        the MoE width, and memory as far as this run's answers tell (``_beyond_memory``). The rest of memory
+        needs the model, point by point: a grid's count is an upper bound, and each step's own check refuses what
+        it rules out. None (decline) for columns of another shape."""
         total = columns.get("total_gpus")
-        if total is None or (np.ndim(total) == 0 and np.asarray(total).item() is None):
-            return np.asarray(True)
         try:
             if any(name.startswith("agg.") for name in columns):
                 gpus = _product(columns, "agg.", ("tp", "pp", "dp"))
@@ -128,7 +131,9 @@ class Aiconfigurator(Workload):
                 prefill = _product(columns, "disagg.", ("p_workers", "p_tp", "p_pp", "p_dp"))
                 gpus = prefill + _product(columns, "disagg.", ("d_workers", "d_tp", "d_pp", "d_dp"))
                 sides = ["disagg.p_", "disagg.d_"]
-            fits = gpus <= np.asarray(total, dtype=np.int64)
+            fits = ~_beyond_memory(columns)
+            if total is not None and not (np.ndim(total) == 0 and np.asarray(total).item() is None):
+                fits = fits & (gpus <= np.asarray(total, dtype=np.int64))
             for side in sides:
                 if columns.get(side + "moe_tp") is not None and columns.get(side + "moe_ep") is not None:
                     width = _product(columns, side, ("moe_tp", "moe_ep"))
@@ -153,6 +158,25 @@ class Aiconfigurator(Workload):
         return metrics
 
 
+def _beyond_memory(columns: Mapping[str, np.ndarray]) -> np.ndarray:
+    """Where a point needs at least the memory of one the model said does not fit (``worker.out_of_memory``):
+    the same configuration in every field but the batch sizes, which are no smaller, and the worker counts
+    (memory is per worker). Memory grows with the batch (its KV cache and activations), so such a point does
+    not fit either: the mask refuses it without an estimate. Only what this run's worker answered, so a grid
+    count at load time is unchanged."""
+    out = np.asarray(False)
+    for point in out_of_memory():
+        names = set(columns) - {NUM_NODES, *_PER_REPLICA}
+        if not names <= point.keys():  # a knob the recorded point does not set: not the same configuration
+            continue
+        hit = np.asarray(True)
+        for name in names:
+            column = np.asarray(columns[name])
+            hit = hit & ((column >= point[name]) if name in _BATCHES else (column == point[name]))
+        out = out | hit
+    return out
+
+
 def _workers(values: AiconfiguratorArgs) -> list[tuple[str, tuple[int, int, int | None, int | None]]]:
     """Each kind of worker's (tp, dp, moe_tp, moe_ep), by its fields' prefix.
 
@@ -165,6 +189,10 @@ def _workers(values: AiconfiguratorArgs) -> list[tuple[str, tuple[int, int, int 
     d = values.disagg
     assert d is not None
     return [("p_", (d.p_tp, d.p_dp, d.p_moe_tp, d.p_moe_ep)), ("d_", (d.d_tp, d.d_dp, d.d_moe_tp, d.d_moe_ep))]
+
+
+_BATCHES = frozenset({"agg.batch_size", "disagg.p_bs", "disagg.d_bs"})
+_PER_REPLICA = frozenset({"disagg.p_workers", "disagg.d_workers", "total_gpus"})  # no bearing on a worker's memory
 
 
 def _product(columns: Mapping[str, np.ndarray], prefix: str, names: Sequence[str]) -> np.ndarray:
