@@ -15,6 +15,12 @@ Needs the environment: ``cloudai install`` (see docs/test-toml.md, "Aiconfigurat
   % of the exhaustive optimum after 50 and 200 trials and the runs at >= 98 %, with and without the SLA
   (TTFT <= 1000 ms, TPOT <= 30 ms), ``--seeds`` seeds (5): random, plain Optuna TPE (categorical knobs,
   infeasible = 0), and cloudai's ``OptunaAgent`` itself with local search off and with its defaults.
+* ``questions``: the question set (``QUESTIONS``, issue 36 item 5: 8 questions chosen before the search was tuned)
+  through ``aiconfigurator cli default`` (its wall time and best agg and disagg tokens/s/GPU counted its way,
+  cached in ``aiconfigurator_questions.json``; ``--refresh-cli`` reruns them) and through cloudai's optuna agent
+  at its defaults, ``--question-seeds`` (3) seeds per question and mode, each search stopped once it reaches
+  98 % of aiconfigurator's best of its mode: the measured steps and the time to get there against its wall.
+  One table. ``--question NAME`` runs one question (repeatable).
 
 Prints every number; the machine's load changes the times (say which machine).
 """

@@ -81,6 +81,8 @@ LOCAL_POOL = 20  # the best measured points whose neighbours local search tries,
 PLATEAU = 0.01  # points within 1 % of the best are the best's plateau: local search tries all their neighbours
 HELP_AFTER = 20  # refused asks in a row before the next trial is a uniformly drawn valid point
 _INDEX_DRAWS = 100_000  # grid indices drawn (and checked by the rule) for one valid point
+_DRAW_BATCH = 4096  # ... judged at once where the rule is vectorised
+_DRAW_CHECKED = 16  # of a batch's valid ones, how many get the full check (a memory estimate each)
 
 
 class OptunaAgent(BaseAgent):
@@ -289,9 +291,21 @@ class OptunaAgent(BaseAgent):
         if rule is None or not all(isinstance(d, Categorical) for d in self.space.dims):
             return None
         if proposed is not None:
-            index = rule.next_valid(self.space.grid_index(proposed))
+            index = rule.next_valid(self.space.grid_index(proposed), _DRAW_BATCH)  # near it, or a uniform draw
             if index is not None and self.env.violation(point := self.space.grid_point(index)) is None:
                 return point
+        dims = [d for d in self.space.dims if isinstance(d, Categorical)]
+        for _ in range(_INDEX_DRAWS // _DRAW_BATCH):  # vectorised: a batch of uniform draws judged at once
+            at = {d.name: self._index_rng.integers(0, len(d.choices), _DRAW_BATCH) for d in dims}
+            mask = rule.mask_at(at)
+            if mask is None:
+                break
+            for i in np.flatnonzero(mask)[:_DRAW_CHECKED]:
+                point = {d.name: d.choices[int(at[d.name][i])] for d in dims}
+                if self.env.violation(point) is None:  # env_params: the rule with this step's draw
+                    return point
+        else:
+            return None
         for index in self._index_rng.integers(0, self.space.grid_size, _INDEX_DRAWS):
             if rule.is_valid(int(index)):
                 point = self.space.grid_point(int(index))

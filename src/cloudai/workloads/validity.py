@@ -138,16 +138,19 @@ class ValidPoints:
             return bool(self._chunk[1][index - self._chunk[0]])
         return bool(self.mask(index, index + 1)[0])
 
-    def next_valid(self, index: int) -> int | None:
-        """The first valid grid index at or after ``index``; None when there is none."""
+    def next_valid(self, index: int, limit: int | None = None) -> int | None:
+        """The first valid grid index at or after ``index`` (within ``limit`` indices of it); None when there is
+        none."""
         size, step = self.space.grid_size, CHUNK if self.vectorised else SCALAR_CHUNK
+        if limit is not None:
+            size = min(size, index + limit)
         while index < size:
             chunk = index - index % step
             if self._chunk is None or self._chunk[0] != chunk:
                 self._chunk = (chunk, self.mask(chunk, chunk + step))
             found = np.flatnonzero(self._chunk[1][index - chunk :])
             if found.size:
-                return index + int(found[0])
+                return index + int(found[0]) if index + int(found[0]) < size else None
             index = chunk + step
         return None
 

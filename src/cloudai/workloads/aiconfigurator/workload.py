@@ -14,10 +14,13 @@ Metrics are CloudAI's names (``default`` = tokens/s/gpu, CloudAI's rule) plus ``
 (``runner.on_cluster``); the replica's own figure is ``tokens_per_s_per_gpu_replica``. The release and database
 version each trial used are in its ``stdout.txt`` and ``report.json``.
 
-What the model rules out. A configuration that does not fit GPU memory is ``infeasible`` (no job, no step), its
-reason the model's own ``OOM: ...`` line, when a warm worker is there to ask (``worker.oom``: a run on this machine);
-a sampler's redraw of it costs a dict look-up. Without a worker (a Slurm run), and for any other refusal (a
-parallelism the model rejects), the trial runs and fails with the model's reason, as it always did.
+What the model rules out. A configuration that does not fit GPU memory, or that the model refuses to estimate (a
+MoE width other than the attention width, no database data for that MoE shape), is ``infeasible`` (no job, no
+step), its reason the model's own line, when a warm worker is there to ask (``worker.oom``: a run on this
+machine); a sampler's redraw of it costs a dict look-up. The vectorised rule (``constraint_mask``) refuses the
+MoE width mismatch for every grid point, and, from what the run's worker said does not fit, the same
+configuration at larger batches, so TPE does not propose them at all. Without a worker (a Slurm run) the trial
+runs and fails with the model's reason, as it always did.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ from cloudai.readfile import read_ends
 from cloudai.space.knobs import NUM_NODES, flatten
 from cloudai.workloads.aiconfigurator import catalog
 from cloudai.workloads.aiconfigurator.args import AiconfiguratorArgs, request
+from cloudai.workloads.aiconfigurator.runner import OOM
 from cloudai.workloads.aiconfigurator.worker import oom, out_of_memory, remember_oom, warm_worker
 from cloudai.workloads.base import ONE_NODE, STDOUT_FILE, JobContext, ResourceColumns, Resources, Workload
 
@@ -112,7 +116,7 @@ class Aiconfigurator(Workload):
                 return (f"{prefix}moe_tp * {prefix}moe_ep = {moe_tp * moe_ep} differs from {prefix}tp * {prefix}dp = "
                         f"{tp * dp} (the model needs them equal)")  # fmt: skip
         reason = oom(request(values))
-        if reason is not None:
+        if reason is not None and reason.startswith(OOM):
             remember_oom(flatten(args))
         return reason
 
@@ -162,9 +166,12 @@ def _beyond_memory(columns: Mapping[str, np.ndarray]) -> np.ndarray:
     """Where a point needs at least the memory of one the model said does not fit (``worker.out_of_memory``):
     the same configuration in every field but the batch sizes, which are no smaller, and the worker counts
     (memory is per worker). Memory grows with the batch (its KV cache and activations), so such a point does
-    not fit either: the mask refuses it without an estimate. Only what this run's worker answered, so a grid
-    count at load time is unchanged."""
+    not fit either: the mask refuses it without an estimate. Only what this run's worker answered; a grid's
+    count is unchanged: columns broadcast along axes of their own (``ValidPoints.count``, an upper bound in any
+    case) are left to the rest of the rule."""
     out = np.asarray(False)
+    if any(np.ndim(column) > 1 for column in columns.values()):
+        return out
     for point in out_of_memory():
         names = set(columns) - {NUM_NODES, *_PER_REPLICA}
         if not names <= point.keys():  # a knob the recorded point does not set: not the same configuration
