@@ -16,6 +16,12 @@ Needs the environment: ``cloudai install`` (see docs/test-toml.md, "Aiconfigurat
   % of the exhaustive optimum after 50 and 200 trials and the runs at >= 98 %, with and without the SLA
   (TTFT <= 1000 ms, TPOT <= 30 ms), ``--seeds`` seeds (5): random, plain Optuna TPE (categorical knobs,
   infeasible = 0), and cloudai's ``OptunaAgent`` itself with local search off and with its defaults.
+* ``questions``: the question set (``QUESTIONS``, issue 36 item 5: 8 questions chosen before the search was tuned)
+  through ``aiconfigurator cli default`` (its wall time and best agg and disagg tokens/s/GPU counted its way,
+  cached in ``aiconfigurator_questions.json``; ``--refresh-cli`` reruns them) and through cloudai's optuna agent
+  at its defaults, ``--question-seeds`` (3) seeds per question and mode, each search stopped once it reaches
+  98 % of aiconfigurator's best of its mode: the measured steps and the time to get there against its wall.
+  One table. ``--question NAME`` runs one question (repeatable).
 
 Prints every number; the machine's load changes the times (say which machine).
 """
@@ -25,6 +31,7 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import math
 import os
 import re
 import shutil
@@ -284,6 +291,186 @@ def cli_seed(install: Path, steps: int, seed: int, best: float, their_wall: floa
     )
 
 
+# The question set (issue 36 item 5), chosen before the search was tuned and not changed to suit it: dense and MoE
+# models, h100/h200/b200/gb200, trtllm/vllm/sglang, short and long ISL/OSL, tight and loose TTFT/TPOT.
+# name: (model, system, backend, total GPUs, isl, osl, TTFT ms, TPOT ms, MoE)
+QUESTIONS: dict[str, tuple[str, str, str, int, int, int, float, float, bool]] = {
+    "llama3.1-70b-h100-trtllm-16": ("meta-llama/Meta-Llama-3.1-70B", "h100_sxm", "trtllm", 16, 8000, 1000, 3000, 40,
+                                    False),
+    "qwen3-8b-b200-vllm-8": ("Qwen/Qwen3-8B", "b200_sxm", "vllm", 8, 512, 128, 200, 8, False),
+    "llama4-scout-h200-trtllm-8": ("meta-llama/Llama-4-Scout-17B-16E-Instruct", "h200_sxm", "trtllm", 8, 2000, 500,
+                                   1000, 20, True),
+    "qwen3-235b-a22b-b200-trtllm-16": ("Qwen/Qwen3-235B-A22B", "b200_sxm", "trtllm", 16, 4000, 1000, 2000, 50, True),
+    "qwen3-32b-gb200-sglang-8": ("Qwen/Qwen3-32B", "gb200", "sglang", 8, 16000, 1000, 5000, 30, False),
+    "qwen3-30b-a3b-b200-sglang-8": ("Qwen/Qwen3-30B-A3B", "b200_sxm", "sglang", 8, 1024, 2048, 500, 15, True),
+    "llama3.1-8b-h100-vllm-4": ("meta-llama/Meta-Llama-3.1-8B", "h100_sxm", "vllm", 4, 2000, 200, 300, 10, False),
+    "qwen3-235b-a22b-h100-vllm-16": ("Qwen/Qwen3-235B-A22B", "h100_sxm", "vllm", 16, 4000, 500, 2000, 40, True),
+}  # fmt: skip
+CLI_CACHE = Path(__file__).with_name("aiconfigurator_questions.json")  # cli default's answers (--refresh-cli)
+MODES = ("agg", "disagg")
+# aiconfigurator 0.12's own batch-size schedules (sdk/sweep.py), up to 512
+AGG_BATCHES = [*range(1, 16), *range(16, 32, 4), *range(32, 64, 8), *range(64, 256, 16), *range(256, 513, 32)]
+DECODE_BATCHES = [*range(1, 16), *range(16, 32, 2), *range(32, 128, 4), *range(128, 512, 8), 512]
+
+
+def cli_default(install: Path, name: str) -> dict[str, Any]:
+    """``aiconfigurator cli default`` of one question: its wall time and its best agg and disagg tokens/s/GPU
+    counted its way (``tokens/s/gpu_cluster``: over all ``--total-gpus``, idle ones included) with their rows."""
+    model, system, backend, gpus, isl, osl, ttft, tpot, _ = QUESTIONS[name]
+    main = "import sys; from aiconfigurator.main import main; sys.argv[0] = 'aiconfigurator'; main()"
+    with tempfile.TemporaryDirectory() as out:
+        argv = [python(install), "-c", main, "cli", "default", "--save-dir", out, "--top-n", "5", "--model-path",
+                model, "--system", system, "--backend", backend, "--total-gpus", str(gpus), "--isl", str(isl),
+                "--osl", str(osl), "--ttft", str(ttft), "--tpot", str(tpot)]  # fmt: skip
+        start = time.perf_counter()
+        subprocess.run(argv, check=True, capture_output=True)
+        answer: dict[str, Any] = {"wall_s": round(time.perf_counter() - start, 2)}
+        for mode in MODES:
+            (path,) = Path(out).glob(f"**/{mode}/best_config_topn.csv")
+            with path.open() as f:
+                rows = list(csv.DictReader(f))
+            top = max(rows, key=lambda r: float(r["tokens/s/gpu_cluster"]))
+            answer[mode] = float(top["tokens/s/gpu_cluster"])
+            answer[f"{mode}_row"] = top
+    return answer
+
+
+def cli_answers(install: Path, refresh: bool) -> dict[str, dict[str, Any]]:
+    """Every question's ``cli_default``, cached in ``CLI_CACHE`` (tens of seconds each on 2 cores)."""
+    cached = json.loads(CLI_CACHE.read_text()) if CLI_CACHE.exists() and not refresh else {}
+    for name in QUESTIONS:
+        if name not in cached:
+            cached[name] = cli_default(install, name)
+            CLI_CACHE.write_text(json.dumps(cached, indent=1) + "\n")
+    return cached
+
+
+def question_test(name: str, mode: str, seed: int, steps: int) -> str:
+    """The test a user would write for a question: the knobs aiconfigurator's own sweep varies, as lists over
+    the values it tries (its batch-size schedules up to 512, parallelism 1-8), its SLA as constraints, the optuna
+    agent at its defaults."""
+    model, system, backend, gpus, isl, osl, ttft, tpot, moe = QUESTIONS[name]
+    par = [1, 2, 4, 8]
+    head = (
+        f'name = "{name}-{mode}-{seed}"\ntest_template_name = "Aiconfigurator"\nagent = "optuna"\n'
+        f'agent_steps = {steps}\nagent_metrics = ["tokens_per_s_per_gpu"]\nagent_reward_function = "identity"\n'
+        f'agent_constraints = {{ ttft_ms = "<= {ttft}", tpot_ms = "<= {tpot}" }}\nagent_config = {{ seed = {seed} }}\n'
+        f'[cmd_args]\nmodel_name = "{model}"\nsystem = "{system}"\nbackend = "{backend}"\nisl = {isl}\nosl = {osl}\n'
+        f"total_gpus = {gpus}\n[cmd_args.{mode}]\n"
+    )
+    if mode == "agg":
+        knobs = {"tp": par, "batch_size": AGG_BATCHES, "ctx_tokens": sorted({isl, 2 * isl, 2048, 4096, 8192})}
+        if moe:
+            knobs |= {"dp": par, "moe_tp": par, "moe_ep": par}
+    else:
+        workers = list(range(1, 9))
+        knobs = {"p_tp": par, "p_bs": [1, 2, 4, 8], "p_workers": workers, "d_tp": par, "d_bs": DECODE_BATCHES,
+                 "d_workers": workers}  # fmt: skip
+        if moe:
+            knobs |= {f"{side}_{k}": par for side in "pd" for k in ("dp", "moe_tp", "moe_ep")}
+    return head + "".join(f"{k} = {v}\n" for k, v in knobs.items())
+
+
+def section_questions(install: Path, seeds: int, steps: int, refresh: bool, only: list[str]) -> None:
+    """Each question through ``cli default`` (cached) and through cloudai's optuna agent at its defaults, ``seeds``
+    seeds per mode, in this process on the real env (``build_env``: each trial is whatever a ``cloudai run``
+    step is on this tree), one warm worker for all. A search stops once it reaches 98 % of aiconfigurator's best
+    of its mode (or after ``steps`` measured steps); its time runs from building its env to that step's tell."""
+    from cloudai.agents.optuna_agent import OptunaAgent
+    from cloudai.envs.base import Feedback
+    from cloudai.plan.agent_checks import agent_config
+    from cloudai.plan.load import build_system, load_plan
+    from cloudai.run.dse import build_env
+    from cloudai.workloads.aiconfigurator.workload import Aiconfigurator
+
+    answers = cli_answers(install, refresh)
+    names = [n for n in QUESTIONS if not only or n in only]
+
+    class ToTarget(OptunaAgent):
+        target = math.inf
+        reached: int | None = None
+        measured = 0
+        top = 0.0
+
+        def update_policy(self, feedback: Feedback) -> None:
+            super().update_policy(feedback)
+            self.statuses[feedback.status] = self.statuses.get(feedback.status, 0) + 1
+            if feedback.status == "failed" and KEEP:
+                print("   failed:", feedback.action, feedback.info.get("reason"))
+            if feedback.status not in ("cached", "infeasible"):
+                self.measured += 1
+            if feedback.status == "ok":
+                self.top = max(self.top, feedback.reward)
+                if feedback.reward >= self.target and self.reached is None:
+                    self.reached = self.measured
+                    self.stop_reason = "reached"
+
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        (root / "tests").mkdir()
+        entries = []
+        for name in names:
+            for mode in MODES:
+                for seed in range(1, seeds + 1):
+                    test = f"{name}-{mode}-{seed}"
+                    (root / "tests" / f"{test}.toml").write_text(question_test(name, mode, seed, steps))
+                    entries.append(f'[[Tests]]\nid = "{test}"\ntest_name = "{test}"\n')
+        (root / "s.toml").write_text('name = "s"\n' + "".join(entries))
+        (root / "system.toml").write_text(
+            f'name = "local"\nscheduler = "standalone"\ninstall_path = "{install}"\noutput_path = "{root / "out"}"\n'
+        )
+        plan = load_plan(root / "system.toml", root / "tests", root / "s.toml")
+        system = build_system(plan.system_config)
+        results: dict[tuple[str, str], list[tuple[int | None, float, float]]] = {}
+        with Aiconfigurator().session(install):
+            for checked in plan.checked.values():
+                name, mode, _ = checked.entry.id.rsplit("-", 2)
+                start = time.perf_counter()
+                env = build_env(plan, checked, root / "out", system=system)
+                agent = ToTarget(env, agent_config(checked.entry, OptunaAgent), steps)
+                agent.target, agent.statuses = 0.98 * answers[name][mode], {}
+                try:
+                    agent.run()
+                finally:
+                    env.close()
+                wall = time.perf_counter() - start
+                share = agent.top / answers[name][mode]
+                results.setdefault((name, mode), []).append((agent.reached, wall, share))
+                at = f"at step {agent.reached}" if agent.reached else "not reached"
+                print(f"  {checked.entry.id}: {share:.1%} of aiconfigurator's best, {at}, {wall:.1f} s "
+                      f"{agent.statuses}", flush=True)  # fmt: skip
+    print_table(names, answers, results, steps)
+
+
+def print_table(
+    names: list[str],
+    answers: dict[str, dict[str, Any]],
+    results: dict[tuple[str, str], list[tuple[int | None, float, float]]],
+    steps: int,
+) -> None:
+    """One row per question and mode: aiconfigurator's wall and best, then per seed the measured steps to 98 %
+    of its best and the time to get there as a multiple of its wall (``-``: not within ``steps``, best % then)."""
+    print("\n| question | mode | aiconfigurator: wall s, best tokens/s/GPU | cloudai optuna per seed: steps to 98 % "
+          "(time / its wall) | aims met |\n|---|---|---|---|---|")  # fmt: skip
+    met = total = reached_any = 0
+    for name in names:
+        for mode in MODES:
+            wall = answers[name]["wall_s"]
+            cells, ok = [], 0
+            for reached, took, share in results[(name, mode)]:
+                if reached is None:
+                    cells.append(f"- ({share:.1%}, {took:.0f} s)")
+                    continue
+                ok += took <= 0.5 * wall
+                reached_any += 1
+                cells.append(f"{reached} ({took / wall:.2f}x)")
+            met, total = met + ok, total + len(cells)
+            print(f"| {name} | {mode} | {wall:.0f} s, {answers[name][mode]:.1f} | {', '.join(cells)} | "
+                  f"{ok}/{len(cells)} |")  # fmt: skip
+    print(f"\nruns at >= 98 % of aiconfigurator's best within {steps} steps: {reached_any}/{total}; also in <= 0.5x "
+          f"its wall time (both aims): {met}/{total}")  # fmt: skip
+
+
 def section_landscape(install: Path, grid: Path, seeds: int) -> None:
     from aiconfigurator_landscape import report  # beside this script (sys.path[0])
 
@@ -309,7 +496,7 @@ def section_landscape(install: Path, grid: Path, seeds: int) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--install-path", type=Path, default=REPO / ".cache" / "install")
-    parser.add_argument("--section", choices=["cost", "cli", "landscape", "all"], default="all")
+    parser.add_argument("--section", choices=["cost", "cli", "landscape", "questions", "all"], default="all")
     parser.add_argument(
         "--grid",
         type=Path,
@@ -325,6 +512,9 @@ def main() -> None:
         metavar="KEY=VALUE",
         help="an agent_config field for the cli comparison's runs (TOML), e.g. 'ordinal = true'",
     )
+    parser.add_argument("--question-seeds", type=int, default=3, help="seeds per question and mode")
+    parser.add_argument("--refresh-cli", action="store_true", help="rerun cli default for every question")
+    parser.add_argument("--question", action="append", default=[], help="only this question (repeatable)")
     args: Any = parser.parse_args()
     install = args.install_path.absolute()
     if args.section in ("cost", "all"):
@@ -333,6 +523,8 @@ def main() -> None:
         section_cli(install, args.steps, args.seeds, "".join(f", {c}" for c in args.agent_config))
     if args.section in ("landscape", "all"):
         section_landscape(install, args.grid, args.seeds)
+    if args.section in ("questions", "all"):
+        section_questions(install, args.question_seeds, args.steps, args.refresh_cli, args.question)
 
 
 if __name__ == "__main__":

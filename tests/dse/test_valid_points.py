@@ -128,6 +128,31 @@ def test_optuna_never_submits_an_invalid_point_and_learns_from_each_refusal() ->
     )
 
 
+def test_tpe_proposes_only_valid_points_after_its_random_startup() -> None:
+    """TPE's candidates are judged by the vectorised rule (``optuna_valid``): once it models the space, no draw is
+    refused, so no ask/tell round trip is spent on one; its random startup trials still may be."""
+    env = ModelEnv(_space(), num_nodes=2)
+    agent = OptunaAgent(env, OptunaConfig(seed=0), max_steps=40)
+    assert agent.run() == 40
+    trials = agent.study.get_trials(deepcopy=False)
+    refused = [t.number for t in trials if t.user_attrs.get("status") == "infeasible"]
+    assert refused and max(refused) < agent.config.n_startup_trials  # type: ignore[attr-defined]
+
+
+def test_candidates_are_judged_by_position_as_the_grid_is() -> None:
+    space = _space()
+    rule = ValidPoints(space, ToyTraining(), GPUS_PER_NODE)
+    index = np.arange(space.grid_size)
+    positions, stride = {}, 1
+    for dim in reversed(space.dims):
+        positions[dim.name] = (index // stride) % len(dim.choices)  # type: ignore[attr-defined]
+        stride *= len(dim.choices)  # type: ignore[attr-defined]
+    shuffled = np.random.default_rng(0).permutation(space.grid_size)
+    got = rule.mask_at({name: at[shuffled] for name, at in positions.items()})
+    assert got is not None and (got == rule.mask(0, space.grid_size)[shuffled]).all()
+    assert ValidPoints(space, _ScalarOnly(), GPUS_PER_NODE).mask_at(positions) is None  # no vectorised rule
+
+
 def test_a_rule_blind_agent_pays_a_step_per_invalid_point() -> None:
     env = ModelEnv(_space(), num_nodes=2, aware=False)
     agent = GridSearchAgent(env, AgentConfig(), max_steps=30)

@@ -31,6 +31,12 @@ that broke. Why not the penalty alone: its value competes with real rewards (wit
 ``negative`` reward every real reward may be below -1). As a violated constraint, TPE
 ranks the step below every feasible one and learns to avoid it whatever the penalty is.
 
+Where the rule is vectorised over a finite space, TPE's candidates are judged by it before TPE picks one
+(``optuna_valid``): after its random startup trials TPE proposes valid points only, and no ask is spent on a
+refusal (``benchmarks/bench_constraints.py``: 98 % in 88 steps over 5 seeds, 135 before; drawing the startup
+trials from the valid set too cost 312: TPE learns from the refused random ones). What only the scalar rule can
+tell (a memory estimate) goes the way below.
+
 The workload's rule is checked inside the sampler: an asked point that breaks it is never submitted. The trial
 is told at once like an infeasible step above (COMPLETE, the penalty, ``cloudai_infeasible`` violated: TPE learns
 the region, and the study keeps it for the dashboard with user attrs ``status = "infeasible"`` and the ``reason``),
@@ -66,6 +72,7 @@ from cloudai.agents.optuna_config import OptunaConfig
 from cloudai.agents.optuna_pruners import build_pruner
 from cloudai.agents.optuna_samplers import build_sampler, sampler_note, sampler_problem
 from cloudai.agents.optuna_storage import fresh_storage, study_name
+from cloudai.agents.optuna_valid import Validity
 from cloudai.envs.base import BaseGym, Feedback, Observation
 from cloudai.space import Categorical, Range, point_problem
 
@@ -74,6 +81,8 @@ LOCAL_POOL = 20  # the best measured points whose neighbours local search tries,
 PLATEAU = 0.01  # points within 1 % of the best are the best's plateau: local search tries all their neighbours
 HELP_AFTER = 20  # refused asks in a row before the next trial is a uniformly drawn valid point
 _INDEX_DRAWS = 100_000  # grid indices drawn (and checked by the rule) for one valid point
+_DRAW_BATCH = 4096  # ... judged at once where the rule is vectorised
+_DRAW_CHECKED = 16  # of a batch's valid ones, how many get the full check (a memory estimate each)
 
 
 class OptunaAgent(BaseAgent):
@@ -123,7 +132,7 @@ class OptunaAgent(BaseAgent):
             storage=storage,
             study_name=study_name(env.record_dir),
             directions=directions,
-            sampler=build_sampler(cfg),
+            sampler=build_sampler(cfg, self._validity() if cfg.sampler == "tpe" else None),
             pruner=build_pruner(cfg.pruner) if cfg.pruner is not None else None,
         )
         self._running: dict[int, optuna.Trial] = {}  # step -> asked, not yet told
@@ -172,6 +181,29 @@ class OptunaAgent(BaseAgent):
             proposed = action
         self.gave_up(MAX_REJECTS)
         return None
+
+    def _validity(self) -> Validity | None:
+        """The mask of TPE's candidates (``optuna_valid``): each param's internal representation (a list's index;
+        with ``ordinal``, the index of its sorted values) mapped to the position of the value in the space, the
+        rule's vectorised mask over those. None: no vectorised rule over a finite space to ask."""
+        rule = self.env.valid_points()
+        if rule is None or not all(isinstance(d, Categorical) for d in self.space.dims):
+            return None
+        if rule.mask_at({d.name: np.zeros(1, dtype=np.int64) for d in self.space.dims}) is None:
+            return None
+        where: dict[str, tuple[str, np.ndarray]] = {}
+        for d in self.space.dims:
+            assert isinstance(d, Categorical)
+            param = self._param(d.name)
+            values = ordinal_values(d) if isinstance(self.distributions[param], IntDistribution) else None
+            where[param] = (d.name, np.asarray([d.choices.index(v) for v in values or d.choices], dtype=np.int64))
+
+        def valid(candidates: dict[str, np.ndarray]) -> np.ndarray | None:
+            if candidates.keys() != where.keys():
+                return None  # one param at a time (independent sampling): not a whole point to judge
+            return rule.mask_at({name: at[candidates[p].astype(np.int64)] for p, (name, at) in where.items()})
+
+        return valid
 
     def _enqueue(self, point: dict[str, Any]) -> None:
         self.study.enqueue_trial(self._params(point))
@@ -259,9 +291,21 @@ class OptunaAgent(BaseAgent):
         if rule is None or not all(isinstance(d, Categorical) for d in self.space.dims):
             return None
         if proposed is not None:
-            index = rule.next_valid(self.space.grid_index(proposed))
+            index = rule.next_valid(self.space.grid_index(proposed), _DRAW_BATCH)  # near it, or a uniform draw
             if index is not None and self.env.violation(point := self.space.grid_point(index)) is None:
                 return point
+        dims = [d for d in self.space.dims if isinstance(d, Categorical)]
+        for _ in range(_INDEX_DRAWS // _DRAW_BATCH):  # vectorised: a batch of uniform draws judged at once
+            at = {d.name: self._index_rng.integers(0, len(d.choices), _DRAW_BATCH) for d in dims}
+            mask = rule.mask_at(at)
+            if mask is None:
+                break
+            for i in np.flatnonzero(mask)[:_DRAW_CHECKED]:
+                point = {d.name: d.choices[int(at[d.name][i])] for d in dims}
+                if self.env.violation(point) is None:  # env_params: the rule with this step's draw
+                    return point
+        else:
+            return None
         for index in self._index_rng.integers(0, self.space.grid_size, _INDEX_DRAWS):
             if rule.is_valid(int(index)):
                 point = self.space.grid_point(int(index))

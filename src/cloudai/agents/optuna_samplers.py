@@ -25,6 +25,8 @@ from typing import Literal, Protocol
 
 import optuna
 
+from cloudai.agents.optuna_valid import Validity, ValidTPESampler
+
 SamplerName = Literal["tpe", "random", "cmaes", "nsga2", "qmc", "gp"]
 SAMPLER_NEEDS: dict[str, tuple[str, ...]] = {"cmaes": ("cmaes",), "qmc": ("scipy",), "gp": ("scipy", "torch")}
 SINGLE_OBJECTIVE_ONLY = frozenset({"cmaes"})
@@ -66,8 +68,9 @@ class SamplerConfig(Protocol):
     population_size: int
 
 
-def build_sampler(config: SamplerConfig) -> optuna.samplers.BaseSampler:
-    """The configured sampler, seeded with ``config.seed`` (same seed, same asks)."""
+def build_sampler(config: SamplerConfig, valid: Validity | None = None) -> optuna.samplers.BaseSampler:
+    """The configured sampler, seeded with ``config.seed`` (same seed, same asks); ``valid``: TPE picks among the
+    candidates the workload's rule allows (``optuna_valid``)."""
     name, seed = config.sampler, config.seed
     if name == "random":
         return optuna.samplers.RandomSampler(seed=seed)
@@ -85,9 +88,6 @@ def build_sampler(config: SamplerConfig) -> optuna.samplers.BaseSampler:
         return optuna.samplers.QMCSampler(seed=seed, scramble=True)
     if name == "gp":
         return optuna.samplers.GPSampler(seed=seed, n_startup_trials=config.n_startup_trials)
-    return optuna.samplers.TPESampler(
-        seed=seed,
-        n_startup_trials=config.n_startup_trials,
-        multivariate=config.multivariate,
-        constant_liar=config.constant_liar,
-    )
+    tpe = {"seed": seed, "n_startup_trials": config.n_startup_trials, "multivariate": config.multivariate,
+           "constant_liar": config.constant_liar}  # fmt: skip
+    return optuna.samplers.TPESampler(**tpe) if valid is None else ValidTPESampler(valid, **tpe)

@@ -78,30 +78,53 @@ class ValidPoints:
         if not self.has_rule or self.env_names:
             return np.ones(max(0, stop - start), dtype=bool)
         if self.vectorised:
-            columns = self.columns(start, stop)
-            nodes = np.asarray(columns[NUM_NODES], dtype=np.int64)
-            got = self.workload.constraint_mask(columns, ResourceColumns(nodes, self.gpus_per_node))
+            got = self._vector_mask(self.columns(start, stop), stop - start)
             if got is not None:
-                return np.broadcast_to(np.asarray(got, dtype=bool), (stop - start,))  # a rule of fixed knobs: 0-d
+                return got
         return np.fromiter((self.violation(self.space.grid_point(i)) is None for i in range(start, stop)), bool)
+
+    def mask_at(self, positions: Mapping[str, np.ndarray]) -> np.ndarray | None:
+        """Valid (True) or not for each point given by its position in every dimension's grid values (arrays of
+        equal length, one per dimension): a sampler's candidates judged at once. None when only the scalar rule
+        could tell (no vectorised rule, env params, a dimension missing)."""
+        if not self.has_rule or self.env_names or not self.vectorised:
+            return None if self.has_rule else np.ones(len(next(iter(positions.values()), ())), dtype=bool)
+        if any(d.name not in positions or d.name not in self._values for d in self.space.dims):
+            return None
+        size = len(next(iter(positions.values()), ()))
+        return self._vector_mask(self._columns_at(positions, size), size)
+
+    def _vector_mask(self, columns: dict[str, np.ndarray], size: int) -> np.ndarray | None:
+        nodes = np.asarray(columns[NUM_NODES], dtype=np.int64)
+        got = self.workload.constraint_mask(columns, ResourceColumns(nodes, self.gpus_per_node))
+        if got is None:
+            return None
+        return np.broadcast_to(np.asarray(got, dtype=bool), (size,))  # a rule of fixed knobs: 0-d
 
     def columns(self, start: int, stop: int) -> dict[str, np.ndarray]:
         """Every knob's values over the grid indices ``[start, stop)``: dimensions by mixed radix, fixed ones
         repeated (numbers as numeric arrays, anything else as an object array)."""
         index = np.arange(start, stop, dtype=np.int64)
-        columns: dict[str, np.ndarray] = {}
+        positions: dict[str, np.ndarray] = {}
         stride = 1
         for dim in reversed(self.space.dims):
             size = len(dim.grid_values)
-            positions = (index // stride) % size
-            if dim.name in self._values:
-                columns[dim.name] = self._values[dim.name][positions]
-            else:  # a huge lazy range grid: only the values this chunk needs
-                columns[dim.name] = _array([dim.grid_values[int(p)] for p in positions])
+            positions[dim.name] = (index // stride) % size
             stride *= size
+        return self._columns_at(positions, stop - start)
+
+    def _columns_at(self, positions: Mapping[str, np.ndarray], size: int) -> dict[str, np.ndarray]:
+        """The columns of the ``size`` points at ``positions`` (each dimension's grid positions)."""
+        columns: dict[str, np.ndarray] = {}
+        for dim in reversed(self.space.dims):
+            at = positions[dim.name]
+            if dim.name in self._values:
+                columns[dim.name] = self._values[dim.name][at]
+            else:  # a huge lazy range grid: only the values this chunk needs
+                columns[dim.name] = _array([dim.grid_values[int(p)] for p in at])
         for name, value in self.space.fixed.items():
-            columns[name] = np.broadcast_to(_array([value]), (stop - start,))
-        columns.setdefault(NUM_NODES, np.ones(stop - start, dtype=np.int64))
+            columns[name] = np.broadcast_to(_array([value]), (size,))
+        columns.setdefault(NUM_NODES, np.ones(size, dtype=np.int64))
         return columns
 
     @cached_property
@@ -115,16 +138,19 @@ class ValidPoints:
             return bool(self._chunk[1][index - self._chunk[0]])
         return bool(self.mask(index, index + 1)[0])
 
-    def next_valid(self, index: int) -> int | None:
-        """The first valid grid index at or after ``index``; None when there is none."""
+    def next_valid(self, index: int, limit: int | None = None) -> int | None:
+        """The first valid grid index at or after ``index`` (within ``limit`` indices of it); None when there is
+        none."""
         size, step = self.space.grid_size, CHUNK if self.vectorised else SCALAR_CHUNK
+        if limit is not None:
+            size = min(size, index + limit)
         while index < size:
             chunk = index - index % step
             if self._chunk is None or self._chunk[0] != chunk:
                 self._chunk = (chunk, self.mask(chunk, chunk + step))
             found = np.flatnonzero(self._chunk[1][index - chunk :])
             if found.size:
-                return index + int(found[0])
+                return index + int(found[0]) if index + int(found[0]) < size else None
             index = chunk + step
         return None
 

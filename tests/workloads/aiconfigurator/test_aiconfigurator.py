@@ -97,6 +97,46 @@ def test_metrics_carry_cloudais_names_and_default() -> None:
     assert Aiconfigurator().default_means(AGG) == "tokens_per_s_per_gpu"
 
 
+def test_a_moe_width_other_than_the_attention_width_is_a_constraint() -> None:
+    """aiconfigurator refuses moe_tp * moe_ep != tp * dp ("Parallelism width mismatch"): never a step. 1 x 1 is
+    CloudAI's way of writing a dense model's worker, whatever its tp."""
+    workload = Aiconfigurator()
+    agg = {"batch_size": 8, "tp": 2, "dp": 2}
+    assert workload.constraint({**AGG, "agg": {**agg, "moe_tp": 2, "moe_ep": 2}}) is None
+    assert workload.constraint({**AGG, "agg": {**agg, "moe_tp": 1, "moe_ep": 1}}) is None
+    assert workload.constraint({**AGG, "agg": {**agg, "moe_tp": 1, "moe_ep": 2}}) == (
+        "moe_tp * moe_ep = 2 differs from tp * dp = 4 (the model needs them equal)"
+    )
+    disagg = {"p_bs": 1, "p_workers": 1, "p_tp": 2, "p_moe_tp": 2, "p_moe_ep": 1, "d_bs": 8, "d_workers": 1,
+              "d_tp": 4, "d_moe_ep": 2, "d_moe_tp": 1}  # fmt: skip
+    assert workload.constraint({**{k: v for k, v in AGG.items() if k != "agg"}, "disagg": disagg}) == (
+        "d_moe_tp * d_moe_ep = 2 differs from d_tp * d_dp = 4 (the model needs them equal)"
+    )
+
+
+def test_a_larger_batch_of_a_configuration_out_of_memory_is_refused_by_the_mask() -> None:
+    """What the run's worker said does not fit rules out, vectorised, the same configuration with no smaller
+    batches (whatever its worker counts): memory grows with the batch. Other configurations stay to be asked,
+    and the run's end forgets it."""
+    cmd_args = {**{k: v for k, v in AGG.items() if k != "agg"}, "total_gpus": 8,
+                "disagg": {"p_tp": [1, 2], "p_bs": [1, 2], "p_workers": [1, 2], "d_tp": [1, 2], "d_bs": [8, 16, 32],
+                           "d_workers": [1, 2]}}  # fmt: skip
+    space = parse_space(flatten(cmd_args))
+    before = ValidPoints(space, Aiconfigurator(), None).mask(0, space.grid_size)
+    oom = flatten({**cmd_args, "disagg": {**cmd_args["disagg"], "p_tp": 1, "p_bs": 2, "p_workers": 1, "d_tp": 1,
+                                          "d_bs": 16, "d_workers": 2}})  # fmt: skip
+    with worker.listening(b"\0cloudai-test-no-worker"):
+        worker.remember_oom(oom)
+        after = ValidPoints(space, Aiconfigurator(), None).mask(0, space.grid_size)
+    points = [space.grid_point(i) for i in range(space.grid_size)]
+    dominated = [p["disagg.p_tp"] == p["disagg.d_tp"] == 1 and p["disagg.p_bs"] >= 2 and p["disagg.d_bs"] >= 16
+                 for p in points]  # fmt: skip
+    assert any(dominated) and not any(after[dominated])
+    assert after.tolist() == [ok and not d for ok, d in zip(before, dominated, strict=True)]
+    assert worker.out_of_memory() == [] and (ValidPoints(space, Aiconfigurator(), None).mask(0, space.grid_size)
+                                             == before).all()  # fmt: skip
+
+
 def test_total_gpus_is_a_constraint() -> None:
     workload = Aiconfigurator()
     assert workload.constraint({**AGG, "total_gpus": 8}) is None
@@ -112,6 +152,11 @@ def test_total_gpus_is_a_constraint() -> None:
         {**{k: v for k, v in AGG.items() if k != "agg"}, "total_gpus": 12,
          "disagg": {"p_tp": [1, 2, 4], "p_bs": 1, "p_workers": [1, 2, 3], "d_tp": [1, 4, 8], "d_bs": [8, 64],
                     "d_workers": [1, 2]}},
+        {**AGG, "total_gpus": 8, "agg": {"batch_size": 8, "tp": [1, 2, 4], "dp": [1, 2, 4], "moe_tp": [1, 2, 4],
+                                         "moe_ep": [1, 2, 8]}},
+        {**{k: v for k, v in AGG.items() if k != "agg"}, "total_gpus": 8,
+         "disagg": {"p_tp": [1, 2], "p_dp": [1, 2], "p_moe_tp": [1, 2], "p_moe_ep": [1, 4], "p_bs": 1, "p_workers": 1,
+                    "d_tp": [1, 4], "d_moe_tp": 1, "d_moe_ep": [1, 2, 4], "d_bs": 8, "d_workers": [1, 2]}},
     ],
 )  # fmt: skip
 def test_the_gpu_count_rule_vectorised_is_the_scalar_one(cmd_args: dict[str, Any]) -> None:

@@ -6,8 +6,9 @@ whether it listens (``ready``) or another worker already does (``running``: a te
 is used, not stopped). Anything else (the environment broke) leaves the trials to estimate cold, each in its own
 process: slower, the same numbers.
 
-While a worker listens, ``oom(request)`` asks it whether a configuration fits GPU memory (``Aiconfigurator.
-constraint``), so a point the model rules out is ``infeasible`` before any step is spent on it. Without one (a
+While a worker listens, ``oom(request)`` asks it whether a configuration fits GPU memory and whether the model
+takes it at all (``Aiconfigurator.constraint``), so a point the model rules out is ``infeasible`` before any step
+is spent on it. Without one (a
 Slurm run, ``CLOUDAI_AICONFIGURATOR_WORKER=0``, a dry run) it says nothing and such a point is a failed trial
 with the model's reason, as before.
 """
@@ -35,13 +36,15 @@ _listening: list[bytes] = []  # the socket name of the worker the current run ho
 _said: dict[str, str | None] = {}  # request JSON -> the model's OOM reason, or None (fits, or no answer to keep)
 _answered: OrderedDict[str, dict[str, Any]] = OrderedDict()  # request JSON -> the estimate ``oom`` was answered
 KEPT = 256  # answers kept for the trials of the points ``oom`` let through (a trial follows its check at once)
+_out_of_memory: list[dict[str, Any]] = []  # the points (flat cmd_args) the model said do not fit, this run
 
 
 def oom(request: dict[str, Any]) -> str | None:
-    """The model's own reason why ``request`` (``cli_estimate``'s keyword arguments) does not fit GPU memory, or
-    None: it fits, another failure (the trial will say), or no worker to ask. Remembered per request for the
-    run: a sampler redrawing a point it was refused pays a dict look-up. The worker answers with its memoised
-    estimate, which the point's trial then reuses: a point that fits costs nothing extra."""
+    """The model's own reason why it refuses ``request`` (``cli_estimate``'s keyword arguments): it does not fit
+    GPU memory (``OOM: ...``), or the model rejects it before estimating (a MoE width other than the attention
+    width, no data in the database for that MoE shape); None: it fits, or no worker to ask. Remembered per
+    request for the run: a sampler redrawing a point it was refused pays a dict look-up. The worker answers with
+    its memoised estimate, which the point's trial then reuses: a point that fits costs nothing extra."""
     if not _listening:
         return None
     key = json.dumps(request, sort_keys=True)
@@ -51,7 +54,7 @@ def oom(request: dict[str, Any]) -> str | None:
         answer = runner.ask_worker(_listening[-1], {"fits": request}, ASK_TIMEOUT_S)
     except (OSError, ValueError):  # the worker went away: the trial estimates itself, as without one
         return None
-    _said[key] = answer["reason"] if answer.get("oom") else None
+    _said[key] = None if answer.get("ok", True) else str(answer.get("reason") or "the model refuses it")
     if _said[key] is None and "answer" in answer:
         _answered[key] = answer["answer"]
         if len(_answered) > KEPT:
@@ -97,6 +100,18 @@ def listening(name: bytes) -> Iterator[None]:
         if not _listening:
             _said.clear()
             _answered.clear()
+            _out_of_memory.clear()
+
+
+def out_of_memory() -> list[dict[str, Any]]:
+    """The points (flat ``cmd_args``) the model said do not fit GPU memory in this run (``remember_oom``)."""
+    return _out_of_memory
+
+
+def remember_oom(point: dict[str, Any]) -> None:
+    """Keep a point the model said does not fit, for the run's vectorised rule (``Aiconfigurator.constraint_mask``)."""
+    if _listening and point not in _out_of_memory:
+        _out_of_memory.append(point)
 
 
 @contextlib.contextmanager

@@ -16,10 +16,13 @@ Metrics are CloudAI's names (``default`` = tokens/s/gpu, CloudAI's rule) plus ``
 (``runner.on_cluster``); the replica's own figure is ``tokens_per_s_per_gpu_replica``. The release and database
 version each trial used are in its ``stdout.txt`` and ``report.json``.
 
-What the model rules out. A configuration that does not fit GPU memory is ``infeasible`` (no job, no step), its
-reason the model's own ``OOM: ...`` line, when a warm worker is there to ask (``worker.oom``: a run on this machine);
-a sampler's redraw of it costs a dict look-up. Without a worker (a Slurm run), and for any other refusal (a
-parallelism the model rejects), the trial runs and fails with the model's reason, as it always did.
+What the model rules out. A configuration that does not fit GPU memory, or that the model refuses to estimate (a
+MoE width other than the attention width, no database data for that MoE shape), is ``infeasible`` (no job, no
+step), its reason the model's own line, when a warm worker is there to ask (``worker.oom``: a run on this
+machine); a sampler's redraw of it costs a dict look-up. The vectorised rule (``constraint_mask``) refuses the
+MoE width mismatch for every grid point, and, from what the run's worker said does not fit, the same
+configuration at larger batches, so TPE does not propose them at all. Without a worker (a Slurm run) the trial
+runs and fails with the model's reason, as it always did.
 """
 
 from __future__ import annotations
@@ -35,10 +38,12 @@ import numpy as np
 from cloudai.errors import WorkloadError
 from cloudai.installables import Installable
 from cloudai.readfile import read_ends
+from cloudai.space.knobs import NUM_NODES, flatten
 from cloudai.steps import Evaluation
 from cloudai.workloads.aiconfigurator import catalog
 from cloudai.workloads.aiconfigurator.args import AiconfiguratorArgs, request
-from cloudai.workloads.aiconfigurator.worker import evaluation, oom, warm_worker
+from cloudai.workloads.aiconfigurator.runner import OOM
+from cloudai.workloads.aiconfigurator.worker import evaluation, oom, out_of_memory, remember_oom, warm_worker
 from cloudai.workloads.base import (
     ONE_NODE,
     STDOUT_FILE,
@@ -121,28 +126,44 @@ class Aiconfigurator(Workload):
         return 1  # one estimate, not an MPI program
 
     def constraint(self, args: Mapping[str, Any], resources: Resources = ONE_NODE) -> str | None:
-        """A configuration (one replica: its prefill and decode workers together) must fit in ``total_gpus``, and
-        in GPU memory by the model's own estimate when a warm worker can tell (``worker.oom``)."""
+        """A configuration (one replica: its prefill and decode workers together) must fit in ``total_gpus``, a
+        worker's MoE width must match its attention width (``_workers``), and it must fit in GPU memory by the
+        model's own estimate when a warm worker can tell (``worker.oom``)."""
         values = AiconfiguratorArgs.model_validate(args)
         if values.total_gpus is not None and values.gpus > values.total_gpus:
             return f"uses {values.gpus} GPUs, more than total_gpus = {values.total_gpus}"
-        return oom(request(values))
+        for prefix, (tp, dp, moe_tp, moe_ep) in _workers(values):
+            if moe_tp is not None and moe_ep is not None and moe_tp * moe_ep not in (1, tp * dp):
+                return (f"{prefix}moe_tp * {prefix}moe_ep = {moe_tp * moe_ep} differs from {prefix}tp * {prefix}dp = "
+                        f"{tp * dp} (the model needs them equal)")  # fmt: skip
+        reason = oom(request(values))
+        if reason is not None and reason.startswith(OOM):
+            remember_oom(flatten(args))
+        return reason
 
     def constraint_mask(self, columns: Mapping[str, np.ndarray], resources: ResourceColumns) -> np.ndarray | None:
-        """The GPU-count part of ``constraint`` over columns of points (flat names: ``agg.tp``, ``disagg.p_tp``,
-        ``total_gpus``), so a grid is counted and walked without building each point. The memory part needs the
-        model, point by point: a grid's count is an upper bound, and each step's own check refuses what it rules
-        out. None (decline) for columns of another shape."""
+        """``constraint`` over columns of points (flat names: ``agg.tp``, ``disagg.p_tp``, ``total_gpus``), so a
+        grid is counted and walked, and a sampler's candidates judged, without building each point: the GPU count,
+        the MoE width, and memory as far as this run's answers tell (``_beyond_memory``). The rest of memory
+        needs the model, point by point: a grid's count is an upper bound, and each step's own check refuses what
+        it rules out. None (decline) for columns of another shape."""
         total = columns.get("total_gpus")
-        if total is None or (np.ndim(total) == 0 and np.asarray(total).item() is None):
-            return np.asarray(True)
         try:
             if any(name.startswith("agg.") for name in columns):
                 gpus = _product(columns, "agg.", ("tp", "pp", "dp"))
+                sides = ["agg."]
             else:
                 prefill = _product(columns, "disagg.", ("p_workers", "p_tp", "p_pp", "p_dp"))
                 gpus = prefill + _product(columns, "disagg.", ("d_workers", "d_tp", "d_pp", "d_dp"))
-            return gpus <= np.asarray(total, dtype=np.int64)
+                sides = ["disagg.p_", "disagg.d_"]
+            fits = ~_beyond_memory(columns)
+            if total is not None and not (np.ndim(total) == 0 and np.asarray(total).item() is None):
+                fits = fits & (gpus <= np.asarray(total, dtype=np.int64))
+            for side in sides:
+                if columns.get(side + "moe_tp") is not None and columns.get(side + "moe_ep") is not None:
+                    width = _product(columns, side, ("moe_tp", "moe_ep"))
+                    fits = fits & ((width == 1) | (width == _product(columns, side, ("tp", "dp"))))
+            return fits
         except (TypeError, ValueError):
             return None
 
@@ -160,6 +181,46 @@ class Aiconfigurator(Workload):
         if "tokens_per_s_per_gpu" not in metrics:
             raise WorkloadError("metrics.json has no tokens_per_s_per_gpu: the estimate did not finish")
         return metrics
+
+
+def _beyond_memory(columns: Mapping[str, np.ndarray]) -> np.ndarray:
+    """Where a point needs at least the memory of one the model said does not fit (``worker.out_of_memory``):
+    the same configuration in every field but the batch sizes, which are no smaller, and the worker counts
+    (memory is per worker). Memory grows with the batch (its KV cache and activations), so such a point does
+    not fit either: the mask refuses it without an estimate. Only what this run's worker answered; a grid's
+    count is unchanged: columns broadcast along axes of their own (``ValidPoints.count``, an upper bound in any
+    case) are left to the rest of the rule."""
+    out = np.asarray(False)
+    if any(np.ndim(column) > 1 for column in columns.values()):
+        return out
+    for point in out_of_memory():
+        names = set(columns) - {NUM_NODES, *_PER_REPLICA}
+        if not names <= point.keys():  # a knob the recorded point does not set: not the same configuration
+            continue
+        hit = np.asarray(True)
+        for name in names:
+            column = np.asarray(columns[name])
+            hit = hit & ((column >= point[name]) if name in _BATCHES else (column == point[name]))
+        out = out | hit
+    return out
+
+
+def _workers(values: AiconfiguratorArgs) -> list[tuple[str, tuple[int, int, int | None, int | None]]]:
+    """Each kind of worker's (tp, dp, moe_tp, moe_ep), by its fields' prefix.
+
+    The MoE width rule: aiconfigurator refuses a MoE worker whose ``moe_tp * moe_ep`` differs from its ``tp * dp``
+    ("Parallelism width mismatch"), a failed trial. 1 x 1 is allowed whatever the width: CloudAI's files write it
+    for dense models, where the package ignores it (a MoE model's 1 x 1 at a wider tp still fails as a trial)."""
+    if values.agg is not None:
+        a = values.agg
+        return [("", (a.tp, a.dp, a.moe_tp, a.moe_ep))]
+    d = values.disagg
+    assert d is not None
+    return [("p_", (d.p_tp, d.p_dp, d.p_moe_tp, d.p_moe_ep)), ("d_", (d.d_tp, d.d_dp, d.d_moe_tp, d.d_moe_ep))]
+
+
+_BATCHES = frozenset({"agg.batch_size", "disagg.p_bs", "disagg.d_bs"})
+_PER_REPLICA = frozenset({"disagg.p_workers", "disagg.d_workers", "total_gpus"})  # no bearing on a worker's memory
 
 
 def _product(columns: Mapping[str, np.ndarray], prefix: str, names: Sequence[str]) -> np.ndarray:
