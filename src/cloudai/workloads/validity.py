@@ -36,7 +36,7 @@ from typing import Any
 
 import numpy as np
 
-from cloudai.space import NUM_NODES, Space
+from cloudai.space import NUM_NODES, Space, first_value
 from cloudai.workloads.base import ResourceColumns, Workload, constraint_of
 
 CHUNK = 1 << 16  # grid indices per vectorised evaluation of a walk
@@ -82,8 +82,21 @@ class ValidPoints:
             nodes = np.asarray(columns[NUM_NODES], dtype=np.int64)
             got = self.workload.constraint_mask(columns, ResourceColumns(nodes, self.gpus_per_node))
             if got is not None:
-                return np.broadcast_to(np.asarray(got, dtype=bool), (stop - start,))  # a rule of fixed knobs: 0-d
-        return np.fromiter((self.violation(self.space.grid_point(i)) is None for i in range(start, stop)), bool)
+                got = np.asarray(got, dtype=bool) & self._canonical(columns)
+                return np.broadcast_to(got, (stop - start,))  # a rule of fixed knobs: 0-d
+        points = (self.space.grid_point(i) for i in range(start, stop))
+        return np.fromiter((self.space.is_canonical(p) and self.violation(p) is None for p in points), bool)
+
+    def _canonical(self, columns: Mapping[str, np.ndarray]) -> np.ndarray:
+        """Where the grid point is its own canonical form (``Space.canonical``): a knob of a branch not chosen at
+        its first value. The other grid points repeat one of those, so a walk skips them and a count leaves them
+        out (``Space.when``; a space without branches: True)."""
+        out = np.asarray(True)
+        for name, (selector, value) in self.space.when.items():
+            if name in self._values and selector in columns:
+                first = first_value(self.space.dim(name))
+                out = out & ((np.asarray(columns[selector]) == value) | (np.asarray(columns[name]) == first))
+        return out
 
     def columns(self, start: int, stop: int) -> dict[str, np.ndarray]:
         """Every knob's values over the grid indices ``[start, stop)``: dimensions by mixed radix, fixed ones
@@ -159,7 +172,9 @@ class ValidPoints:
         columns.setdefault(NUM_NODES, np.asarray(1, dtype=np.int64))
         nodes = np.asarray(columns[NUM_NODES], dtype=np.int64)
         got = self.workload.constraint_mask(columns, ResourceColumns(nodes, self.gpus_per_node))
-        return None if got is None else int(np.broadcast_to(np.asarray(got, dtype=bool), shape).sum())
+        if got is None:
+            return None
+        return int(np.broadcast_to(np.asarray(got, dtype=bool) & self._canonical(columns), shape).sum())
 
     def first(self, n: int) -> list[int]:
         """The first ``n`` valid grid indices (fewer when the grid has fewer)."""

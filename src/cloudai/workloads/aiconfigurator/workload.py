@@ -34,7 +34,7 @@ from cloudai.errors import WorkloadError
 from cloudai.installables import Installable
 from cloudai.readfile import read_ends
 from cloudai.workloads.aiconfigurator import catalog
-from cloudai.workloads.aiconfigurator.args import AiconfiguratorArgs, request
+from cloudai.workloads.aiconfigurator.args import MODES, AiconfiguratorArgs, request
 from cloudai.workloads.aiconfigurator.worker import oom, warm_worker
 from cloudai.workloads.base import ONE_NODE, STDOUT_FILE, JobContext, ResourceColumns, Resources, Workload
 
@@ -72,6 +72,7 @@ class Aiconfigurator(Workload):
     name = "Aiconfigurator"
     hardware = "cpu"  # a performance model: it runs here for real
     args_model = AiconfiguratorArgs
+    branches = {"mode": MODES}  # mode = ["agg", "disagg"]: one search over both (args.py)
     produces_metrics = True
     metrics = METRICS
     units = UNITS
@@ -94,7 +95,7 @@ class Aiconfigurator(Workload):
         values = AiconfiguratorArgs.model_validate(args)
         python = catalog.ENV.python(job.install_path) if job.install_path else Path("python3")
         argv = [str(python), str(catalog.RUNNER), "trial", str(job.job_dir.absolute()), json.dumps(request(values))]
-        return argv if values.total_gpus is None else [*argv, str(values.total_gpus)]
+        return argv if values.cluster_gpus is None else [*argv, str(values.cluster_gpus)]
 
     def ntasks(self, args: Mapping[str, Any]) -> int | None:
         return 1  # one estimate, not an MPI program
@@ -103,26 +104,37 @@ class Aiconfigurator(Workload):
         """A configuration (one replica: its prefill and decode workers together) must fit in ``total_gpus``, and
         in GPU memory by the model's own estimate when a warm worker can tell (``worker.oom``)."""
         values = AiconfiguratorArgs.model_validate(args)
-        if values.total_gpus is not None and values.gpus > values.total_gpus:
-            return f"uses {values.gpus} GPUs, more than total_gpus = {values.total_gpus}"
+        total = values.cluster_gpus
+        if total is not None and values.gpus > total:
+            budget = "" if values.budget is None else f" (what budget {values.budget:g} buys of {values.system})"
+            return f"uses {values.gpus} GPUs, more than total_gpus = {total}{budget}"
         return oom(request(values))
+
+    def derived(self, args: Mapping[str, Any], resources: Resources = ONE_NODE) -> dict[str, Any]:
+        """``total_gpus`` when ``budget`` and ``gpu_price`` set it."""
+        values = AiconfiguratorArgs.model_validate(args)
+        return {} if values.budget is None else {"total_gpus": values.cluster_gpus}
 
     def constraint_mask(self, columns: Mapping[str, np.ndarray], resources: ResourceColumns) -> np.ndarray | None:
         """The GPU-count part of ``constraint`` over columns of points (flat names: ``agg.tp``, ``disagg.p_tp``,
-        ``total_gpus``), so a grid is counted and walked without building each point. The memory part needs the
-        model, point by point: a grid's count is an upper bound, and each step's own check refuses what it rules
-        out. None (decline) for columns of another shape."""
-        total = columns.get("total_gpus")
-        if total is None or (np.ndim(total) == 0 and np.asarray(total).item() is None):
-            return np.asarray(True)
+        ``mode``, ``total_gpus`` or ``budget``, ``gpu_price.<system>`` and ``system``), so a grid is counted and
+        walked without building each point. The memory part needs the model, point by point: a grid's count is an
+        upper bound, and each step's own check refuses what it rules out. None (decline) for columns of another
+        shape."""
         try:
-            if any(name.startswith("agg.") for name in columns):
-                gpus = _product(columns, "agg.", ("tp", "pp", "dp"))
+            total = _cluster_gpus(columns)
+            if total is None:
+                return np.asarray(True)
+            agg = _product(columns, "agg.", ("tp", "pp", "dp"))
+            prefill = _product(columns, "disagg.", ("p_workers", "p_tp", "p_pp", "p_dp"))
+            disagg = prefill + _product(columns, "disagg.", ("d_workers", "d_tp", "d_pp", "d_dp"))
+            mode = columns.get("mode")
+            if mode is not None:
+                gpus = np.where(np.asarray(mode) == "agg", agg, disagg)
             else:
-                prefill = _product(columns, "disagg.", ("p_workers", "p_tp", "p_pp", "p_dp"))
-                gpus = prefill + _product(columns, "disagg.", ("d_workers", "d_tp", "d_pp", "d_dp"))
-            return gpus <= np.asarray(total, dtype=np.int64)
-        except (TypeError, ValueError):
+                gpus = agg if any(name.startswith("agg.") for name in columns) else disagg
+            return gpus <= total
+        except (TypeError, ValueError, KeyError):
             return None
 
     def failure_reason(self, job_dir: Path) -> str | None:
@@ -139,6 +151,23 @@ class Aiconfigurator(Workload):
         if "tokens_per_s_per_gpu" not in metrics:
             raise WorkloadError("metrics.json has no tokens_per_s_per_gpu: the estimate did not finish")
         return metrics
+
+
+def _cluster_gpus(columns: Mapping[str, np.ndarray]) -> np.ndarray | None:
+    """``AiconfiguratorArgs.cluster_gpus`` over columns: ``total_gpus``, or ``budget`` over the price of each point's
+    ``system`` (``gpu_price.<system>`` columns); None when neither is given."""
+    budget = columns.get("budget")
+    if budget is not None and not (np.ndim(budget) == 0 and np.asarray(budget).item() is None):
+        system = np.asarray(columns["system"])
+        prices = {name.removeprefix("gpu_price."): col for name, col in columns.items() if name.startswith("gpu_price.")}
+        price = np.full(np.broadcast(system, budget).shape, np.nan)
+        for name, col in prices.items():
+            price = np.where(system == name, np.asarray(col, dtype=np.float64), price)
+        return np.floor(np.asarray(budget, dtype=np.float64) / price + 1e-9)
+    total = columns.get("total_gpus")
+    if total is None or (np.ndim(total) == 0 and np.asarray(total).item() is None):
+        return None
+    return np.asarray(total, dtype=np.int64)
 
 
 def _product(columns: Mapping[str, np.ndarray], prefix: str, names: Sequence[str]) -> np.ndarray:
