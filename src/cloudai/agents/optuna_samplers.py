@@ -66,8 +66,10 @@ class SamplerConfig(Protocol):
     population_size: int
 
 
-def build_sampler(config: SamplerConfig) -> optuna.samplers.BaseSampler:
-    """The configured sampler, seeded with ``config.seed`` (same seed, same asks)."""
+def build_sampler(config: SamplerConfig, conditional: bool = False) -> optuna.samplers.BaseSampler:
+    """The configured sampler, seeded with ``config.seed`` (same seed, same asks). ``conditional``: the space has
+    branches (``Space.when``), whose knobs a trial asks only on its branch: multivariate TPE then models each
+    branch's knobs as a group (``group=True``) rather than falling back to independent sampling for them."""
     name, seed = config.sampler, config.seed
     if name == "random":
         return optuna.samplers.RandomSampler(seed=seed)
@@ -85,9 +87,13 @@ def build_sampler(config: SamplerConfig) -> optuna.samplers.BaseSampler:
         return optuna.samplers.QMCSampler(seed=seed, scramble=True)
     if name == "gp":
         return optuna.samplers.GPSampler(seed=seed, n_startup_trials=config.n_startup_trials)
-    return optuna.samplers.TPESampler(
-        seed=seed,
-        n_startup_trials=config.n_startup_trials,
-        multivariate=config.multivariate,
-        constant_liar=config.constant_liar,
-    )
+    group = conditional and config.multivariate
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)  # ``group``: experimental in 4.x
+        return optuna.samplers.TPESampler(
+            seed=seed,
+            n_startup_trials=config.n_startup_trials,
+            multivariate=config.multivariate,
+            constant_liar=config.constant_liar,
+            group=group,
+        )
