@@ -225,9 +225,7 @@ mode = ["agg", "disagg"]
 """
 
 
-def test_agg_and_disagg_in_one_run_each_configuration_once_best_names_its_mode(
-    installed: Path, tmp_path: Path
-) -> None:
+def test_agg_and_disagg_in_one_run_each_configuration_once_best_names_its_mode(installed: Path, tmp_path: Path) -> None:
     """The grid walks the 2 agg and 4 disagg configurations once each (not the 2 x 2 x 4 product of every knob),
     each trial runs its mode's table alone on the 8 GPUs the budget buys, and best.toml is the winner's mode."""
     (tmp_path / "tests").mkdir()

@@ -34,6 +34,10 @@ def space_of(cmd_args: dict[str, Any]):
     return parse_space(flatten(cmd_args), branches=BRANCHES)
 
 
+def points(space: Any) -> list[dict[str, Any]]:
+    return [space.grid_point(i) for i in range(space.grid_size)]
+
+
 def invoke(*args: str | Path) -> tuple[int, str]:
     result = CliRunner().invoke(cli, [str(a) for a in args], catch_exceptions=False)
     return result.exit_code, result.output
@@ -68,7 +72,7 @@ def test_the_grid_counts_each_configuration_once() -> None:
         for pt in (1, 2) for pw in (1, 2, 4) for dt in (2, 4, 8) for _ in (16, 128) for dw in (1, 2)
     )  # fmt: skip
     assert rule.count() == 16 + disagg == 46
-    scalar = [space.is_canonical(p) and rule.violation(p) is None for p in map(space.grid_point, range(space.grid_size))]
+    scalar = [space.is_canonical(p) and rule.violation(p) is None for p in points(space)]
     assert rule.mask(0, space.grid_size).tolist() == scalar
 
 
@@ -108,12 +112,13 @@ def test_a_budget_buys_each_systems_gpus() -> None:
 
 
 def test_the_budget_rule_vectorised_is_the_scalar_one() -> None:
-    cmd_args = {**TOP, "system": ["h100_sxm", "h200_sxm", "b200_sxm"], "budget": 28.0, "mode": ["agg", "disagg"],
-                "gpu_price": {"h100_sxm": 2.5, "h200_sxm": 3.5, "b200_sxm": 5.5}, "agg": AGG, "disagg": DISAGG}  # fmt: skip
+    prices = {"h100_sxm": 2.5, "h200_sxm": 3.5, "b200_sxm": 5.5}
+    cmd_args = {**TOP, "system": list(prices), "budget": 28.0, "mode": ["agg", "disagg"], "gpu_price": prices,
+                "agg": AGG, "disagg": DISAGG}  # fmt: skip
     space = space_of(cmd_args)
     rule = ValidPoints(space, Aiconfigurator(), None)
     assert rule.vectorised
-    scalar = [space.is_canonical(p) and rule.violation(p) is None for p in map(space.grid_point, range(space.grid_size))]
+    scalar = [space.is_canonical(p) and rule.violation(p) is None for p in points(space)]
     assert rule.mask(0, space.grid_size).tolist() == scalar
     assert rule.count() == sum(scalar) < space.grid_size
 

@@ -156,7 +156,7 @@ class AiconfiguratorArgs(_Quant):
             raise ValueError(f"mode = {self.mode!r} needs a [cmd_args.{self.mode}] table")
         if self.mode is None and (self.agg is None) == (self.disagg is None):
             raise ValueError(
-                "give exactly one of [cmd_args.agg] or [cmd_args.disagg], or both with mode = [\"agg\", \"disagg\"]"
+                'give exactly one of [cmd_args.agg] or [cmd_args.disagg], or both with mode = ["agg", "disagg"]'
             )
         if self.budget is not None:
             if self.total_gpus is not None:

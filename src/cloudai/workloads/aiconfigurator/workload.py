@@ -159,10 +159,10 @@ def _cluster_gpus(columns: Mapping[str, np.ndarray]) -> np.ndarray | None:
     budget = columns.get("budget")
     if budget is not None and not (np.ndim(budget) == 0 and np.asarray(budget).item() is None):
         system = np.asarray(columns["system"])
-        prices = {name.removeprefix("gpu_price."): col for name, col in columns.items() if name.startswith("gpu_price.")}
         price = np.full(np.broadcast(system, budget).shape, np.nan)
-        for name, col in prices.items():
-            price = np.where(system == name, np.asarray(col, dtype=np.float64), price)
+        for name, col in columns.items():
+            if name.startswith("gpu_price."):
+                price = np.where(system == name.removeprefix("gpu_price."), np.asarray(col, dtype=np.float64), price)
         return np.floor(np.asarray(budget, dtype=np.float64) / price + 1e-9)
     total = columns.get("total_gpus")
     if total is None or (np.ndim(total) == 0 and np.asarray(total).item() is None):
