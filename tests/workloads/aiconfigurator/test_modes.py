@@ -123,6 +123,29 @@ def test_the_budget_rule_vectorised_is_the_scalar_one() -> None:
     assert rule.count() == sum(scalar) < space.grid_size
 
 
+def test_moe_parallelism_keeps_aiconfigurators_sweep_rule() -> None:
+    """moe_tp x moe_ep = tp x dp, trtllm's attention DP at tp 1, vllm's MoE TP or EP: refused before a step, the
+    same point by point as over the grid; CloudAI's dense moe_tp = moe_ep = 1 stays valid."""
+    moe = {**TOP, "model_name": "Qwen/Qwen3-30B-A3B", "backend": "trtllm"}
+    assert Aiconfigurator().constraint({**moe, "agg": {"batch_size": 8, "tp": 4, "moe_tp": 1, "moe_ep": 1}}) is None
+    assert Aiconfigurator().constraint({**moe, "agg": {"batch_size": 8, "tp": 4, "moe_tp": 2, "moe_ep": 4}}) == (
+        "moe_tp x moe_ep = 8 is not tp x dp = 4 (aiconfigurator's rule: the experts span the attention's GPUs)"
+    )
+    assert Aiconfigurator().constraint({**moe, "agg": {"batch_size": 8, "tp": 2, "dp": 2, "moe_ep": 4, "moe_tp": 1}})
+    vllm = {**moe, "backend": "vllm", "mode": "disagg"}
+    disagg = {"p_bs": 1, "p_workers": 1, "d_bs": 8, "d_workers": 1, "d_tp": 4, "d_moe_tp": 2, "d_moe_ep": 2}
+    assert "vllm runs MoE TP or MoE EP" in str(Aiconfigurator().constraint({**vllm, "disagg": disagg}))
+    cmd_args = {**moe, "backend": ["trtllm", "vllm", "sglang"], "total_gpus": 8, "mode": ["agg", "disagg"],
+                "agg": {"batch_size": 8, "tp": [1, 2, 4], "dp": [1, 2], "moe_tp": [1, 2], "moe_ep": [1, 2, 4]},
+                "disagg": {"p_bs": 1, "p_workers": 1, "p_tp": [1, 2], "p_moe_ep": [1, 2], "p_moe_tp": 1,
+                           "d_bs": 8, "d_workers": 1, "d_tp": [2, 4], "d_moe_tp": [1, 2], "d_moe_ep": [1, 2, 4]}}  # fmt: skip
+    space = space_of(cmd_args)
+    rule = ValidPoints(space, Aiconfigurator(), None)
+    scalar = [space.is_canonical(p) and rule.violation(p) is None for p in points(space)]
+    assert rule.mask(0, space.grid_size).tolist() == scalar
+    assert rule.count() == sum(scalar) < sum(space.is_canonical(p) for p in points(space))
+
+
 def test_optuna_asks_a_branchs_knobs_only_on_it_and_both_branches_alike() -> None:
     """Each asked action is canonical (the knobs of the mode not chosen at their first value), the two modes are
     asked in turn, and the best, which only disagg has, is found; local search's neighbours are canonical and move

@@ -192,6 +192,30 @@ class AiconfiguratorArgs(_Quant):
         return math.floor(self.budget / self.gpu_price[self.system] + 1e-9)
 
 
+def moe_problem(args: AiconfiguratorArgs) -> str | None:
+    """Why the MoE parallelism of a worker breaks the rule aiconfigurator's own sweep keeps
+    (``enumerate_parallel_config``): ``moe_tp x moe_ep = tp x dp`` (the experts span the attention's GPUs), trtllm
+    runs attention DP only at tp 1, vllm runs MoE TP or MoE EP, not both. Only where ``moe_tp``/``moe_ep`` are
+    given and not both 1 (left out, or 1 and 1 as CloudAI writes them for a dense model, the package decides)."""
+    table = args.chosen
+    if isinstance(table, Agg):
+        workers = [("", table.tp, table.dp, table.moe_tp, table.moe_ep)]
+    else:
+        workers = [("p_", table.p_tp, table.p_dp, table.p_moe_tp, table.p_moe_ep),
+                   ("d_", table.d_tp, table.d_dp, table.d_moe_tp, table.d_moe_ep)]  # fmt: skip
+    for role, tp, dp, moe_tp, moe_ep in workers:
+        if moe_tp is None or moe_ep is None or moe_tp == moe_ep == 1:
+            continue  # the package infers them (one given: the other)
+        if moe_tp * moe_ep != tp * dp:
+            return (f"{role}moe_tp x {role}moe_ep = {moe_tp * moe_ep} is not {role}tp x {role}dp = {tp * dp} "
+                    "(aiconfigurator's rule: the experts span the attention's GPUs)")  # fmt: skip
+        if args.backend == "trtllm" and dp > 1 and tp > 1:
+            return f"trtllm runs attention DP only at tp 1 ({role}tp = {tp}, {role}dp = {dp})"
+        if args.backend == "vllm" and moe_tp > 1 and moe_ep > 1:
+            return f"vllm runs MoE TP or MoE EP, not both ({role}moe_tp = {moe_tp}, {role}moe_ep = {moe_ep})"
+    return None
+
+
 def request(args: AiconfiguratorArgs) -> dict[str, Any]:
     """The keyword arguments of ``aiconfigurator.cli.api.cli_estimate`` for these args (``backend_version`` None:
     the runner pins the release's default)."""

@@ -34,7 +34,7 @@ from cloudai.errors import WorkloadError
 from cloudai.installables import Installable
 from cloudai.readfile import read_ends
 from cloudai.workloads.aiconfigurator import catalog
-from cloudai.workloads.aiconfigurator.args import MODES, AiconfiguratorArgs, request
+from cloudai.workloads.aiconfigurator.args import MODES, AiconfiguratorArgs, moe_problem, request
 from cloudai.workloads.aiconfigurator.worker import oom, warm_worker
 from cloudai.workloads.base import ONE_NODE, STDOUT_FILE, JobContext, ResourceColumns, Resources, Workload
 
@@ -108,7 +108,7 @@ class Aiconfigurator(Workload):
         if total is not None and values.gpus > total:
             budget = "" if values.budget is None else f" (what budget {values.budget:g} buys of {values.system})"
             return f"uses {values.gpus} GPUs, more than total_gpus = {total}{budget}"
-        return oom(request(values))
+        return moe_problem(values) or oom(request(values))
 
     def derived(self, args: Mapping[str, Any], resources: Resources = ONE_NODE) -> dict[str, Any]:
         """``total_gpus`` when ``budget`` and ``gpu_price`` set it."""
@@ -123,17 +123,20 @@ class Aiconfigurator(Workload):
         shape."""
         try:
             total = _cluster_gpus(columns)
-            if total is None:
-                return np.asarray(True)
             agg = _product(columns, "agg.", ("tp", "pp", "dp"))
             prefill = _product(columns, "disagg.", ("p_workers", "p_tp", "p_pp", "p_dp"))
             disagg = prefill + _product(columns, "disagg.", ("d_workers", "d_tp", "d_pp", "d_dp"))
+            moe_agg = _moe_mask(columns, "agg.", "")
+            moe_disagg = _moe_mask(columns, "disagg.", "p_") & _moe_mask(columns, "disagg.", "d_")
             mode = columns.get("mode")
             if mode is not None:
-                gpus = np.where(np.asarray(mode) == "agg", agg, disagg)
+                is_agg = np.asarray(mode) == "agg"
+                gpus, moe = np.where(is_agg, agg, disagg), np.where(is_agg, moe_agg, moe_disagg)
+            elif any(name.startswith("agg.") for name in columns):
+                gpus, moe = agg, moe_agg
             else:
-                gpus = agg if any(name.startswith("agg.") for name in columns) else disagg
-            return gpus <= total
+                gpus, moe = disagg, moe_disagg
+            return moe if total is None else moe & (gpus <= total)
         except (TypeError, ValueError, KeyError):
             return None
 
@@ -157,7 +160,7 @@ def _cluster_gpus(columns: Mapping[str, np.ndarray]) -> np.ndarray | None:
     """``AiconfiguratorArgs.cluster_gpus`` over columns: ``total_gpus``, or ``budget`` over the price of each point's
     ``system`` (``gpu_price.<system>`` columns); None when neither is given."""
     budget = columns.get("budget")
-    if budget is not None and not (np.ndim(budget) == 0 and np.asarray(budget).item() is None):
+    if not _absent(budget):
         system = np.asarray(columns["system"])
         price = np.full(np.broadcast(system, budget).shape, np.nan)
         for name, col in columns.items():
@@ -165,9 +168,25 @@ def _cluster_gpus(columns: Mapping[str, np.ndarray]) -> np.ndarray | None:
                 price = np.where(system == name.removeprefix("gpu_price."), np.asarray(col, dtype=np.float64), price)
         return np.floor(np.asarray(budget, dtype=np.float64) / price + 1e-9)
     total = columns.get("total_gpus")
-    if total is None or (np.ndim(total) == 0 and np.asarray(total).item() is None):
-        return None
-    return np.asarray(total, dtype=np.int64)
+    return None if _absent(total) else np.asarray(total, dtype=np.int64)
+
+
+def _moe_mask(columns: Mapping[str, np.ndarray], prefix: str, role: str) -> np.ndarray:
+    """``args.moe_problem`` for one worker over columns (True: no problem)."""
+    names = [f"{prefix}{role}{knob}" for knob in ("moe_tp", "moe_ep")]
+    if any(_absent(columns.get(name)) for name in names):
+        return np.asarray(True)
+    moe_tp, moe_ep = (np.asarray(columns[name], dtype=np.int64) for name in names)
+    tp, dp = (_product(columns, prefix, (f"{role}{knob}",)) for knob in ("tp", "dp"))
+    ok = (moe_tp * moe_ep == tp * dp) | ((moe_tp == 1) & (moe_ep == 1))
+    backend = np.asarray(columns.get("backend", np.asarray("trtllm", dtype=object)))
+    ok = ok & ~((backend == "trtllm") & (dp > 1) & (tp > 1) & ~((moe_tp == 1) & (moe_ep == 1)))
+    return ok & ~((backend == "vllm") & (moe_tp > 1) & (moe_ep > 1))
+
+
+def _absent(column: np.ndarray | None) -> bool:
+    """No column, or a fixed None (a field left out)."""
+    return column is None or (np.ndim(column) == 0 and np.asarray(column).item() is None)
 
 
 def _product(columns: Mapping[str, np.ndarray], prefix: str, names: Sequence[str]) -> np.ndarray:
