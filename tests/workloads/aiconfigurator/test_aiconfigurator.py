@@ -36,6 +36,7 @@ CATALOG = {
     "databases": {"h100_sxm": {"trtllm": ["1.3.0rc20"]}, "h200_sxm": {"trtllm": ["1.3.0rc20", "1.3.0rc23"]}},
     "defaults": {"h100_sxm": {"trtllm": "1.3.0rc20"}, "h200_sxm": {"trtllm": "1.3.0rc20"}},
     "models": ["meta-llama/Meta-Llama-3.1-70B", "meta-llama/Meta-Llama-3.1-8B"],
+    "quant_modes": {"gemm_quant_mode": ["bfloat16", "fp8", "fp8_block"], "kvcache_quant_mode": ["bfloat16", "fp8"]},
 }
 
 
@@ -153,6 +154,8 @@ def test_ai_dynamo_log_scale_is_cloudais() -> None:
         ),
         ({"system": "h300_sxm"}, "system", "available: h100_sxm, h200_sxm"),
         ({"backend": "tgi"}, "backend", "has no database for h200_sxm; available: trtllm"),
+        ({"gemm_quant_mode": "fp8_blok"}, "gemm_quant_mode", "did you mean 'fp8_block'? available: bfloat16, fp8"),
+        ({"agg": {"batch_size": 8, "kvcache_quant_mode": "fp4"}}, "agg.kvcache_quant_mode", "'fp4' is not a"),
     ],
 )
 def test_what_the_release_does_not_ship_is_named(change: dict[str, Any], field: str, says: str) -> None:
