@@ -250,3 +250,22 @@ def test_agg_and_disagg_in_one_run_each_configuration_once_best_names_its_mode(i
     won = max(zip(rows, actions, strict=True), key=lambda ra: float(ra[0]["reward"]))[1]["mode"]
     lost = "agg" if won == "disagg" else "disagg"
     assert f'mode = "{won}"' in best and f"[cmd_args.{won}]" in best and f"[cmd_args.{lost}]" not in best
+
+
+def test_an_moe_worker_whose_experts_miss_its_gpus_is_refused_before_a_step(installed: Path) -> None:
+    """moe_tp = moe_ep = 1 at tp 2: a dense model runs it (CloudAI's files write it), an MoE model does not; the
+    worker's answer tells them apart, so the MoE one is no step and the dense one runs."""
+    moe = {"model_name": "Qwen/Qwen3-30B-A3B", "system": "h200_sxm", "isl": 4000, "osl": 500,
+           "agg": {"batch_size": 8, "tp": 2, "moe_tp": 1, "moe_ep": 1}}  # fmt: skip
+    dense = {**moe, "model_name": "meta-llama/Meta-Llama-3.1-8B"}
+    workload = Aiconfigurator()
+    own = worker.start(installed)
+    try:
+        with worker.listening(worker.name(installed)):
+            reason = workload.constraint(moe)
+            assert reason is not None and reason.startswith("Parallelism width mismatch: tp_size(2)")
+            assert workload.constraint(dense) is None
+            assert workload.constraint({**moe, "agg": {**moe["agg"], "moe_ep": 2}}) is None
+    finally:
+        if own is not None:
+            worker.stop(own)

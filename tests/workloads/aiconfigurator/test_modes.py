@@ -17,6 +17,7 @@ from tests.conftest import REPO
 from cloudai.agents.neighbours import neighbours
 from cloudai.agents.optuna_agent import OptunaAgent
 from cloudai.cli import cli
+from cloudai.envs.base import Feedback
 from cloudai.space import first_value, flatten, parse_space, split_knobs
 from cloudai.workloads.aiconfigurator import Aiconfigurator, AiconfiguratorArgs
 from cloudai.workloads.aiconfigurator.args import request
@@ -169,6 +170,22 @@ def test_optuna_asks_a_branchs_knobs_only_on_it_and_both_branches_alike() -> Non
     assert moved and all(space.is_canonical(n) for n in moved)
     assert not any(n[k] != best[k] for n in moved for k in space.names if k.startswith("agg."))
     assert math.isfinite(agent.best.reward)
+
+
+def test_a_resumed_branched_run_tells_optuna_each_step_with_its_branchs_knobs() -> None:
+    """Recorded steps (canonical actions, as trajectory.csv holds them) become study trials with the chosen
+    mode's params only; none is dropped as "not of this space"."""
+    space = space_of({**TOP, "mode": ["agg", "disagg"], "agg": AGG, "disagg": DISAGG})
+    first = FunctionGym(space, lambda p: 1.0 if p["mode"] == "agg" else 2.0)
+    build_agent(OptunaAgent, first, 6, seed=1).run()
+    history = [Feedback(i, 1, a, 1.0, [1.0], "ok") for i, a in enumerate(first.asked, 1)]
+    resumed = build_agent(OptunaAgent, FunctionGym(space, lambda p: 1.0, history=history), 6, seed=1)
+    assert isinstance(resumed, OptunaAgent)
+    resumed.run()
+    told = resumed.study.trials[: len(history)]
+    assert [t.params.get("mode") for t in told] == [a["mode"] for a in first.asked]
+    for trial in told:
+        assert {n.split(".")[0] for n in trial.params if "." in n} == {trial.params["mode"]}
 
 
 def _test_toml(cmd_args: dict[str, Any]) -> str:

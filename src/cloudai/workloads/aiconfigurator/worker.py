@@ -33,8 +33,14 @@ _listening: list[bytes] = []  # the socket name of the worker the current run ho
 _said: dict[str, str | None] = {}  # request JSON -> the model's OOM reason, or None (fits, or no answer to keep)
 
 
+# How the package refuses an MoE worker whose moe_tp x moe_ep is not its tp x dp: ``args.moe_problem`` cannot tell
+# for moe_tp = moe_ep = 1, which a dense model takes with any tp (CloudAI's files write it) and an MoE model refuses.
+WIDTH_MISMATCH = "Parallelism width mismatch"
+
+
 def oom(request: dict[str, Any]) -> str | None:
-    """The model's own reason why ``request`` (``cli_estimate``'s keyword arguments) does not fit GPU memory, or
+    """The model's own reason why ``request`` (``cli_estimate``'s keyword arguments) does not fit GPU memory (or its
+    MoE parallelism does not match its attention's, ``WIDTH_MISMATCH``), or
     None: it fits, another failure (the trial will say), or no worker to ask. Remembered per request for the
     run: a sampler redrawing a point it was refused pays a dict look-up. The worker answers with its memoised
     estimate, which the point's trial then reuses: a point that fits costs nothing extra."""
@@ -52,7 +58,8 @@ def oom(request: dict[str, Any]) -> str | None:
             answer = json.loads(b"".join(iter(lambda: conn.recv(1 << 16), b"")))
     except (OSError, ValueError):  # the worker went away: the trial estimates itself, as without one
         return None
-    _said[key] = answer["reason"] if answer.get("oom") else None
+    reason = str(answer.get("reason", ""))
+    _said[key] = reason if answer.get("oom") or reason.startswith(WIDTH_MISMATCH) else None
     return _said[key]
 
 
