@@ -136,10 +136,11 @@ def test_moe_parallelism_keeps_aiconfigurators_sweep_rule() -> None:
     vllm = {**moe, "backend": "vllm", "mode": "disagg"}
     disagg = {"p_bs": 1, "p_workers": 1, "d_bs": 8, "d_workers": 1, "d_tp": 4, "d_moe_tp": 2, "d_moe_ep": 2}
     assert "vllm runs MoE TP or MoE EP" in str(Aiconfigurator().constraint({**vllm, "disagg": disagg}))
+    agg = {"batch_size": 8, "tp": [1, 2, 4], "dp": [1, 2], "moe_tp": [1, 2], "moe_ep": [1, 2, 4]}
+    disagg = {"p_bs": 1, "p_workers": 1, "p_tp": [1, 2], "p_moe_ep": [1, 2], "p_moe_tp": 1,
+              "d_bs": 8, "d_workers": 1, "d_tp": [2, 4], "d_moe_tp": [1, 2], "d_moe_ep": [1, 2, 4]}  # fmt: skip
     cmd_args = {**moe, "backend": ["trtllm", "vllm", "sglang"], "total_gpus": 8, "mode": ["agg", "disagg"],
-                "agg": {"batch_size": 8, "tp": [1, 2, 4], "dp": [1, 2], "moe_tp": [1, 2], "moe_ep": [1, 2, 4]},
-                "disagg": {"p_bs": 1, "p_workers": 1, "p_tp": [1, 2], "p_moe_ep": [1, 2], "p_moe_tp": 1,
-                           "d_bs": 8, "d_workers": 1, "d_tp": [2, 4], "d_moe_tp": [1, 2], "d_moe_ep": [1, 2, 4]}}  # fmt: skip
+                "agg": agg, "disagg": disagg}  # fmt: skip
     space = space_of(cmd_args)
     rule = ValidPoints(space, Aiconfigurator(), None)
     scalar = [space.is_canonical(p) and rule.violation(p) is None for p in points(space)]

@@ -160,7 +160,7 @@ def _cluster_gpus(columns: Mapping[str, np.ndarray]) -> np.ndarray | None:
     """``AiconfiguratorArgs.cluster_gpus`` over columns: ``total_gpus``, or ``budget`` over the price of each point's
     ``system`` (``gpu_price.<system>`` columns); None when neither is given."""
     budget = columns.get("budget")
-    if not _absent(budget):
+    if budget is not None and not _absent(budget):
         system = np.asarray(columns["system"])
         price = np.full(np.broadcast(system, budget).shape, np.nan)
         for name, col in columns.items():
