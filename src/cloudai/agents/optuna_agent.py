@@ -74,6 +74,7 @@ LOCAL_POOL = 20  # the best measured points whose neighbours local search tries,
 PLATEAU = 0.01  # points within 1 % of the best are the best's plateau: local search tries all their neighbours
 HELP_AFTER = 20  # refused asks in a row before the next trial is a uniformly drawn valid point
 _INDEX_DRAWS = 100_000  # grid indices drawn (and checked by the rule) for one valid point
+_BRANCH_DRAWS = 2_000  # canonical points drawn for one valid point of a space with branches
 
 
 class OptunaAgent(BaseAgent):
@@ -297,20 +298,33 @@ class OptunaAgent(BaseAgent):
     def _valid_draw(self, proposed: dict[str, Any] | None) -> dict[str, Any] | None:
         """A valid point of a finite space: the first valid one after ``proposed`` in grid order (the last knobs
         changed, the first kept: what the sampler meant), else a uniformly drawn one; None: no rule, a range, none
-        found. A space with branches: None (its grid is the product of every branch's knobs, where the canonical
-        points are too sparse to walk or draw: 46 872 of 3.5 x 10^10 on ``aiconf_moe``; Optuna asks again)."""
+        found. A space with branches draws canonical points (each knob at random, then ``Space.canonical``), not
+        grid indices: its grid is the product of every branch's knobs, where canonical points are too sparse to hit
+        (135 936 of 3.5 x 10^10 on ``aiconf_moe``)."""
         rule = self.env.valid_points()
-        if rule is None or self.space.when or not all(isinstance(d, Categorical) for d in self.space.dims):
+        if rule is None or not all(isinstance(d, Categorical) for d in self.space.dims):
             return None
         if proposed is not None:
             index = rule.next_valid(self.space.grid_index(proposed))
             if index is not None and self.env.violation(point := self.space.grid_point(index)) is None:
                 return point
+        if self.space.when:
+            return self._canonical_draw(rule)
         for index in self._index_rng.integers(0, self.space.grid_size, _INDEX_DRAWS):
             if rule.is_valid(int(index)):
                 point = self.space.grid_point(int(index))
                 if self.env.violation(point) is None:  # env_params: the rule with this step's draw
                     return point
+        return None
+
+    def _canonical_draw(self, rule: Any) -> dict[str, Any] | None:
+        """A uniformly drawn valid canonical point of a branched space (``_valid_draw``), or None."""
+        dims = self.space.dims
+        for _ in range(_BRANCH_DRAWS):
+            drawn = {d.name: d.grid_values[int(self._index_rng.integers(len(d.grid_values)))] for d in dims}
+            point = self.space.canonical(drawn)
+            if rule.is_valid(self.space.grid_index(point)) and self.env.violation(point) is None:
+                return point
         return None
 
     def _tell_pruned(self, feedback: Feedback, trial: optuna.Trial | None, attrs: dict[str, Any]) -> None:
