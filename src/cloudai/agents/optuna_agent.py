@@ -75,6 +75,7 @@ PLATEAU = 0.01  # points within 1 % of the best are the best's plateau: local se
 HELP_AFTER = 20  # refused asks in a row before the next trial is a uniformly drawn valid point
 _INDEX_DRAWS = 100_000  # grid indices drawn (and checked by the rule) for one valid point
 _BRANCH_DRAWS = 2_000  # canonical points drawn for one valid point of a space with branches
+_BRANCH_WALK = 1 << 16  # grid indices a space with branches walks from a refused proposal
 
 
 class OptunaAgent(BaseAgent):
@@ -305,7 +306,9 @@ class OptunaAgent(BaseAgent):
         if rule is None or not all(isinstance(d, Categorical) for d in self.space.dims):
             return None
         if proposed is not None:
-            index = rule.next_valid(self.space.grid_index(proposed))
+            start = self.space.grid_index(proposed)
+            # branches: a walk over the product grid may cross millions of repeats before a valid point: one chunk
+            index = rule.next_valid(start, start + _BRANCH_WALK if self.space.when else None)
             if index is not None and self.env.violation(point := self.space.grid_point(index)) is None:
                 return point
         if self.space.when:

@@ -129,9 +129,10 @@ class ValidPoints:
             return bool(self._chunk[1][index - self._chunk[0]])
         return bool(self.mask(index, index + 1)[0])
 
-    def next_valid(self, index: int) -> int | None:
-        """The first valid grid index at or after ``index``; None when there is none."""
+    def next_valid(self, index: int, stop: int | None = None) -> int | None:
+        """The first valid grid index at or after ``index`` (and before ``stop``); None when there is none."""
         size, step = self.space.grid_size, CHUNK if self.vectorised else SCALAR_CHUNK
+        size = size if stop is None else min(size, stop)
         while index < size:
             chunk = index - index % step
             if self._chunk is None or self._chunk[0] != chunk:
