@@ -99,7 +99,7 @@ def test_a_bad_mode_is_exit_2_naming_file_field_and_value(
 def test_a_budget_buys_each_systems_gpus() -> None:
     prices = {"h100_sxm": 2.5, "h200_sxm": 3.5, "b200_sxm": 5.5}
     base = {**TOP, "budget": 28.0, "gpu_price": prices, "agg": {"batch_size": 8, "tp": 8}}
-    got = {s: AiconfiguratorArgs.model_validate({**base, "system": s}).cluster_gpus for s in prices}
+    got = {s: AiconfiguratorArgs.model_validate({**base, "system": s}).total_gpus for s in prices}
     assert got == {"h100_sxm": 11, "h200_sxm": 8, "b200_sxm": 5}
     assert Aiconfigurator().constraint({**base, "system": "b200_sxm"}) == (
         "uses 8 GPUs, more than total_gpus = 5 (what budget 28 buys of b200_sxm)"

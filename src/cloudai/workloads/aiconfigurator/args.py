@@ -23,9 +23,9 @@ at the top. Differences, each deliberate:
 * ``mode`` (ours): ``"agg"`` or ``"disagg"``, or a list of both with both tables given: one search over both, as
   ``cli default`` compares them (``Aiconfigurator.branches``: the table of the mode not chosen does not apply to a
   trial; best.toml gives the winner's ``mode`` and table alone). Left out: the one table given says the mode.
-* ``budget`` and ``gpu_price`` (ours): a fixed cost per hour and each system's price per GPU-hour; the question's
-  GPUs are then ``floor(budget / gpu_price[system])`` (``cluster_gpus``), so a search over ``system`` compares
-  systems at equal cost (its ``tokens_per_s`` is what the budget buys). Instead of ``total_gpus``.
+* ``budget`` and ``gpu_price`` (ours): a fixed cost per hour and each system's price per GPU-hour, instead of
+  ``total_gpus``, which validation sets to ``floor(budget / gpu_price[system])``: a search over ``system`` compares
+  systems at equal cost (its ``tokens_per_s`` is what the budget buys).
 
 The knobs ``cli default``'s sweep varies (``sdk/sweep.py``, ``sdk/task_v2.py`` of 0.12): agg ``tp``, ``pp``,
 ``dp`` (attention DP), ``moe_tp``, ``moe_ep``, ``batch_size``, ``ctx_tokens``; disagg each worker's ``tp``,
@@ -164,8 +164,10 @@ class AiconfiguratorArgs(_Quant):
             if not self.gpu_price or self.system not in self.gpu_price:
                 priced = ", ".join(sorted(self.gpu_price or {})) or "none"
                 raise ValueError(f"budget needs gpu_price for system {self.system!r} (priced: {priced})")
-            if self.cluster_gpus == 0:
+            bought = math.floor(self.budget / self.gpu_price[self.system] + 1e-9)
+            if bought == 0:
                 raise ValueError(f"budget {self.budget:g} buys no {self.system} GPU at {self.gpu_price[self.system]:g}")
+            self.total_gpus = bought  # every reader of the question's GPUs (argv, in-process trial, rule) sees it
         return self
 
     @property
@@ -183,13 +185,6 @@ class AiconfiguratorArgs(_Quant):
     @property
     def gpus(self) -> int:
         return self.chosen.gpus
-
-    @property
-    def cluster_gpus(self) -> int | None:
-        """The question's GPUs: ``total_gpus``, or what ``budget`` buys of ``system`` at ``gpu_price``."""
-        if self.budget is None or self.gpu_price is None:
-            return self.total_gpus
-        return math.floor(self.budget / self.gpu_price[self.system] + 1e-9)
 
 
 def moe_problem(args: AiconfiguratorArgs) -> str | None:

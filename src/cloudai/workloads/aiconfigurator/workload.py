@@ -95,7 +95,7 @@ class Aiconfigurator(Workload):
         values = AiconfiguratorArgs.model_validate(args)
         python = catalog.ENV.python(job.install_path) if job.install_path else Path("python3")
         argv = [str(python), str(catalog.RUNNER), "trial", str(job.job_dir.absolute()), json.dumps(request(values))]
-        return argv if values.cluster_gpus is None else [*argv, str(values.cluster_gpus)]
+        return argv if values.total_gpus is None else [*argv, str(values.total_gpus)]
 
     def ntasks(self, args: Mapping[str, Any]) -> int | None:
         return 1  # one estimate, not an MPI program
@@ -104,7 +104,7 @@ class Aiconfigurator(Workload):
         """A configuration (one replica: its prefill and decode workers together) must fit in ``total_gpus``, and
         in GPU memory by the model's own estimate when a warm worker can tell (``worker.oom``)."""
         values = AiconfiguratorArgs.model_validate(args)
-        total = values.cluster_gpus
+        total = values.total_gpus
         if total is not None and values.gpus > total:
             budget = "" if values.budget is None else f" (what budget {values.budget:g} buys of {values.system})"
             return f"uses {values.gpus} GPUs, more than total_gpus = {total}{budget}"
@@ -113,7 +113,7 @@ class Aiconfigurator(Workload):
     def derived(self, args: Mapping[str, Any], resources: Resources = ONE_NODE) -> dict[str, Any]:
         """``total_gpus`` when ``budget`` and ``gpu_price`` set it."""
         values = AiconfiguratorArgs.model_validate(args)
-        return {} if values.budget is None else {"total_gpus": values.cluster_gpus}
+        return {} if values.budget is None else {"total_gpus": values.total_gpus}
 
     def constraint_mask(self, columns: Mapping[str, np.ndarray], resources: ResourceColumns) -> np.ndarray | None:
         """The GPU-count part of ``constraint`` over columns of points (flat names: ``agg.tp``, ``disagg.p_tp``,
@@ -157,8 +157,8 @@ class Aiconfigurator(Workload):
 
 
 def _cluster_gpus(columns: Mapping[str, np.ndarray]) -> np.ndarray | None:
-    """``AiconfiguratorArgs.cluster_gpus`` over columns: ``total_gpus``, or ``budget`` over the price of each point's
-    ``system`` (``gpu_price.<system>`` columns); None when neither is given."""
+    """``AiconfiguratorArgs.total_gpus`` as validated, over columns: ``total_gpus``, or ``budget`` over the price of
+    each point's ``system`` (``gpu_price.<system>`` columns); None when neither is given."""
     budget = columns.get("budget")
     if budget is not None and not _absent(budget):
         system = np.asarray(columns["system"])
