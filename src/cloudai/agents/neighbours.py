@@ -43,10 +43,11 @@ def neighbours(space: Space, point: Mapping[str, Any], knobs: int = 1) -> list[d
     each once, ``point`` excluded. Two knobs reach what no single move does: more prefill workers *and* fewer
     decode workers keep a disaggregated deployment's ratio, where either move alone is worse."""
     found: dict[str, dict[str, Any]] = {}
-    for dims in itertools.combinations(space.dims, knobs):
+    off = space.inactive(point)  # a knob of a branch not chosen: moving it moves nothing (``Space.when``)
+    for dims in itertools.combinations([d for d in space.dims if d.name not in off], knobs):
         options = [[v for v in _moves(dim, point[dim.name]) if v != point[dim.name]] for dim in dims]
         for values in itertools.product(*options):
-            moved = {**point, **{dim.name: value for dim, value in zip(dims, values, strict=True)}}
+            moved = space.canonical({**point, **{dim.name: value for dim, value in zip(dims, values, strict=True)}})
             found.setdefault(repr(sorted(moved.items(), key=lambda kv: kv[0])), moved)
     return list(found.values())
 

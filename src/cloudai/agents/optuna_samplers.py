@@ -68,9 +68,13 @@ class SamplerConfig(Protocol):
     population_size: int
 
 
-def build_sampler(config: SamplerConfig, valid: Validity | None = None) -> optuna.samplers.BaseSampler:
-    """The configured sampler, seeded with ``config.seed`` (same seed, same asks); ``valid``: TPE picks among the
-    candidates the workload's rule allows (``optuna_valid``)."""
+def build_sampler(
+    config: SamplerConfig, valid: Validity | None = None, conditional: bool = False
+) -> optuna.samplers.BaseSampler:
+    """The configured sampler, seeded with ``config.seed`` (same seed, same asks). ``valid``: TPE picks among the
+    candidates the workload's rule allows (``optuna_valid``). ``conditional``: the space has branches
+    (``Space.when``), whose knobs a trial asks only on its branch: multivariate TPE then models each branch's knobs
+    as a group (``group=True``) rather than falling back to independent sampling for them."""
     name, seed = config.sampler, config.seed
     if name == "random":
         return optuna.samplers.RandomSampler(seed=seed)
@@ -89,5 +93,7 @@ def build_sampler(config: SamplerConfig, valid: Validity | None = None) -> optun
     if name == "gp":
         return optuna.samplers.GPSampler(seed=seed, n_startup_trials=config.n_startup_trials)
     tpe = {"seed": seed, "n_startup_trials": config.n_startup_trials, "multivariate": config.multivariate,
-           "constant_liar": config.constant_liar}  # fmt: skip
-    return optuna.samplers.TPESampler(**tpe) if valid is None else ValidTPESampler(valid, **tpe)
+           "constant_liar": config.constant_liar, "group": conditional and config.multivariate}  # fmt: skip
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)  # ``group``: experimental in 4.x
+        return optuna.samplers.TPESampler(**tpe) if valid is None else ValidTPESampler(valid, **tpe)

@@ -1,6 +1,7 @@
 """``CloudAIGymEnv``: one agent-driven (test, iteration) as a ``BaseGym``; a step is one trial, a real job.
 
-``step_async(action)`` gives the trial the next monotonic step number, then, in order:
+``step_async(action)`` canonicalises the action (a knob of a branch not chosen pinned to its first value,
+``Space.canonical``), gives the trial the next monotonic step number, then, in order:
 
 1. samples the env_params for that step (``EnvParamSampler``; none declared: ``{}``);
 2. looks ``(action, env_params)`` up among this run's successful steps: a hit is recorded
@@ -140,6 +141,7 @@ class CloudAIGymEnv(BaseGym):
 
     def reject(self, action: dict[str, Any], reason: str) -> Feedback:
         env = self.setup.sampler.sample(self._next) if self.setup.sampler else {}
+        action = self.action_space.canonical(action)
         key = cache_key(action, env)
         if key in self._refused:  # recorded once: a repeat takes no step
             return super().reject(action, reason)
@@ -181,6 +183,7 @@ class CloudAIGymEnv(BaseGym):
     def step_async(self, action: dict[str, Any], env_params: Mapping[str, Any] | None = None) -> int:
         """``env_params``: the env params to measure under (confirmation's common draw), else the step's own draw."""
         self._check(action)
+        action = self.action_space.canonical(action)  # a branch not chosen does not split the step (Space.when)
         if env_params is not None and (self.setup.sampler is None or set(env_params) != set(self.env_names)):
             raise ConfigError(f"env_params {sorted(env_params)} are not this test's {list(self.env_names)}")
         step = self._next

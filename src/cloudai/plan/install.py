@@ -49,7 +49,9 @@ def needs_of_tests(system_config: BaseModel, tests_dir: Path) -> Needs:
         if test.cmd_args.get("live_rl_mode") is True:
             continue
         whole = excluded_names(test.dse_excluded_args)
-        space = parse_space(entry_knobs(test.cmd_args, test.extra_env_vars, 1, whole), file=path, whole=whole)
+        knobs = entry_knobs(test.cmd_args, test.extra_env_vars, 1, whole)
+        branches = WORKLOADS.get(test.test_template_name).branches
+        space = parse_space(knobs, file=path, whole=whole, branches=branches)
         _add(needs, test.test_template_name, space, name)
         _add_repos(needs, test.git_repos, name)
     return needs

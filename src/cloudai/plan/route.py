@@ -65,7 +65,10 @@ def _check_entry(entry: RunEntry) -> CheckedEntry:
     live = is_live_rl(entry)
     workload_cls = None if live else WORKLOADS.get(entry.workload, file=_test_file(entry), field="test_template_name")
     whole = (*entry.whole, *(workload_cls.value_lists if workload_cls else ()))  # lists that are one value
-    space = parse_space(entry.knobs, file=file, field_of=lambda name: entry.knob_field(name), whole=whole)
+    branches = workload_cls.branches if workload_cls else {}
+    space = parse_space(
+        entry.knobs, file=file, field_of=lambda name: entry.knob_field(name), whole=whole, branches=branches
+    )
     problems: list[Problem] = []
     if workload_cls is not None:
         problems += workload_cls().validate(space, file=file, prefix=f"{entry.field_prefix}.cmd_args")

@@ -89,7 +89,7 @@ def best_text(
         f"# {title} of '{entry.id}' over {recorded} recorded step(s): step {best.step} ({best.status}),",
         f"# {name} {best.reward:.6g}{' ' + unit if unit else ''} (reward = {reward}; a single measurement).",
         "# Metrics: " + _metrics_text(entry, metrics),
-        f"# Action: {', '.join(f'{k}={show_value(v)}' for k, v in best.action.items())}",
+        f"# Action: {', '.join(f'{k}={show_value(v)}' for k, v in space.active(best.action).items())}",
     ]
     if best.env_params:
         drawn = show_action(best.env_params)

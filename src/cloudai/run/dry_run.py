@@ -66,7 +66,9 @@ def dry_run_entries(plan: Plan, run_dir: Path, system: System, echo: Echo, n: in
                 echo(f"  constraints: {', '.join(c.text for c in entry.agent.constraints)}")
         for dim in checked.space.dims:
             sampled = " (env_param: sampled by the environment)" if dim.name not in action.names else ""
-            echo(f"  {_describe(dim)}{sampled}")
+            branch = checked.space.when.get(dim.name)
+            applies = f" (when {branch[0]} = {branch[1]!r})" if branch else ""
+            echo(f"  {_describe(dim)}{applies}{sampled}")
         if checked.live_rl:
             continue
         workload, sampler = WORKLOADS.get(entry.workload)(), sampler_for(entry, checked.space)
@@ -75,7 +77,7 @@ def dry_run_entries(plan: Plan, run_dir: Path, system: System, echo: Echo, n: in
         rule = ValidPoints(action, workload, system.gpus_per_node, names, nodes_set=nodes_set)
         dry = _DryGym(action, list(entry.agent.metrics), sampler, rule if rule.has_rule else None)
         if rule.has_rule and action.has_grid and entry.agent.name != "grid_search":
-            first = [show_action(action.grid_point(i)) for i in rule.first(3)]
+            first = [show_action(action.active(action.grid_point(i))) for i in rule.first(3)]
             echo(f"  first valid points: {', '.join(first) or 'none'}")
         agent = agent_cls(dry, config, min(n, steps or n))
         queue = [dict(p) for p in config.enqueue]  # evaluated first by the run (agent_config.enqueue)
@@ -105,7 +107,7 @@ def dry_run_entries(plan: Plan, run_dir: Path, system: System, echo: Echo, n: in
             args, _, num_nodes = split_knobs(values)
             derived = workload.derived(args, Resources(num_nodes, system.gpus_per_node))
             note += f"  derived {json.dumps(derived, default=str)}" if derived else ""
-            echo(f"  step {step}: {json.dumps(point)}{' env ' + json.dumps(env) if env else ''}{note}")
+            echo(f"  step {step}: {json.dumps(action.active(point))}{' env ' + json.dumps(env) if env else ''}{note}")
 
 
 class _DryGym(BaseGym):

@@ -18,7 +18,7 @@ space). Import the names from here.
 
 from cloudai.space.checks import point_problem, value_problem
 from cloudai.space.dims import EAGER_GRID, Categorical, Dimension, Range
-from cloudai.space.grid import Space
+from cloudai.space.grid import Space, first_value
 from cloudai.space.knobs import ENV_PREFIX, NUM_NODES, entry_knobs, flatten, is_range, split_knobs, unflatten
 from cloudai.space.parse import RANGE_KEYS, parse_space
 from cloudai.space.regimes import REGIME_BINS, RegimeBins, env_cell
@@ -36,6 +36,7 @@ __all__ = [
     "Space",
     "entry_knobs",
     "env_cell",
+    "first_value",
     "flatten",
     "is_range",
     "parse_space",

@@ -24,11 +24,14 @@ def parse_space(
     file: object = None,
     field_of: Callable[[str], str] | None = None,
     whole: Collection[str] = (),
+    branches: Mapping[str, Collection[str]] = {},
 ) -> Space:
     """Classify each flat knob as fixed, categorical or range; every malformed one is reported.
 
     ``field_of(name)`` gives the TOML path used in error messages (default ``cmd_args.<name>``). A knob named in
     ``whole`` (or under one) is fixed whatever its value: a list there is the value (CloudAI's dse_excluded_args).
+    ``branches`` (a workload's ``Workload.branches``): ``{selector: tables}``; when the knobs name the selector,
+    each knob under one of those tables applies only where the selector has the table's name (``Space.when``).
     """
     fixed: dict[str, Any] = {}
     dims: list[Dimension] = []
@@ -50,7 +53,19 @@ def parse_space(
             problems.append(Problem(None if file is None else str(file), where, str(exc)))
     if problems:
         raise ConfigError(problems=problems)
-    return Space(fixed, tuple(dims), tuple(flat))
+    return Space(fixed, tuple(dims), tuple(flat), _branches(flat, branches))
+
+
+def _branches(flat: Mapping[str, Any], branches: Mapping[str, Collection[str]]) -> dict[str, tuple[str, Any]]:
+    """``Space.when`` for the selectors of ``branches`` that ``flat`` names (a file without one: no branches)."""
+    return {
+        name: (selector, table)
+        for selector, tables in branches.items()
+        if selector in flat
+        for table in tables
+        for name in flat
+        if name.startswith(f"{table}.")
+    }
 
 
 def _parse_range(name: str, spec: Mapping[str, Any]) -> Range:

@@ -180,6 +180,9 @@ class Workload(ABC):
     hardware: ClassVar[Literal["cpu", "gpu"]] = "gpu"
     mpi: ClassVar[bool] = True  # False: not an MPI program's launch (Slurm renders no ``--mpi``; CloudAI's fio)
     value_lists: ClassVar[frozenset[str]] = frozenset()  # list-valued cmd_args that are one value, not a sweep
+    # cmd_args that choose a branch: ``{selector: tables}``, e.g. Aiconfigurator's ``{"mode": ("agg", "disagg")}``:
+    # with ``mode`` given, the knobs under ``[cmd_args.agg]`` apply only where ``mode = "agg"`` (``Space.when``).
+    branches: ClassVar[Mapping[str, tuple[str, ...]]] = {}
     # True: no job can be built for a point that breaks ``constraint`` (a plain test breaking it is refused at load,
     # exit 2); False: the rule steers the search, a plain test breaking it runs as CloudAI runs it.
     hard_rule: ClassVar[bool] = False
@@ -267,7 +270,7 @@ class Workload(ABC):
             args.setdefault(dim.name, values[0])
         problems: dict[str, Problem] = {p.field or prefix: p for p in self._mounted_env_problems(space, file, prefix)}
         for point in trial_points:
-            values = _nested({**args, **point})
+            values = _nested(_chosen_branch(space, {**args, **point}, point))
             for path, message in number_problems(values):  # bounds by name, for every workload (issue 35)
                 field = f"{prefix}.{path}"
                 hint = "give a value in that range" if "finite" not in message else "give a finite number"
@@ -309,6 +312,19 @@ class Workload(ABC):
 
     def progress(self, job_dir: Path) -> list[tuple[int, float]]:
         return []
+
+
+def _chosen_branch(space: Space, values: dict[str, Any], point: Mapping[str, Any]) -> dict[str, Any]:
+    """``values`` as a trial of the branch ``point``'s knob belongs to sees them: the selector set to that branch,
+    the other branches' knobs left out (``Space.when``), so each branch's candidates are validated as they run."""
+    if not space.when:
+        return values
+    for name in point:
+        if name in space.when:
+            selector, table = space.when[name]
+            values = {**values, selector: table}
+    off = space.inactive(values)
+    return {name: value for name, value in values.items() if name not in off}
 
 
 def constraint_of(

@@ -29,6 +29,7 @@ points whose rule needs them (the step's own check still refuses them).
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Mapping
 from functools import cached_property
@@ -36,7 +37,7 @@ from typing import Any
 
 import numpy as np
 
-from cloudai.space import NUM_NODES, Space
+from cloudai.space import NUM_NODES, Categorical, Space, first_value
 from cloudai.workloads.base import ResourceColumns, Workload, constraint_of
 
 CHUNK = 1 << 16  # grid indices per vectorised evaluation of a walk
@@ -81,7 +82,19 @@ class ValidPoints:
             got = self._vector_mask(self.columns(start, stop), stop - start)
             if got is not None:
                 return got
-        return np.fromiter((self.violation(self.space.grid_point(i)) is None for i in range(start, stop)), bool)
+        points = (self.space.grid_point(i) for i in range(start, stop))
+        return np.fromiter((self.space.is_canonical(p) and self.violation(p) is None for p in points), bool)
+
+    def _canonical(self, columns: Mapping[str, np.ndarray]) -> np.ndarray:
+        """Where the grid point is its own canonical form (``Space.canonical``): a knob of a branch not chosen at
+        its first value. The other grid points repeat one of those, so a walk skips them and a count leaves them
+        out (``Space.when``; a space without branches: True)."""
+        out = np.asarray(True)
+        for name, (selector, value) in self.space.when.items():
+            if name in self._values and selector in columns:
+                first = first_value(self.space.dim(name))
+                out = out & ((np.asarray(columns[selector]) == value) | (np.asarray(columns[name]) == first))
+        return out
 
     def mask_at(self, positions: Mapping[str, np.ndarray]) -> np.ndarray | None:
         """Valid (True) or not for each point given by its position in every dimension's grid values (arrays of
@@ -99,7 +112,8 @@ class ValidPoints:
         got = self.workload.constraint_mask(columns, ResourceColumns(nodes, self.gpus_per_node))
         if got is None:
             return None
-        return np.broadcast_to(np.asarray(got, dtype=bool), (size,))  # a rule of fixed knobs: 0-d
+        got = np.asarray(got, dtype=bool) & self._canonical(columns)
+        return np.broadcast_to(got, (size,))  # a rule of fixed knobs: 0-d
 
     def columns(self, start: int, stop: int) -> dict[str, np.ndarray]:
         """Every knob's values over the grid indices ``[start, stop)``: dimensions by mixed radix, fixed ones
@@ -138,12 +152,10 @@ class ValidPoints:
             return bool(self._chunk[1][index - self._chunk[0]])
         return bool(self.mask(index, index + 1)[0])
 
-    def next_valid(self, index: int, limit: int | None = None) -> int | None:
-        """The first valid grid index at or after ``index`` (within ``limit`` indices of it); None when there is
-        none."""
+    def next_valid(self, index: int, stop: int | None = None) -> int | None:
+        """The first valid grid index at or after ``index`` (and before ``stop``); None when there is none."""
         size, step = self.space.grid_size, CHUNK if self.vectorised else SCALAR_CHUNK
-        if limit is not None:
-            size = min(size, index + limit)
+        size = size if stop is None else min(size, stop)
         while index < size:
             chunk = index - index % step
             if self._chunk is None or self._chunk[0] != chunk:
@@ -156,6 +168,8 @@ class ValidPoints:
 
     def count(self) -> int | None:
         """How many grid points are valid; None when only the scalar rule can tell and the grid is too big."""
+        if self._count is None and self.space.when and self.has_rule and not self.env_names:
+            self._count = self._count_branches()
         size = self.space.grid_size
         if not self.has_rule or self.env_names:
             return size
@@ -164,6 +178,33 @@ class ValidPoints:
         if self._count is None and (self.vectorised or size <= SCALAR_LIMIT):
             self._count = sum(int(self.mask(s, s + CHUNK).sum()) for s in range(0, size, CHUNK))
         return self._count
+
+    def _count_branches(self) -> int | None:
+        """``count`` of a space with branches (``Space.when``), branch by branch: each branch's grid has its own
+        knobs and the others pinned to their first value, so the count costs the branches' sizes added, not the
+        product of every knob (two modes of 10^3 and 10^6 points: 10^6, not 10^9)."""
+        space, total = self.space, 0
+        selectors = {selector for selector, _ in space.when.values()}
+        choices = [
+            [(name, value) for value in space.dim(name).grid_values] if name in space.names else [(name, None)]
+            for name in sorted(selectors)
+        ]
+        for branch in itertools.product(*choices):
+            chosen = {name: value for name, value in branch if value is not None}
+            off = space.inactive(chosen)
+            dims = tuple(
+                Categorical(d.name, (chosen[d.name],)) if d.name in chosen
+                else Categorical(d.name, (first_value(d),)) if d.name in off
+                else d
+                for d in space.dims
+            )  # fmt: skip
+            sub = ValidPoints(Space(space.fixed, dims, space.order), self.workload, self.gpus_per_node,
+                              nodes_set=self.nodes_set)  # fmt: skip
+            found = sub.count()
+            if found is None:
+                return None
+            total += found
+        return total
 
     def _count_block(self, prefix: tuple[int, ...]) -> int | None:
         """Valid points whose leading dimensions sit at ``prefix`` (positions): the rule evaluated once over the
@@ -185,7 +226,9 @@ class ValidPoints:
         columns.setdefault(NUM_NODES, np.asarray(1, dtype=np.int64))
         nodes = np.asarray(columns[NUM_NODES], dtype=np.int64)
         got = self.workload.constraint_mask(columns, ResourceColumns(nodes, self.gpus_per_node))
-        return None if got is None else int(np.broadcast_to(np.asarray(got, dtype=bool), shape).sum())
+        if got is None:
+            return None
+        return int(np.broadcast_to(np.asarray(got, dtype=bool) & self._canonical(columns), shape).sum())
 
     def first(self, n: int) -> list[int]:
         """The first ``n`` valid grid indices (fewer when the grid has fewer)."""

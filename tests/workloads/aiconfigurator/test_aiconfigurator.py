@@ -36,6 +36,7 @@ CATALOG = {
     "databases": {"h100_sxm": {"trtllm": ["1.3.0rc20"]}, "h200_sxm": {"trtllm": ["1.3.0rc20", "1.3.0rc23"]}},
     "defaults": {"h100_sxm": {"trtllm": "1.3.0rc20"}, "h200_sxm": {"trtllm": "1.3.0rc20"}},
     "models": ["meta-llama/Meta-Llama-3.1-70B", "meta-llama/Meta-Llama-3.1-8B"],
+    "quant_modes": {"gemm_quant_mode": ["bfloat16", "fp8", "fp8_block"], "kvcache_quant_mode": ["bfloat16", "fp8"]},
 }
 
 
@@ -101,16 +102,16 @@ def test_a_moe_width_other_than_the_attention_width_is_a_constraint() -> None:
     """aiconfigurator refuses moe_tp * moe_ep != tp * dp ("Parallelism width mismatch"): never a step. 1 x 1 is
     CloudAI's way of writing a dense model's worker, whatever its tp."""
     workload = Aiconfigurator()
-    agg = {"batch_size": 8, "tp": 2, "dp": 2}
+    agg = {"batch_size": 8, "tp": 4, "dp": 1}
     assert workload.constraint({**AGG, "agg": {**agg, "moe_tp": 2, "moe_ep": 2}}) is None
     assert workload.constraint({**AGG, "agg": {**agg, "moe_tp": 1, "moe_ep": 1}}) is None
     assert workload.constraint({**AGG, "agg": {**agg, "moe_tp": 1, "moe_ep": 2}}) == (
-        "moe_tp * moe_ep = 2 differs from tp * dp = 4 (the model needs them equal)"
+        "moe_tp x moe_ep = 2 is not tp x dp = 4 (aiconfigurator's rule: the experts span the attention's GPUs)"
     )
     disagg = {"p_bs": 1, "p_workers": 1, "p_tp": 2, "p_moe_tp": 2, "p_moe_ep": 1, "d_bs": 8, "d_workers": 1,
               "d_tp": 4, "d_moe_ep": 2, "d_moe_tp": 1}  # fmt: skip
     assert workload.constraint({**{k: v for k, v in AGG.items() if k != "agg"}, "disagg": disagg}) == (
-        "d_moe_tp * d_moe_ep = 2 differs from d_tp * d_dp = 4 (the model needs them equal)"
+        "d_moe_tp x d_moe_ep = 2 is not d_tp x d_dp = 4 (aiconfigurator's rule: the experts span the attention's GPUs)"
     )
 
 
@@ -198,6 +199,8 @@ def test_ai_dynamo_log_scale_is_cloudais() -> None:
         ),
         ({"system": "h300_sxm"}, "system", "available: h100_sxm, h200_sxm"),
         ({"backend": "tgi"}, "backend", "has no database for h200_sxm; available: trtllm"),
+        ({"gemm_quant_mode": "fp8_blok"}, "gemm_quant_mode", "did you mean 'fp8_block'? available: bfloat16, fp8"),
+        ({"agg": {"batch_size": 8, "kvcache_quant_mode": "fp4"}}, "agg.kvcache_quant_mode", "'fp4' is not a"),
     ],
 )
 def test_what_the_release_does_not_ship_is_named(change: dict[str, Any], field: str, says: str) -> None:

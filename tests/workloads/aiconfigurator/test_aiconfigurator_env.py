@@ -196,3 +196,76 @@ def test_the_worker_says_what_does_not_fit_only_within_a_run(installed: Path) ->
         if own is not None:
             worker.stop(own)
     assert workload.constraint(tp1) is None
+
+
+BOTH_MODES = """
+name = "both"
+test_template_name = "Aiconfigurator"
+agent = "grid_search"
+agent_metrics = ["tokens_per_s_per_gpu", "total_gpus"]
+[cmd_args]
+model_name = "meta-llama/Meta-Llama-3.1-70B"
+system = "h200_sxm"
+isl = 4000
+osl = 500
+budget = 28.0
+mode = ["agg", "disagg"]
+  [cmd_args.gpu_price]
+  h200_sxm = 3.5
+  [cmd_args.agg]
+  tp = [4, 8]
+  batch_size = 8
+  [cmd_args.disagg]
+  p_tp = 1
+  p_bs = 1
+  p_workers = [1, 2]
+  d_tp = [2, 4]
+  d_bs = 64
+  d_workers = 1
+"""
+
+
+def test_agg_and_disagg_in_one_run_each_configuration_once_best_names_its_mode(installed: Path, tmp_path: Path) -> None:
+    """The grid walks the 2 agg and 4 disagg configurations once each (not the 2 x 2 x 4 product of every knob),
+    each trial runs its mode's table alone on the 8 GPUs the budget buys, and best.toml is the winner's mode."""
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "both.toml").write_text(BOTH_MODES)
+    (tmp_path / "s.toml").write_text('name = "s"\n[[Tests]]\nid = "t"\ntest_name = "both"\n')
+    with inside(tmp_path):
+        code, output = invoke("run", "--system-config", SYSTEM, "--tests-dir", tmp_path / "tests",
+                              "--test-scenario", tmp_path / "s.toml")  # fmt: skip
+    assert code == 0, output
+    rows = trajectory(tmp_path / "results")
+    actions = [json.loads(r["action"]) for r in rows]
+    assert [r["status"] for r in rows] == ["ok"] * 6
+    assert [a["mode"] for a in actions] == ["agg"] * 2 + ["disagg"] * 4
+    assert all((a["disagg.p_workers"], a["disagg.d_tp"]) == (1, 2) for a in actions[:2])  # not agg's: first values
+    assert all(a["agg.tp"] == 4 for a in actions[2:])
+    run_dir = next((tmp_path / "results").glob("*/t/0"))
+    for row, action in zip(rows, actions, strict=True):
+        report = json.loads((run_dir / row["step"] / "report.json").read_text())
+        assert report["request"]["mode"] == action["mode"]
+        assert json.loads(row["observation"])[1] == 8  # total_gpus: what 28 buys at 3.5
+    best = (run_dir / "best.toml").read_text()
+    won = max(zip(rows, actions, strict=True), key=lambda ra: float(ra[0]["reward"]))[1]["mode"]
+    lost = "agg" if won == "disagg" else "disagg"
+    assert f'mode = "{won}"' in best and f"[cmd_args.{won}]" in best and f"[cmd_args.{lost}]" not in best
+
+
+def test_an_moe_worker_whose_experts_miss_its_gpus_is_refused_before_a_step(installed: Path) -> None:
+    """moe_tp = moe_ep = 1 at tp 2: a dense model runs it (CloudAI's files write it), an MoE model does not; the
+    worker's answer tells them apart, so the MoE one is no step and the dense one runs."""
+    moe = {"model_name": "Qwen/Qwen3-30B-A3B", "system": "h200_sxm", "isl": 4000, "osl": 500,
+           "agg": {"batch_size": 8, "tp": 2, "moe_tp": 1, "moe_ep": 1}}  # fmt: skip
+    dense = {**moe, "model_name": "meta-llama/Meta-Llama-3.1-8B"}
+    workload = Aiconfigurator()
+    own = worker.start(installed)
+    try:
+        with worker.listening(worker.name(installed)):
+            reason = workload.constraint(moe)
+            assert reason is not None and reason.startswith("Parallelism width mismatch: tp_size(2)")
+            assert workload.constraint(dense) is None
+            assert workload.constraint({**moe, "agg": {**moe["agg"], "moe_ep": 2}}) is None
+    finally:
+        if own is not None:
+            worker.stop(own)

@@ -20,11 +20,24 @@ at the top. Differences, each deliberate:
   as aiconfigurator counts it.
 * ``p_moe_tp``/``p_moe_ep``/``d_moe_tp``/``d_moe_ep`` (disagg; CloudAI has no such fields): the MoE parallelism of
   the prefill and decode workers, aiconfigurator's own names in its sweep.
+* ``mode`` (ours): ``"agg"`` or ``"disagg"``, or a list of both with both tables given: one search over both, as
+  ``cli default`` compares them (``Aiconfigurator.branches``: the table of the mode not chosen does not apply to a
+  trial; best.toml gives the winner's ``mode`` and table alone). Left out: the one table given says the mode.
+* ``budget`` and ``gpu_price`` (ours): a fixed cost per hour and each system's price per GPU-hour, instead of
+  ``total_gpus``, which validation sets to ``floor(budget / gpu_price[system])``: a search over ``system`` compares
+  systems at equal cost (its ``tokens_per_s`` is what the budget buys).
+
+The knobs ``cli default``'s sweep varies (``sdk/sweep.py``, ``sdk/task_v2.py`` of 0.12): agg ``tp``, ``pp``,
+``dp`` (attention DP), ``moe_tp``, ``moe_ep``, ``batch_size``, ``ctx_tokens``; disagg each worker's ``tp``,
+``pp``, ``dp``, ``moe_tp``, ``moe_ep``, ``bs`` and ``workers``. All are fields here; its ``cp`` (context
+parallelism) is not: ``cli_estimate``, which a trial calls, takes none. It does not sweep the quantisation modes
+(it reads them from the checkpoint); here they are knobs too (a list is a sweep), at the top or in a mode's table.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import math
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -112,6 +125,9 @@ class Disagg(_Quant):
         return self.p_workers * self.p_tp * self.p_pp * self.p_dp + self.d_workers * self.d_tp * self.d_pp * self.d_dp
 
 
+MODES = ("agg", "disagg")
+
+
 class AiconfiguratorArgs(_Quant):
     model_name: str = Field(min_length=1)
     system: str = Field(min_length=1)
@@ -119,14 +135,39 @@ class AiconfiguratorArgs(_Quant):
     version: str | None = None
     isl: int = Field(ge=1)
     osl: int = Field(ge=1)
+    mode: Literal["agg", "disagg"] | None = None
     agg: Agg | None = None
     disagg: Disagg | None = None
     total_gpus: int | None = Field(default=None, ge=1)
+    budget: float | None = Field(default=None, gt=0, allow_inf_nan=False)
+    gpu_price: dict[str, float] | None = None
+
+    @field_validator("gpu_price")
+    @classmethod
+    def _prices(cls, value: dict[str, float] | None) -> dict[str, float] | None:
+        bad = {k: v for k, v in (value or {}).items() if not (math.isfinite(v) and v > 0)}
+        if bad:
+            raise ValueError(f"a price per GPU-hour is a positive number, not {bad}")
+        return value
 
     @model_validator(mode="after")
     def _one_mode(self) -> AiconfiguratorArgs:
-        if (self.agg is None) == (self.disagg is None):
-            raise ValueError("give exactly one of [cmd_args.agg] or [cmd_args.disagg]")
+        if self.mode is not None and getattr(self, self.mode) is None:
+            raise ValueError(f"mode = {self.mode!r} needs a [cmd_args.{self.mode}] table")
+        if self.mode is None and (self.agg is None) == (self.disagg is None):
+            raise ValueError(
+                'give exactly one of [cmd_args.agg] or [cmd_args.disagg], or both with mode = ["agg", "disagg"]'
+            )
+        if self.budget is not None:
+            if self.total_gpus is not None:
+                raise ValueError("give total_gpus or budget (with gpu_price), not both")
+            if not self.gpu_price or self.system not in self.gpu_price:
+                priced = ", ".join(sorted(self.gpu_price or {})) or "none"
+                raise ValueError(f"budget needs gpu_price for system {self.system!r} (priced: {priced})")
+            bought = math.floor(self.budget / self.gpu_price[self.system] + 1e-9)
+            if bought == 0:
+                raise ValueError(f"budget {self.budget:g} buys no {self.system} GPU at {self.gpu_price[self.system]:g}")
+            self.total_gpus = bought  # every reader of the question's GPUs (argv, in-process trial, rule) sees it
         return self
 
     @property
@@ -135,10 +176,39 @@ class AiconfiguratorArgs(_Quant):
         return LEGACY_MODELS.get(self.model_name, self.model_name)
 
     @property
+    def chosen(self) -> Agg | Disagg:
+        """The mode's table: ``mode``'s, else the one given."""
+        table = getattr(self, self.mode) if self.mode is not None else self.agg or self.disagg
+        assert table is not None
+        return table
+
+    @property
     def gpus(self) -> int:
-        mode = self.agg or self.disagg
-        assert mode is not None
-        return mode.gpus
+        return self.chosen.gpus
+
+
+def moe_problem(args: AiconfiguratorArgs) -> str | None:
+    """Why the MoE parallelism of a worker breaks the rule aiconfigurator's own sweep keeps
+    (``enumerate_parallel_config``): ``moe_tp x moe_ep = tp x dp`` (the experts span the attention's GPUs), trtllm
+    runs attention DP only at tp 1, vllm runs MoE TP or MoE EP, not both. Only where ``moe_tp``/``moe_ep`` are
+    given and not both 1 (left out, or 1 and 1 as CloudAI writes them for a dense model, the package decides)."""
+    table = args.chosen
+    if isinstance(table, Agg):
+        workers = [("", table.tp, table.dp, table.moe_tp, table.moe_ep)]
+    else:
+        workers = [("p_", table.p_tp, table.p_dp, table.p_moe_tp, table.p_moe_ep),
+                   ("d_", table.d_tp, table.d_dp, table.d_moe_tp, table.d_moe_ep)]  # fmt: skip
+    for role, tp, dp, moe_tp, moe_ep in workers:
+        if moe_tp is None or moe_ep is None or moe_tp == moe_ep == 1:
+            continue  # the package infers them (one given: the other)
+        if moe_tp * moe_ep != tp * dp:
+            return (f"{role}moe_tp x {role}moe_ep = {moe_tp * moe_ep} is not {role}tp x {role}dp = {tp * dp} "
+                    "(aiconfigurator's rule: the experts span the attention's GPUs)")  # fmt: skip
+        if args.backend == "trtllm" and dp > 1 and tp > 1:
+            return f"trtllm runs attention DP only at tp 1 ({role}tp = {tp}, {role}dp = {dp})"
+        if args.backend == "vllm" and moe_tp > 1 and moe_ep > 1:
+            return f"vllm runs MoE TP or MoE EP, not both ({role}moe_tp = {moe_tp}, {role}moe_ep = {moe_ep})"
+    return None
 
 
 def request(args: AiconfiguratorArgs) -> dict[str, Any]:
@@ -152,15 +222,12 @@ def request(args: AiconfiguratorArgs) -> dict[str, Any]:
         "isl": args.isl,
         "osl": args.osl,
     }
-    mode = args.agg or args.disagg
+    mode = args.chosen
     for name in QUANT_FIELDS:
         value = getattr(mode, name) or getattr(args, name)
         if value is not None:
             out[name] = value
-    if args.agg is not None:
-        return out | _agg(args.agg)
-    assert args.disagg is not None
-    return out | _disagg(args.disagg)
+    return out | (_agg(mode) if isinstance(mode, Agg) else _disagg(mode))
 
 
 def _agg(a: Agg) -> dict[str, Any]:

@@ -29,7 +29,7 @@ def catalog(install_path: Path) -> dict[str, Any]:
     path = ENV.path(install_path) / CATALOG_FILE
     try:
         known = json.loads(path.read_text())
-        if known.get("aiconfigurator") == VERSION:
+        if known.get("aiconfigurator") == VERSION and "quant_modes" in known:  # an older cloudai's file: redone
             return known
     except (OSError, ValueError):
         pass
@@ -45,7 +45,8 @@ def catalog(install_path: Path) -> dict[str, Any]:
 
 
 def problem(args: AiconfiguratorArgs, known: dict[str, Any]) -> tuple[str, str] | None:
-    """``(field, message)`` for the first of model_name, system, backend, version the release does not ship."""
+    """``(field, message)`` for the first of model_name, system, backend, version and quantisation mode the release
+    does not ship."""
     models: list[str] = known["models"]
     if args.model not in models:
         shown = f"{args.model_name!r}" + (f" ({args.model})" if args.model != args.model_name else "")
@@ -66,7 +67,16 @@ def problem(args: AiconfiguratorArgs, known: dict[str, Any]) -> tuple[str, str] 
             f"{args.version!r}: aiconfigurator {VERSION} ships no {args.backend} database of that version for "
             f"{args.system}; {_choices(args.version, versions)} (left out: {default}, the release's default)"
         )
+    for field, names in known.get("quant_modes", {}).items():
+        for where, value in ((field, getattr(args, field)), (f"{args.mode or _mode(args)}.{field}",
+                                                               getattr(args.chosen, field))):  # fmt: skip
+            if value is not None and value not in names:
+                return where, f"{value!r} is not a {field} of aiconfigurator {VERSION}; {_choices(value, names)}"
     return None
+
+
+def _mode(args: AiconfiguratorArgs) -> str:
+    return "agg" if args.agg is not None else "disagg"
 
 
 def default_version(args: AiconfiguratorArgs, known: dict[str, Any]) -> str:

@@ -352,11 +352,16 @@ def catalog() -> dict[str, Any]:
         system: {backend: perf_database.get_latest_database_version(system=system, backend=backend) for backend in by}
         for system, by in supported.items()
     }
+    from aiconfigurator.sdk import common  # pyright: ignore[reportMissingImports]
+
+    enums = {"gemm_quant_mode": "GEMMQuantMode", "moe_quant_mode": "MoEQuantMode", "kvcache_quant_mode":
+             "KVCacheQuantMode", "fmha_quant_mode": "FMHAQuantMode", "comm_quant_mode": "CommQuantMode"}  # fmt: skip
     return {
         "aiconfigurator": importlib.metadata.version(PACKAGE),
         "databases": {system: {b: sorted(v) for b, v in by.items()} for system, by in supported.items()},
         "defaults": defaults,
         "models": [m for m in models if not m.endswith("_hf_quant")],
+        "quant_modes": {field: [m.name for m in getattr(common, enum)] for field, enum in enums.items()},
     }
 
 

@@ -39,6 +39,10 @@ KEPT = 256  # answers kept for the trials of the points ``oom`` let through (a t
 _out_of_memory: list[dict[str, Any]] = []  # the points (flat cmd_args) the model said do not fit, this run
 
 
+# How the package refuses an MoE worker whose moe_tp x moe_ep is not its tp x dp: ``args.moe_problem`` cannot tell
+# for moe_tp = moe_ep = 1, which a dense model takes with any tp (CloudAI's files write it) and an MoE model refuses.
+
+
 def oom(request: dict[str, Any]) -> str | None:
     """The model's own reason why it refuses ``request`` (``cli_estimate``'s keyword arguments): it does not fit
     GPU memory (``OOM: ...``), or the model rejects it before estimating (a MoE width other than the attention

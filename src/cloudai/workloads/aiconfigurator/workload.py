@@ -41,7 +41,7 @@ from cloudai.readfile import read_ends
 from cloudai.space.knobs import NUM_NODES, flatten
 from cloudai.steps import Evaluation
 from cloudai.workloads.aiconfigurator import catalog
-from cloudai.workloads.aiconfigurator.args import AiconfiguratorArgs, request
+from cloudai.workloads.aiconfigurator.args import MODES, AiconfiguratorArgs, moe_problem, request
 from cloudai.workloads.aiconfigurator.runner import OOM
 from cloudai.workloads.aiconfigurator.worker import evaluation, oom, out_of_memory, remember_oom, warm_worker
 from cloudai.workloads.base import (
@@ -88,6 +88,7 @@ class Aiconfigurator(Workload):
     name = "Aiconfigurator"
     hardware = "cpu"  # a performance model: it runs here for real
     args_model = AiconfiguratorArgs
+    branches = {"mode": MODES}  # mode = ["agg", "disagg"]: one search over both (args.py)
     produces_metrics = True
     metrics = METRICS
     units = UNITS
@@ -130,41 +131,47 @@ class Aiconfigurator(Workload):
         worker's MoE width must match its attention width (``_workers``), and it must fit in GPU memory by the
         model's own estimate when a warm worker can tell (``worker.oom``)."""
         values = AiconfiguratorArgs.model_validate(args)
-        if values.total_gpus is not None and values.gpus > values.total_gpus:
-            return f"uses {values.gpus} GPUs, more than total_gpus = {values.total_gpus}"
-        for prefix, (tp, dp, moe_tp, moe_ep) in _workers(values):
-            if moe_tp is not None and moe_ep is not None and moe_tp * moe_ep not in (1, tp * dp):
-                return (f"{prefix}moe_tp * {prefix}moe_ep = {moe_tp * moe_ep} differs from {prefix}tp * {prefix}dp = "
-                        f"{tp * dp} (the model needs them equal)")  # fmt: skip
+        total = values.total_gpus
+        if total is not None and values.gpus > total:
+            budget = "" if values.budget is None else f" (what budget {values.budget:g} buys of {values.system})"
+            return f"uses {values.gpus} GPUs, more than total_gpus = {total}{budget}"
+        if problem := moe_problem(values):
+            return problem
         reason = oom(request(values))
         if reason is not None and reason.startswith(OOM):
             remember_oom(flatten(args))
         return reason
 
+    def derived(self, args: Mapping[str, Any], resources: Resources = ONE_NODE) -> dict[str, Any]:
+        """``total_gpus`` when ``budget`` and ``gpu_price`` set it."""
+        values = AiconfiguratorArgs.model_validate(args)
+        return {} if values.budget is None else {"total_gpus": values.total_gpus}
+
     def constraint_mask(self, columns: Mapping[str, np.ndarray], resources: ResourceColumns) -> np.ndarray | None:
-        """``constraint`` over columns of points (flat names: ``agg.tp``, ``disagg.p_tp``, ``total_gpus``), so a
-        grid is counted and walked, and a sampler's candidates judged, without building each point: the GPU count,
-        the MoE width, and memory as far as this run's answers tell (``_beyond_memory``). The rest of memory
-        needs the model, point by point: a grid's count is an upper bound, and each step's own check refuses what
-        it rules out. None (decline) for columns of another shape."""
-        total = columns.get("total_gpus")
+        """``constraint`` over columns of points (flat names: ``agg.tp``, ``disagg.p_tp``, ``mode``, ``total_gpus``
+        or ``budget``, ``gpu_price.<system>`` and ``system``), so a grid is counted and walked, and a sampler's
+        candidates judged, without building each point: the GPU count, the MoE rule, and memory as far as this
+        run's answers tell (``_beyond_memory``). The rest of memory needs the model, point by point: a grid's count
+        is an upper bound, and each step's own check refuses what it rules out. None (decline) for columns of
+        another shape."""
         try:
-            if any(name.startswith("agg.") for name in columns):
-                gpus = _product(columns, "agg.", ("tp", "pp", "dp"))
-                sides = ["agg."]
+            total = _cluster_gpus(columns)
+            agg = _product(columns, "agg.", ("tp", "pp", "dp"))
+            prefill = _product(columns, "disagg.", ("p_workers", "p_tp", "p_pp", "p_dp"))
+            disagg = prefill + _product(columns, "disagg.", ("d_workers", "d_tp", "d_pp", "d_dp"))
+            moe_agg = _moe_mask(columns, "agg.", "")
+            moe_disagg = _moe_mask(columns, "disagg.", "p_") & _moe_mask(columns, "disagg.", "d_")
+            mode = columns.get("mode")
+            if mode is not None:
+                is_agg = np.asarray(mode) == "agg"
+                gpus, moe = np.where(is_agg, agg, disagg), np.where(is_agg, moe_agg, moe_disagg)
+            elif any(name.startswith("agg.") for name in columns):
+                gpus, moe = agg, moe_agg
             else:
-                prefill = _product(columns, "disagg.", ("p_workers", "p_tp", "p_pp", "p_dp"))
-                gpus = prefill + _product(columns, "disagg.", ("d_workers", "d_tp", "d_pp", "d_dp"))
-                sides = ["disagg.p_", "disagg.d_"]
-            fits = ~_beyond_memory(columns)
-            if total is not None and not (np.ndim(total) == 0 and np.asarray(total).item() is None):
-                fits = fits & (gpus <= np.asarray(total, dtype=np.int64))
-            for side in sides:
-                if columns.get(side + "moe_tp") is not None and columns.get(side + "moe_ep") is not None:
-                    width = _product(columns, side, ("moe_tp", "moe_ep"))
-                    fits = fits & ((width == 1) | (width == _product(columns, side, ("tp", "dp"))))
-            return fits
-        except (TypeError, ValueError):
+                gpus, moe = disagg, moe_disagg
+            fits = moe & ~_beyond_memory(columns)
+            return fits if total is None else fits & (gpus <= total)
+        except (TypeError, ValueError, KeyError):
             return None
 
     def failure_reason(self, job_dir: Path) -> str | None:
@@ -205,22 +212,41 @@ def _beyond_memory(columns: Mapping[str, np.ndarray]) -> np.ndarray:
     return out
 
 
-def _workers(values: AiconfiguratorArgs) -> list[tuple[str, tuple[int, int, int | None, int | None]]]:
-    """Each kind of worker's (tp, dp, moe_tp, moe_ep), by its fields' prefix.
-
-    The MoE width rule: aiconfigurator refuses a MoE worker whose ``moe_tp * moe_ep`` differs from its ``tp * dp``
-    ("Parallelism width mismatch"), a failed trial. 1 x 1 is allowed whatever the width: CloudAI's files write it
-    for dense models, where the package ignores it (a MoE model's 1 x 1 at a wider tp still fails as a trial)."""
-    if values.agg is not None:
-        a = values.agg
-        return [("", (a.tp, a.dp, a.moe_tp, a.moe_ep))]
-    d = values.disagg
-    assert d is not None
-    return [("p_", (d.p_tp, d.p_dp, d.p_moe_tp, d.p_moe_ep)), ("d_", (d.d_tp, d.d_dp, d.d_moe_tp, d.d_moe_ep))]
-
-
 _BATCHES = frozenset({"agg.batch_size", "disagg.p_bs", "disagg.d_bs"})
 _PER_REPLICA = frozenset({"disagg.p_workers", "disagg.d_workers", "total_gpus"})  # no bearing on a worker's memory
+
+
+def _cluster_gpus(columns: Mapping[str, np.ndarray]) -> np.ndarray | None:
+    """``AiconfiguratorArgs.total_gpus`` as validated, over columns: ``total_gpus``, or ``budget`` over the price of
+    each point's ``system`` (``gpu_price.<system>`` columns); None when neither is given."""
+    budget = columns.get("budget")
+    if budget is not None and not _absent(budget):
+        system = np.asarray(columns["system"])
+        price = np.full(np.broadcast(system, budget).shape, np.nan)
+        for name, col in columns.items():
+            if name.startswith("gpu_price."):
+                price = np.where(system == name.removeprefix("gpu_price."), np.asarray(col, dtype=np.float64), price)
+        return np.floor(np.asarray(budget, dtype=np.float64) / price + 1e-9)
+    total = columns.get("total_gpus")
+    return None if _absent(total) else np.asarray(total, dtype=np.int64)
+
+
+def _moe_mask(columns: Mapping[str, np.ndarray], prefix: str, role: str) -> np.ndarray:
+    """``args.moe_problem`` for one worker over columns (True: no problem)."""
+    names = [f"{prefix}{role}{knob}" for knob in ("moe_tp", "moe_ep")]
+    if any(_absent(columns.get(name)) for name in names):
+        return np.asarray(True)
+    moe_tp, moe_ep = (np.asarray(columns[name], dtype=np.int64) for name in names)
+    tp, dp = (_product(columns, prefix, (f"{role}{knob}",)) for knob in ("tp", "dp"))
+    ok = (moe_tp * moe_ep == tp * dp) | ((moe_tp == 1) & (moe_ep == 1))
+    backend = np.asarray(columns.get("backend", np.asarray("trtllm", dtype=object)))
+    ok = ok & ~((backend == "trtllm") & (dp > 1) & (tp > 1) & ~((moe_tp == 1) & (moe_ep == 1)))
+    return ok & ~((backend == "vllm") & (moe_tp > 1) & (moe_ep > 1))
+
+
+def _absent(column: np.ndarray | None) -> bool:
+    """No column, or a fixed None (a field left out)."""
+    return column is None or (np.ndim(column) == 0 and np.asarray(column).item() is None)
 
 
 def _product(columns: Mapping[str, np.ndarray], prefix: str, names: Sequence[str]) -> np.ndarray:
