@@ -56,6 +56,15 @@ class Entry:
     regime_objective: Objective = "expectation"  # agent_config.regime_objective: the value over the env regimes
     # A serving workload's latency families charted against its throughput metric (run.json's latency_charts)
     latency_charts: tuple[str, tuple[tuple[str, ...], ...]] | None = None
+    # A knob of one branch of the space -> (its selector knob, the value choosing the branch) (``Space.when``)
+    branches: dict[str, tuple[str, object]] = field(default_factory=dict)
+
+    def active(self, action: dict[str, Any]) -> dict[str, Any]:
+        """``action`` without the knobs of the branches it did not choose (``mode = "disagg"``: no ``agg.*``):
+        a trial records them at their first value, which is not part of its configuration."""
+        if not self.branches:
+            return action
+        return {k: v for k, v in action.items() if k not in self.branches or _chosen(action, self.branches[k])}
 
     @property
     def regime_spec(self) -> RegimeSpec | None:
@@ -227,6 +236,11 @@ def _entries(manifest: dict[str, Any]) -> list[Entry]:
                 default_means=str(raw.get("default_means") or ""),
                 regime_objective="worst" if raw.get("regime_objective") == "worst" else "expectation",
                 latency_charts=_latency_charts(raw.get("latency_charts")),
+                branches={
+                    str(k): (str(v[0]), v[1])
+                    for k, v in (raw.get("branches") or {}).items()
+                    if isinstance(v, list) and len(v) == 2
+                },
             )
         )
     return entries
@@ -235,6 +249,11 @@ def _entries(manifest: dict[str, Any]) -> list[Entry]:
 def _regimes(raw: object) -> dict[str, RegimeBins]:
     found = {str(k): RegimeBins.from_json(v) for k, v in raw.items()} if isinstance(raw, dict) else {}
     return {k: v for k, v in found.items() if v is not None}
+
+
+def _chosen(action: dict[str, Any], branch: tuple[str, object]) -> bool:
+    selector, value = branch
+    return selector not in action or action[selector] == value
 
 
 def _latency_charts(raw: object) -> tuple[str, tuple[tuple[str, ...], ...]] | None:

@@ -126,7 +126,7 @@ def print_summary(run_dir: Path, console: Console | None = None, *, rendering: i
             text = top[0].text(entry.reward_unit)
             notes.append(f"Recommended for {entry.id} (iteration {top[1].iteration}, best.toml): {text}")
         elif best is not None:
-            notes.append(f"Best of {entry.id}: {show_action(best.action, sort_keys=True)}")
+            notes.append(f"Best of {entry.id}: {show_action(entry.active(best.action), sort_keys=True)}")
         if any(ar.status == "incomplete" for ar in agent_runs):
             notes.append(
                 f"{entry.id} is incomplete: it stopped before its last step; `--resume {run_dir}` continues it"

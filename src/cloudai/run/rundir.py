@@ -74,6 +74,7 @@ def write_run_manifest(plan: Plan, run_dir: Path, command: str = "") -> None:
             "objectives": {o.metric: o.direction for o in c.entry.agent.objectives},
             "constraints": [k.text for k in c.entry.agent.constraints],
             "log_knobs": [d.name for d in c.space.dims if getattr(d, "log", False)],
+            "branches": {name: [selector, value] for name, (selector, value) in c.space.when.items()},
             "units": declared_units(c.entry.cmd_args) if c.live_rl else units_of(c.entry.workload, c.entry.cmd_args),
             "default_means": default_means(c.entry.workload, c.entry.cmd_args),
             "latency_charts": None if c.live_rl else latency_charts(c.entry.workload),

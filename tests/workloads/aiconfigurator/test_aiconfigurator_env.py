@@ -250,6 +250,8 @@ def test_agg_and_disagg_in_one_run_each_configuration_once_best_names_its_mode(i
     won = max(zip(rows, actions, strict=True), key=lambda ra: float(ra[0]["reward"]))[1]["mode"]
     lost = "agg" if won == "disagg" else "disagg"
     assert f'mode = "{won}"' in best and f"[cmd_args.{won}]" in best and f"[cmd_args.{lost}]" not in best
+    shown = next(line for line in output.splitlines() if line.startswith("Best of t:"))  # the terminal's best
+    assert f'"mode": "{won}"' in shown and f'"{won}.' in shown and f'"{lost}.' not in shown
 
 
 def test_an_moe_worker_whose_experts_miss_its_gpus_is_refused_before_a_step(installed: Path) -> None:
