@@ -11,12 +11,11 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 from collections.abc import Mapping
 from enum import Enum
 from pathlib import Path
 from typing import Any
-
-from pydantic import BaseModel
 
 DIGITS = 12  # well beyond any knob a user types, well short of float noise (~16-17 digits)
 
@@ -61,7 +60,8 @@ def toml_text(value: object) -> str:
         return toml_text(value.value)
     if isinstance(value, str | Path):
         return json.dumps(str(value))
-    if isinstance(value, BaseModel):
+    pydantic = sys.modules.get("pydantic")  # a model exists only once pydantic is imported: the reports never import it
+    if pydantic is not None and isinstance(value, pydantic.BaseModel):
         value = {
             info.alias or k: v for k, info in type(value).model_fields.items() if (v := getattr(value, k)) is not None
         }
