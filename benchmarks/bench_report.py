@@ -25,6 +25,10 @@ trajectory.csv, 2 shared cores at load 4-8): 100 000 steps 6.43 -> 2.63 s CPU, p
 records alone 1.93 -> 1.10 s CPU; reports byte for byte the same; 10-trial DSE end 0.36 -> 0.31 s median;
 generate_report of 10 000 steps 0.24 s CPU warm. On main's own fixture (actions as ``json.dumps`` writes them, no
 reason column: the column reader makes each key) 6.17 -> 2.87 s CPU, 338 -> 215 MiB.
+Then the exit and the imports (``--against main`` at dc59227, same conditions): 100 000 steps 2.42 -> 2.22 s CPU
+(2.65 -> 2.37 s in a busier minute), peak RSS 215 -> 209 MiB: ``generate-report`` leaves its records to the OS at
+exit instead of the collector's last passes (``gc.freeze`` at exit, ~0.3 s), and imports no pydantic; reports byte
+for byte the same; 10-trial DSE end 0.110 -> 0.102 s median (8 interleaved runs each).
 The script uses only the CLI and the public API, so the same file measures any checkout (``--against``, or run
 it with that checkout's environment: ``cd /work/main && uv run python <this file>``). Its fresh
 processes use a bytecode cache (as an installed cloudai does; ``PYTHONDONTWRITEBYTECODE`` is dropped for them and

@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 from collections.abc import Mapping
 from enum import Enum
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel
+if TYPE_CHECKING:
+    from pydantic import BaseModel
 
 DIGITS = 12  # well beyond any knob a user types, well short of float noise (~16-17 digits)
 
@@ -61,7 +63,9 @@ def toml_text(value: object) -> str:
         return toml_text(value.value)
     if isinstance(value, str | Path):
         return json.dumps(str(value))
-    if isinstance(value, BaseModel):
+    # A model exists only once pydantic is imported: the reports, which never import it, need not import it here.
+    model: type[BaseModel] | None = getattr(sys.modules.get("pydantic"), "BaseModel", None)
+    if model is not None and isinstance(value, model):
         value = {
             info.alias or k: v for k, info in type(value).model_fields.items() if (v := getattr(value, k)) is not None
         }

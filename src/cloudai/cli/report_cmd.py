@@ -2,12 +2,24 @@
 
 from __future__ import annotations
 
+import atexit
+import gc
 from pathlib import Path
 
 import click
 
 from cloudai.cli.logs import setup_logging
 from cloudai.cli.options import common_options
+
+
+def _leave_to_the_os() -> None:
+    """At exit (atexit): the collector's last passes would walk, and free one by one, whatever the report left
+    to them (10^5 steps: ~250 000 records, held by reference cycles until then: optuna keeps the tracebacks of
+    its optional imports, and with them the frames that first imported it), ~0.3 s of CPU; ``gc.freeze`` takes
+    them out of those passes and the OS frees the heap at once. Only the collector's passes are skipped: the
+    other atexit handlers (logging's flush) run as before. At exit, not at once: a process that runs the
+    command and goes on (a test's CliRunner) collects as before until it ends."""
+    gc.freeze()
 
 
 @click.command(name="generate-report")
@@ -52,3 +64,5 @@ def generate_report(
     from cloudai.reports import generate_report as generate
 
     click.echo(f"Report: {generate(dirs, output, compare_by.replace('-', '_'))}")
+    atexit.unregister(_leave_to_the_os)  # once per process, however often the command runs in it
+    atexit.register(_leave_to_the_os)

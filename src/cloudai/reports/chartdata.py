@@ -80,9 +80,9 @@ class Rows:
         for i in range(len(self.metrics)):
             cols[f"obs:{i}"] = [finite(s.observation[i]) if i < len(s.observation) else None for s in steps]
         for j, knob in enumerate(self.knobs):
-            cols[f"knob:{j}"] = [scalar(s.action.get(knob)) for s in steps]
+            cols[f"knob:{j}"] = scalars([s.action.get(knob) for s in steps])
         for j, param in enumerate(self.env):
-            cols[f"env:{j}"] = [scalar(s.env.get(param)) for s in steps]
+            cols[f"env:{j}"] = scalars([s.env.get(param) for s in steps])
         for k, values in enumerate(self._more):
             cols[f"more:{k}"] = [finite(values.get(s.step)) for s in steps]
         return {"statuses": statuses, "knobs": self.knobs, "env": self.env, "metrics": self.metrics,
@@ -110,6 +110,17 @@ def scalar(value: object) -> object:
     if value is None or isinstance(value, bool | int | str):
         return value
     return show_action(value, sort_keys=True) if isinstance(value, dict) else json.dumps(clean(value))
+
+
+def scalars(values: list[object]) -> list[object]:
+    """``scalar`` of each value: the list itself when every value is one JSON shows as it is (ints, strings,
+    bools, None: a knob such as ``threads`` or ``algo``, checked once per type rather than per value)."""
+    if set(map(type, values)) <= _AS_IS:
+        return values
+    return list(map(scalar, values))
+
+
+_AS_IS = {int, str, bool, type(None)}
 
 
 def to_json(value: object) -> str:
