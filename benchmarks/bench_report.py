@@ -50,8 +50,9 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
 from pathlib import Path
+
+from bench_trial_cost import source_tree  # beside this script (sys.path[0])
 
 KNOBS = {
     "threads": [1, 2, 4, 8, 16, 32, 64, 128],
@@ -236,16 +237,6 @@ def big_report(root: Path, steps: int, srcs: dict[str, Path | None]) -> None:
     if len(pages) > 1:
         same = len(set(pages.values())) == 1
         print(f"report.html and summary.csv of every tree byte for byte the same: {'yes' if same else 'NO'}")
-
-
-@contextlib.contextmanager
-def source_tree(rev: str) -> Iterator[Path]:
-    """``src/`` of git revision ``rev`` of this repository, unpacked in a temporary dir (for PYTHONPATH)."""
-    repo = Path(__file__).resolve().parent.parent
-    with tempfile.TemporaryDirectory() as tmp:
-        archive = subprocess.run(["git", "-C", str(repo), "archive", rev, "src"], capture_output=True, check=True)
-        subprocess.run(["tar", "-x", "-C", tmp], input=archive.stdout, check=True)
-        yield Path(tmp) / "src"
 
 
 def main() -> None:
