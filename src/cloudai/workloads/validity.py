@@ -70,12 +70,14 @@ class ValidPoints:
         self._chunk: tuple[int, np.ndarray] | None = None  # the last chunk's mask (a walk asks neighbours)
         self._count: int | None = None
         self._bounds: list[tuple[dict[str, Any], Monotone, str]] = []  # learned (``bound``): point, how, why
+        self._bound_points: dict[Monotone, list[dict[str, Any]]] = {}  # the same points by how (lists only grow)
 
     def bound(self, values: Mapping[str, Any], monotone: Monotone, reason: str) -> None:
         """Rule out every point past ``values`` (a measured point's flat knobs, fixed ones included) by
         ``monotone``: its ``grows`` knobs no smaller, its ``free`` knobs anything, the rest equal. ``reason``: what
         ``violation`` says of them. For a point that broke an upper bound on a metric ``monotone`` describes."""
         self._bounds.append((dict(values), monotone, reason))
+        self._bound_points.setdefault(monotone, []).append(self._bounds[-1][0])
         self._chunk = None
 
     def point_values(self, point: Mapping[str, Any], env: Mapping[str, Any] | None = None) -> dict[str, Any]:
@@ -87,10 +89,7 @@ class ValidPoints:
         """Where the points of ``columns`` (flat names: arrays, or one point's values) lie past a learned bound,
         and the first such bound's reason for a single point."""
         out, why = np.asarray(False), None
-        groups: dict[Monotone, list[dict[str, Any]]] = {}
-        for point, monotone, _ in self._bounds:
-            groups.setdefault(monotone, []).append(point)
-        for monotone, points in groups.items():
+        for monotone, points in self._bound_points.items():
             skip = monotone.free | ({NUM_NODES} if NUM_NODES not in points[0] else set())
             hit = past_points(columns, points, monotone.grows, frozenset(skip))
             out = out | hit
@@ -317,8 +316,9 @@ _RECORDED: dict[tuple[int, tuple[str, ...]], tuple[Any, Any, int, dict[str, np.n
 
 
 def _recorded(points: Sequence[Mapping[str, Any]], names: list[str]) -> dict[str, np.ndarray] | None:
-    """``points``' values of ``names`` as columns (one row per point that has them all), cached while the list
-    only grows (it is rebuilt when its first or last point or its length changed)."""
+    """``points``' values of ``names`` as columns (one row per point that has them all), cached per list: a list
+    the caller only appends to (or empties), as the worker's and ``ValidPoints.bound``'s are; it is rebuilt when
+    the list's first or last point or its length changed."""
     key = (id(points), tuple(names))
     got = _RECORDED.get(key)
     if got is not None and got[2] == len(points) and points and got[0] == points[0] and got[1] == points[-1]:
