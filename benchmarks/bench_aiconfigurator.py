@@ -17,9 +17,10 @@ Needs the environment: ``cloudai install`` (see docs/test-toml.md, "Aiconfigurat
   (TTFT <= 1000 ms, TPOT <= 30 ms), ``--seeds`` seeds (5): random, plain Optuna TPE (categorical knobs,
   infeasible = 0), and cloudai's ``OptunaAgent`` itself with local search off and with its defaults.
 * ``questions``: the question set (``QUESTIONS``, issue 36 item 5: 8 questions chosen before the search was tuned)
-  through ``aiconfigurator cli default`` (its wall time and best agg and disagg tokens/s/GPU counted its way,
-  cached in ``aiconfigurator_questions.json``; ``--refresh-cli`` reruns them) and through cloudai's optuna agent
-  at its defaults, ``--question-seeds`` (3) seeds per question and mode, each search stopped once it reaches
+  through ``aiconfigurator cli default`` (its wall time and best agg and disagg tokens/s/GPU counted its way, run
+  again in this run before each question's searches, side by side on the same machine and load, and written to
+  ``aiconfigurator_questions.json``; ``--cached-cli`` takes them from there instead) and through cloudai's optuna
+  agent at its defaults, ``--question-seeds`` (3) seeds per question and mode, each search stopped once it reaches
   98 % of aiconfigurator's best of its mode: the measured steps and the time to get there against its wall.
   One table. ``--question NAME`` runs one question (repeatable).
 
@@ -306,7 +307,7 @@ QUESTIONS: dict[str, tuple[str, str, str, int, int, int, float, float, bool]] = 
     "llama3.1-8b-h100-vllm-4": ("meta-llama/Meta-Llama-3.1-8B", "h100_sxm", "vllm", 4, 2000, 200, 300, 10, False),
     "qwen3-235b-a22b-h100-vllm-16": ("Qwen/Qwen3-235B-A22B", "h100_sxm", "vllm", 16, 4000, 500, 2000, 40, True),
 }  # fmt: skip
-CLI_CACHE = Path(__file__).with_name("aiconfigurator_questions.json")  # cli default's answers (--refresh-cli)
+CLI_CACHE = Path(__file__).with_name("aiconfigurator_questions.json")  # the last run's cli default answers
 MODES = ("agg", "disagg")
 # aiconfigurator 0.12's own batch-size schedules (sdk/sweep.py), up to 512
 AGG_BATCHES = [*range(1, 16), *range(16, 32, 4), *range(32, 64, 8), *range(64, 256, 16), *range(256, 513, 32)]
@@ -371,10 +372,11 @@ def question_test(name: str, mode: str, seed: int, steps: int) -> str:
     return head + "".join(f"{k} = {v}\n" for k, v in knobs.items())
 
 
-def section_questions(install: Path, seeds: int, steps: int, refresh: bool, only: list[str]) -> None:
+def section_questions(install: Path, seeds: int, steps: int, cached: bool, only: list[str]) -> None:
     """Each question through ``cli default`` (cached) and through cloudai's optuna agent at its defaults, ``seeds``
     seeds per mode, in this process on the real env (``build_env``: each trial is whatever a ``cloudai run``
-    step is on this tree), one warm worker for all. A search stops once it reaches 98 % of aiconfigurator's best
+    step is on this tree), one warm worker for all; ``cli default`` runs just before each question's searches
+    (``cached``: its answers from ``CLI_CACHE``). A search stops once it reaches 98 % of aiconfigurator's best
     of its mode (or after ``steps`` measured steps); its time runs from building its env to that step's tell."""
     from cloudai.agents.optuna_agent import OptunaAgent
     from cloudai.envs.base import Feedback
@@ -383,8 +385,8 @@ def section_questions(install: Path, seeds: int, steps: int, refresh: bool, only
     from cloudai.run.dse import build_env
     from cloudai.workloads.aiconfigurator.workload import Aiconfigurator
 
-    answers = cli_answers(install, refresh)
     names = [n for n in QUESTIONS if not only or n in only]
+    answers = cli_answers(install, False) if cached else {}
 
     class ToTarget(OptunaAgent):
         target = math.inf
@@ -425,6 +427,12 @@ def section_questions(install: Path, seeds: int, steps: int, refresh: bool, only
         with Aiconfigurator().session(install):
             for checked in plan.checked.values():
                 name, mode, _ = checked.entry.id.rsplit("-", 2)
+                if name not in answers:
+                    answers[name] = cli_default(install, name)
+                    print(f"  aiconfigurator cli default {name}: {answers[name]['wall_s']:.1f} s, best agg "
+                          f"{answers[name]['agg']:.1f}, disagg {answers[name]['disagg']:.1f}", flush=True)  # fmt: skip
+                    saved = json.loads(CLI_CACHE.read_text()) if CLI_CACHE.exists() else {}
+                    CLI_CACHE.write_text(json.dumps(saved | {name: answers[name]}, indent=1) + "\n")
                 start = time.perf_counter()
                 env = build_env(plan, checked, root / "out", system=system)
                 agent = ToTarget(env, agent_config(checked.entry, OptunaAgent), steps)
@@ -451,7 +459,7 @@ def print_table(
     """One row per question and mode: aiconfigurator's wall and best, then per seed the measured steps to 98 %
     of its best and the time to get there as a multiple of its wall (``-``: not within ``steps``, best % then)."""
     print("\n| question | mode | aiconfigurator: wall s, best tokens/s/GPU | cloudai optuna per seed: steps to 98 % "
-          "(time / its wall) | aims met |\n|---|---|---|---|---|")  # fmt: skip
+          "(time to it = x its wall) | aims met |\n|---|---|---|---|---|")  # fmt: skip
     met = total = reached_any = 0
     for name in names:
         for mode in MODES:
@@ -463,7 +471,7 @@ def print_table(
                     continue
                 ok += took <= 0.5 * wall
                 reached_any += 1
-                cells.append(f"{reached} ({took / wall:.2f}x)")
+                cells.append(f"{reached} ({took:.1f} s = {took / wall:.2f}x)")
             met, total = met + ok, total + len(cells)
             print(f"| {name} | {mode} | {wall:.0f} s, {answers[name][mode]:.1f} | {', '.join(cells)} | "
                   f"{ok}/{len(cells)} |")  # fmt: skip
@@ -513,7 +521,9 @@ def main() -> None:
         help="an agent_config field for the cli comparison's runs (TOML), e.g. 'ordinal = true'",
     )
     parser.add_argument("--question-seeds", type=int, default=3, help="seeds per question and mode")
-    parser.add_argument("--refresh-cli", action="store_true", help="rerun cli default for every question")
+    parser.add_argument(
+        "--cached-cli", action="store_true", help="cli default's answers from aiconfigurator_questions.json"
+    )
     parser.add_argument("--question", action="append", default=[], help="only this question (repeatable)")
     args: Any = parser.parse_args()
     install = args.install_path.absolute()
@@ -524,7 +534,7 @@ def main() -> None:
     if args.section in ("landscape", "all"):
         section_landscape(install, args.grid, args.seeds)
     if args.section in ("questions", "all"):
-        section_questions(install, args.question_seeds, args.steps, args.refresh_cli, args.question)
+        section_questions(install, args.question_seeds, args.steps, args.cached_cli, args.question)
 
 
 if __name__ == "__main__":

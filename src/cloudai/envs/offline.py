@@ -24,6 +24,11 @@ leaving a gap a resumed agent may fill), then writes every finished step. The ca
 successes only (a transient failure deserves a second chance); an action asked again
 while its twin is still running waits for it rather than launching a second job.
 
+A measured step outside an upper bound of ``agent_constraints`` on a metric the workload says is monotone
+(``Workload.monotone``: TTFT grows with the batch) teaches the rule the points past it (``ValidPoints.bound``):
+they are refused before any step, as infeasible, for the rest of the run (a resumed one learns them again from
+trajectory.csv). Not with env_params: the regime may move the metric.
+
 This env is offline DSE: ``done`` is always False and the episode never changes. The
 live-RL env (steps delegated to a ``GymServer``) is a sibling built by ``cloudai.run.dse.build_env``.
 
@@ -95,6 +100,9 @@ class CloudAIGymEnv(BaseGym):
         self._cache = {cache_key(f.action, f.env_params): self._measured(f) for f in scored}
         self._decided = {cache_key(f.action, f.env_params) for f in self._history if f.status in _DECIDED}
         self._refused = {cache_key(f.action, f.env_params) for f in self._history if f.status == "infeasible"}
+        for f in self._history:
+            if f.status == "constraint":
+                self._learn_bound(f.action, f.env_params, dict(zip(self.metrics, f.observation, strict=False)), f.step)
         set_aside_unrecorded(setup.out_dir, self.writer.last_step)
         self._next = self.writer.last_step + 1  # the numbers of an uninterrupted run: env_params draw by step
         self._episode = self._history[-1].episode if self._history else 1
@@ -322,6 +330,8 @@ class CloudAIGymEnv(BaseGym):
             job, metrics, self.metrics, self.constraints, self.reward_fn, self.setup.penalty_reward
         )
         info = {"metrics": metrics, "reason": reason, "job_dir": str(job.spec.job_dir)}
+        if status == "constraint":
+            self._learn_bound(trial.action, trial.env, metrics, trial.step)
         feedback = self._complete(trial, observation, reward, status, info)
         for follower in trial.followers:  # a failure is not shared: each follower gets its own chance
             if status == "ok":
@@ -379,6 +389,24 @@ class CloudAIGymEnv(BaseGym):
 
     def _nothing(self) -> Observation:
         return [math.nan] * len(self.metrics)
+
+    def _learn_bound(self, action: Mapping[str, Any], env: Mapping[str, Any], metrics: Mapping[str, float],
+                     step: int) -> None:  # fmt: skip
+        """Teach the rule the points past a measured one that broke an upper bound on a monotone metric (see the
+        module docstring)."""
+        if env or not self.rule.has_rule:
+            return
+        values = self.rule.point_values(action)
+        for c in self.constraints:
+            value = metrics.get(c.metric, math.nan)
+            if c.op not in ("<=", "<") or not math.isfinite(value) or not c.broken(value):
+                continue
+            how = self.workload.monotone(c.metric, values)
+            if how is None:
+                continue
+            past = ", ".join(sorted(how.grows))
+            self.rule.bound(values, how, f"{c.metric} breaks {c.op} {c.bound:g} here: step {step} measured "
+                            f"{value:.6g} with {past} no larger and the knobs it depends on the same")  # fmt: skip
 
     def _replayed(self, row: Row) -> Feedback:
         return replayed(row, self.setup.space, self.metrics)

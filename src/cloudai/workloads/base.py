@@ -38,6 +38,12 @@ A workload is system-agnostic: it never starts processes itself. Contract:
   grid is counted in well under a second: ``columns`` maps every flat knob name to a numpy array (one entry per
   point), ``resources`` is a ``ResourceColumns``; returns a bool array, True where the point is valid, or None
   (the default: no vectorised form, the scalar rule is asked point by point). It must agree with ``constraint``.
+* ``monotone(metric, values)`` (optional): how ``metric`` moves around the point ``values`` (flat knobs), as a
+  ``Monotone``: it never decreases as a ``grows`` knob increases, and ``free`` knobs have no bearing on it. A
+  measured point that breaks an upper bound on the metric (``agent_constraints``) then rules out, before any
+  step, every point that differs only by larger ``grows`` knobs and any ``free`` ones (``ValidPoints.bound``):
+  a serving model's latency at a larger batch. Default: None (nothing known). It must hold for every point:
+  a wrong claim hides points from the search.
 * ``derived(args, resources)`` (optional): knobs the workload computes from others (dp from tp*pp*cp and the
   GPUs), never asked of the user; shown beside each point by ``dry-run``. Default: none.
 * ``container_image(args)`` is the image the command must run in (CloudAI's ``docker_image_url``),
@@ -153,6 +159,15 @@ class ResourceColumns:
 
 
 @dataclass(frozen=True)
+class Monotone:
+    """How one metric moves around a point (``Workload.monotone``): it never decreases as a knob of ``grows``
+    increases, and the knobs of ``free`` have no bearing on it, every other knob held (flat names)."""
+
+    grows: frozenset[str]
+    free: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True)
 class LatencyCharts:
     """Latency against throughput, one chart per family of ``latencies`` (TTFT, ITL, ...), one point per trial.
 
@@ -227,6 +242,10 @@ class Workload(ABC):
         return None
 
     def constraint_mask(self, columns: Mapping[str, np.ndarray], resources: ResourceColumns) -> np.ndarray | None:
+        return None
+
+    def monotone(self, metric: str, values: Mapping[str, Any]) -> Monotone | None:
+        """How ``metric`` moves around the point ``values`` (see the module docstring); None: nothing known."""
         return None
 
     def derived(self, args: Mapping[str, Any], resources: Resources = ONE_NODE) -> dict[str, Any]:

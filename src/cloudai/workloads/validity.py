@@ -22,6 +22,10 @@ arrays, not necessarily of equal length):
 Without it the scalar rule is asked per point, and ``count`` gives up (None) beyond ``SCALAR_LIMIT`` points rather
 than stall a dry-run. A workload without a rule costs nothing: every point is valid.
 
+Learned bounds (``bound``): a measured point that broke an upper bound on a metric the workload says is
+monotone (``Workload.monotone``: a serving latency grows with the batch) rules out every point past it, the same
+way in ``violation`` and in the vectorised mask; a grid's ``count`` leaves them out (an upper bound).
+
 Env params: the walked space may lack the knobs the environment samples (``env_names``); a point is then judged
 with the values drawn for its step (``violation(point, env)``) and the grid helpers fall back to "valid" for
 points whose rule needs them (the step's own check still refuses them).
@@ -31,14 +35,14 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from functools import cached_property
 from typing import Any
 
 import numpy as np
 
 from cloudai.space import NUM_NODES, Categorical, Space, first_value
-from cloudai.workloads.base import ResourceColumns, Workload, constraint_of
+from cloudai.workloads.base import Monotone, ResourceColumns, Workload, constraint_of
 
 CHUNK = 1 << 16  # grid indices per vectorised evaluation of a walk
 SCALAR_CHUNK = 1 << 8  # ... per scalar one (tens of microseconds a point: a walk's step stays in milliseconds)
@@ -65,12 +69,42 @@ class ValidPoints:
         self.vectorised = self.has_rule and type(workload).constraint_mask is not Workload.constraint_mask
         self._chunk: tuple[int, np.ndarray] | None = None  # the last chunk's mask (a walk asks neighbours)
         self._count: int | None = None
+        self._bounds: list[tuple[dict[str, Any], Monotone, str]] = []  # learned (``bound``): point, how, why
+        self._bound_points: dict[Monotone, list[dict[str, Any]]] = {}  # the same points by how (lists only grow)
+
+    def bound(self, values: Mapping[str, Any], monotone: Monotone, reason: str) -> None:
+        """Rule out every point past ``values`` (a measured point's flat knobs, fixed ones included) by
+        ``monotone``: its ``grows`` knobs no smaller, its ``free`` knobs anything, the rest equal. ``reason``: what
+        ``violation`` says of them. For a point that broke an upper bound on a metric ``monotone`` describes."""
+        self._bounds.append((dict(values), monotone, reason))
+        self._bound_points.setdefault(monotone, []).append(self._bounds[-1][0])
+        self._chunk = None
+
+    def point_values(self, point: Mapping[str, Any], env: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """Every knob of ``point`` as the vectorised rule sees it: fixed ones, each dimension (a branch not chosen at
+        its first value, ``Space.canonical``), the step's ``env``."""
+        return {**self.space.fixed, **self.space.canonical(dict(point)), **(env or {})}
+
+    def _past_bound(self, columns: Mapping[str, Any]) -> tuple[np.ndarray, str | None]:
+        """Where the points of ``columns`` (flat names: arrays, or one point's values) lie past a learned bound,
+        and the first such bound's reason for a single point."""
+        out, why = np.asarray(False), None
+        for monotone, points in self._bound_points.items():
+            skip = monotone.free | ({NUM_NODES} if NUM_NODES not in points[0] else set())
+            hit = past_points(columns, points, monotone.grows, frozenset(skip))
+            out = out | hit
+        if out.ndim == 0 and bool(out):
+            why = next(reason for point, monotone, reason in self._bounds
+                       if bool(past_points(columns, [point], monotone.grows, monotone.free | {NUM_NODES})))  # fmt: skip
+        return out, why
 
     def violation(self, point: Mapping[str, Any], env: Mapping[str, Any] | None = None) -> str | None:
         """Why ``point`` (with the step's sampled ``env``) breaks the rule; None when it is valid."""
         if not self.has_rule:
             return None
         values = self.space.full({**point, **(env or {})})
+        if self._bounds and (why := self._past_bound(self.point_values(point, env))[1]) is not None:
+            return why
         return constraint_of(self.workload, values, self.gpus_per_node, nodes_set=self.nodes_set)
 
     def mask(self, start: int, stop: int) -> np.ndarray:
@@ -113,6 +147,8 @@ class ValidPoints:
         if got is None:
             return None
         got = np.asarray(got, dtype=bool) & self._canonical(columns)
+        if self._bounds:
+            got = got & ~self._past_bound(columns)[0]
         return np.broadcast_to(got, (size,))  # a rule of fixed knobs: 0-d
 
     def columns(self, start: int, stop: int) -> dict[str, np.ndarray]:
@@ -251,6 +287,58 @@ class ValidPoints:
         if not self.has_rule:
             return f"{size} points"
         return f"{size} points, {valid} valid" if valid is not None else f"{size} points (validity checked per step)"
+
+
+def past_points(
+    columns: Mapping[str, Any], points: Sequence[Mapping[str, Any]], grows: frozenset[str], skip: frozenset[str]
+) -> np.ndarray:
+    """Where the points of ``columns`` (flat names: 1-d arrays of one length, or one point's values) lie past one of
+    ``points``: every column but ``skip`` equal to the recorded value, those of ``grows`` no smaller. A recorded
+    point that lacks one of those names is past by none. Vectorised over the recorded points too (a run's rule
+    may hold hundreds, asked for thousands of candidates): one comparison per name, not per name and point."""
+    names = sorted(set(columns) - skip)
+    kept = _recorded(points, names)
+    if kept is None:
+        return np.asarray(False)
+    hit: np.ndarray = np.asarray(True)
+    vector = False  # a column of several points (else one point: the answer is 0-d)
+    for name in names:
+        column, recorded = one_value(columns[name]), kept[name]
+        if column.ndim:
+            column, vector = column[np.newaxis, :], True
+        hit = hit & ((column >= recorded) if name in grows else (column == recorded))
+        if not hit.any():
+            return np.asarray(False)
+    return np.asarray(hit.any(axis=0) if vector else hit.any())
+
+
+_RECORDED: dict[tuple[int, tuple[str, ...]], tuple[Any, Any, int, dict[str, np.ndarray] | None]] = {}
+
+
+def _recorded(points: Sequence[Mapping[str, Any]], names: list[str]) -> dict[str, np.ndarray] | None:
+    """``points``' values of ``names`` as columns (one row per point that has them all), cached per list: a list
+    the caller only appends to (or empties), as the worker's and ``ValidPoints.bound``'s are; it is rebuilt when
+    the list's first or last point or its length changed."""
+    key = (id(points), tuple(names))
+    got = _RECORDED.get(key)
+    if got is not None and got[2] == len(points) and points and got[0] == points[0] and got[1] == points[-1]:
+        return got[3]
+    having = [p for p in points if all(name in p for name in names)]
+    columns = {name: _array([p[name] for p in having]).reshape(-1, 1) for name in names} if having else None
+    if len(_RECORDED) > 64:
+        _RECORDED.clear()
+    _RECORDED[key] = (points[0] if points else None, points[-1] if points else None, len(points), columns)
+    return columns
+
+
+def one_value(column: Any) -> np.ndarray:
+    """A column of a vectorised rule (``constraint_mask``), as one 0-d value when every entry is the same one
+    broadcast (a fixed knob: its column's strides are 0), so comparing it costs one comparison, not one per point
+    (an object array of text compares entry by entry in Python)."""
+    array = np.asarray(column)
+    if array.ndim and array.size and not any(array.strides):
+        return np.asarray(array.flat[0])
+    return array
 
 
 def _array(values: list[Any]) -> np.ndarray:

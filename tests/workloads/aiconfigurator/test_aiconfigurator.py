@@ -115,6 +115,28 @@ def test_a_moe_width_other_than_the_attention_width_is_a_constraint() -> None:
     )
 
 
+def test_once_the_model_refused_a_width_mismatch_one_by_one_is_refused_for_that_model() -> None:
+    """moe_tp = moe_ep = 1 is a dense model's worker at any tp; once the model refused it as a width mismatch (an
+    MoE model), the rule refuses it for that model wherever tp x dp > 1, vectorised and point by point alike,
+    without asking the model again; another model keeps the dense reading, and the run's end forgets it."""
+    cmd_args = {**{k: v for k, v in AGG.items() if k != "agg"},
+                "agg": {"batch_size": [8, 16], "tp": [1, 2, 4], "moe_tp": [1, 2, 4], "moe_ep": [1, 2]}}  # fmt: skip
+    space = parse_space(flatten(cmd_args))
+    before = ValidPoints(space, Aiconfigurator(), None).mask(0, space.grid_size)
+    points = [space.grid_point(i) for i in range(space.grid_size)]
+    one_by_one = [p["agg.moe_tp"] == p["agg.moe_ep"] == 1 and p["agg.tp"] > 1 for p in points]
+    assert all(before[one_by_one])
+    with worker.listening(b"\0cloudai-test-no-worker"):
+        worker.remember_moe("Some/other-model")
+        assert (ValidPoints(space, Aiconfigurator(), None).mask(0, space.grid_size) == before).all()
+        worker.remember_moe(AGG["model_name"])
+        rule = ValidPoints(space, Aiconfigurator(), None)
+        after = rule.mask(0, space.grid_size)
+        assert after.tolist() == [ok and not d for ok, d in zip(before, one_by_one, strict=True)]
+        assert [rule.violation(p) is None for p in points] == after.tolist()
+    assert worker.moe_models() == set()
+
+
 def test_a_larger_batch_of_a_configuration_out_of_memory_is_refused_by_the_mask() -> None:
     """What the run's worker said does not fit rules out, vectorised, the same configuration with no smaller
     batches (whatever its worker counts): memory grows with the batch. Other configurations stay to be asked,
@@ -136,6 +158,33 @@ def test_a_larger_batch_of_a_configuration_out_of_memory_is_refused_by_the_mask(
     assert after.tolist() == [ok and not d for ok, d in zip(before, dominated, strict=True)]
     assert worker.out_of_memory() == [] and (ValidPoints(space, Aiconfigurator(), None).mask(0, space.grid_size)
                                              == before).all()  # fmt: skip
+
+
+def test_a_latency_past_the_sla_rules_out_larger_batches_of_its_side() -> None:
+    """A disagg point whose TTFT broke the SLA rules out, vectorised and point by point alike, every point with the
+    same prefill worker and no smaller ``p_bs``, whatever its decode side and worker counts (TTFT is the prefill
+    worker's and grows with its batch); a TPOT bound the same on the decode side; the rest stays."""
+    cmd_args = {**{k: v for k, v in AGG.items() if k != "agg"}, "total_gpus": 8,
+                "disagg": {"p_tp": [1, 2], "p_bs": [1, 2, 4], "p_workers": [1, 2], "d_tp": [1, 2], "d_bs": [8, 16],
+                           "d_workers": [1, 2]}}  # fmt: skip
+    space = parse_space(flatten(cmd_args))
+    rule = ValidPoints(space, Aiconfigurator(), None)
+    before = rule.mask(0, space.grid_size)
+    broke = rule.point_values({"disagg.p_tp": 1, "disagg.p_bs": 2, "disagg.p_workers": 1, "disagg.d_tp": 1,
+                               "disagg.d_bs": 16, "disagg.d_workers": 2})  # fmt: skip
+    how = Aiconfigurator().monotone("ttft_ms", broke)
+    assert how is not None and Aiconfigurator().monotone("tokens_per_s_per_gpu", broke) is None
+    rule.bound(broke, how, "ttft_ms past the SLA")
+    points = [space.grid_point(i) for i in range(space.grid_size)]
+    past = [p["disagg.p_tp"] == 1 and p["disagg.p_bs"] >= 2 for p in points]
+    after = rule.mask(0, space.grid_size)
+    assert after.tolist() == [ok and not d for ok, d in zip(before, past, strict=True)]
+    assert [rule.violation(p) == "ttft_ms past the SLA" for p in points] == [ok and d for ok, d in
+                                                                            zip(before, past, strict=True)]  # fmt: skip
+    tpot = Aiconfigurator().monotone("tpot_ms", broke)
+    assert tpot is not None and tpot.grows == {"disagg.d_bs"} and "disagg.p_bs" in tpot.free
+    agg = Aiconfigurator().monotone("tpot_ms", flatten(AGG))
+    assert agg is not None and agg.grows == {"agg.batch_size"} and not agg.free
 
 
 def test_total_gpus_is_a_constraint() -> None:

@@ -177,6 +177,43 @@ def test_a_configuration_out_of_gpu_memory_is_infeasible_with_the_models_reason(
     assert "by the warm worker;" in (run_dir / "2" / "stdout.txt").read_text()
 
 
+SLA_GRID = """
+name = "sla_grid"
+test_template_name = "Aiconfigurator"
+agent = "grid_search"
+agent_steps = 5
+agent_metrics = ["tokens_per_s_per_gpu"]
+agent_constraints = { tpot_ms = "<= 20" }
+
+[cmd_args]
+model_name = "meta-llama/Meta-Llama-3.1-70B"
+system = "h100_sxm"
+isl = 4000
+osl = 500
+
+  [cmd_args.agg]
+  tp = 8
+  batch_size = [1, 8, 32, 128, 256]
+"""
+
+
+def test_a_batch_past_the_sla_rules_out_the_larger_ones_before_a_step(installed: Path, tmp_path: Path) -> None:
+    """TPOT grows with the batch (``Aiconfigurator.monotone``): once batch 32 measured TPOT past the SLA (23.9 ms
+    against 20), 128 and 256 would too, and the grid never runs them (on the old code: two more measured steps
+    past the SLA)."""
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "sla_grid.toml").write_text(SLA_GRID)
+    (tmp_path / "s.toml").write_text('name = "s"\n[[Tests]]\nid = "t"\ntest_name = "sla_grid"\n')
+    with inside(tmp_path):
+        code, output = invoke("run", "--system-config", SYSTEM, "--tests-dir", tmp_path / "tests",
+                              "--test-scenario", tmp_path / "s.toml")  # fmt: skip
+    assert code == 0, output
+    rows = trajectory(tmp_path / "results")
+    assert [(json.loads(r["action"])["agg.batch_size"], r["status"]) for r in rows] == [
+        (1, "ok"), (8, "ok"), (32, "constraint"),
+    ]  # fmt: skip
+
+
 def test_the_worker_says_what_does_not_fit_only_within_a_run(installed: Path) -> None:
     """``oom`` asks the worker a run holds open; with none (a Slurm run) it says nothing and the trial fails with
     the model's reason, as before."""

@@ -187,11 +187,12 @@ class AiconfiguratorArgs(_Quant):
         return self.chosen.gpus
 
 
-def moe_problem(args: AiconfiguratorArgs) -> str | None:
+def moe_problem(args: AiconfiguratorArgs, moe: bool = False) -> str | None:
     """Why the MoE parallelism of a worker breaks the rule aiconfigurator's own sweep keeps
     (``enumerate_parallel_config``): ``moe_tp x moe_ep = tp x dp`` (the experts span the attention's GPUs), trtllm
     runs attention DP only at tp 1, vllm runs MoE TP or MoE EP, not both. Only where ``moe_tp``/``moe_ep`` are
-    given and not both 1 (left out, or 1 and 1 as CloudAI writes them for a dense model, the package decides)."""
+    given and not both 1 (left out, or 1 and 1 as CloudAI writes them for a dense model, the package decides),
+    unless ``moe``: the model is known to be MoE, and 1 and 1 must match the attention's width too."""
     table = args.chosen
     if isinstance(table, Agg):
         workers = [("", table.tp, table.dp, table.moe_tp, table.moe_ep)]
@@ -199,7 +200,7 @@ def moe_problem(args: AiconfiguratorArgs) -> str | None:
         workers = [("p_", table.p_tp, table.p_dp, table.p_moe_tp, table.p_moe_ep),
                    ("d_", table.d_tp, table.d_dp, table.d_moe_tp, table.d_moe_ep)]  # fmt: skip
     for role, tp, dp, moe_tp, moe_ep in workers:
-        if moe_tp is None or moe_ep is None or moe_tp == moe_ep == 1:
+        if moe_tp is None or moe_ep is None or (moe_tp == moe_ep == 1 and not moe):
             continue  # the package infers them (one given: the other)
         if moe_tp * moe_ep != tp * dp:
             return (f"{role}moe_tp x {role}moe_ep = {moe_tp * moe_ep} is not {role}tp x {role}dp = {tp * dp} "

@@ -41,6 +41,9 @@ _out_of_memory: list[dict[str, Any]] = []  # the points (flat cmd_args) the mode
 
 # How the package refuses an MoE worker whose moe_tp x moe_ep is not its tp x dp: ``args.moe_problem`` cannot tell
 # for moe_tp = moe_ep = 1, which a dense model takes with any tp (CloudAI's files write it) and an MoE model refuses.
+# Once it said so for a model, the run knows the model is MoE (``remember_moe``) and the rule refuses 1 x 1 too.
+WIDTH_MISMATCH = "Parallelism width mismatch"
+_moe_models: set[str] = set()  # model_name values the model refused moe_tp = moe_ep = 1 for, this run
 
 
 def oom(request: dict[str, Any]) -> str | None:
@@ -105,6 +108,18 @@ def listening(name: bytes) -> Iterator[None]:
             _said.clear()
             _answered.clear()
             _out_of_memory.clear()
+            _moe_models.clear()
+
+
+def remember_moe(model_name: str) -> None:
+    """Keep that the model refused a width mismatch of ``model_name`` (an MoE model), for the run's rule."""
+    if _listening:
+        _moe_models.add(model_name)
+
+
+def moe_models() -> set[str]:
+    """The ``model_name`` values this run's model refused a MoE width mismatch for (``remember_moe``)."""
+    return _moe_models
 
 
 def out_of_memory() -> list[dict[str, Any]]:

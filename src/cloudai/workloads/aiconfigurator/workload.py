@@ -43,16 +43,27 @@ from cloudai.steps import Evaluation
 from cloudai.workloads.aiconfigurator import catalog
 from cloudai.workloads.aiconfigurator.args import MODES, AiconfiguratorArgs, moe_problem, request
 from cloudai.workloads.aiconfigurator.runner import OOM
-from cloudai.workloads.aiconfigurator.worker import evaluation, oom, out_of_memory, remember_oom, warm_worker
+from cloudai.workloads.aiconfigurator.worker import (
+    WIDTH_MISMATCH,
+    evaluation,
+    moe_models,
+    oom,
+    out_of_memory,
+    remember_moe,
+    remember_oom,
+    warm_worker,
+)
 from cloudai.workloads.base import (
     ONE_NODE,
     STDOUT_FILE,
     JobContext,
     LatencyCharts,
+    Monotone,
     ResourceColumns,
     Resources,
     Workload,
 )
+from cloudai.workloads.validity import one_value, past_points
 
 METRICS = (
     "default",
@@ -135,12 +146,28 @@ class Aiconfigurator(Workload):
         if total is not None and values.gpus > total:
             budget = "" if values.budget is None else f" (what budget {values.budget:g} buys of {values.system})"
             return f"uses {values.gpus} GPUs, more than total_gpus = {total}{budget}"
-        if problem := moe_problem(values):
+        if problem := moe_problem(values, values.model_name in moe_models()):
             return problem
         reason = oom(request(values))
         if reason is not None and reason.startswith(OOM):
             remember_oom(flatten(args))
+        if reason is not None and reason.startswith(WIDTH_MISMATCH):
+            remember_moe(values.model_name)
         return reason
+
+    def monotone(self, metric: str, values: Mapping[str, Any]) -> Monotone | None:
+        """The model's latencies grow with the batch: agg TTFT and TPOT with ``batch_size``; disagg TTFT is the
+        prefill worker's (it grows with ``p_bs``, the decode side and the worker counts have no bearing on it), TPOT
+        the decode worker's (``d_bs``; the prefill side and the counts have none). Checked on aiconfigurator 0.12:
+        random disagg pairs differing in the other side (Llama-3.1-70B h100 trtllm, Qwen3-8B b200 vllm) gave equal
+        TTFT and TPOT, and no batch doubling lowered either; agg batch sizes 1-512 at tp 1-8 likewise."""
+        if metric not in ("ttft_ms", "tpot_ms"):
+            return None
+        if values.get("mode", "agg" if any(name.startswith("agg.") for name in values) else "disagg") == "agg":
+            return Monotone(frozenset({"agg.batch_size"}))
+        kept, other = ("p_", "d_") if metric == "ttft_ms" else ("d_", "p_")
+        free = {name for name in values if name.startswith(f"disagg.{other}")} | {f"disagg.{kept}workers"}
+        return Monotone(frozenset({f"disagg.{kept}bs"}), frozenset(free))
 
     def derived(self, args: Mapping[str, Any], resources: Resources = ONE_NODE) -> dict[str, Any]:
         """``total_gpus`` when ``budget`` and ``gpu_price`` set it."""
@@ -197,19 +224,9 @@ def _beyond_memory(columns: Mapping[str, np.ndarray]) -> np.ndarray:
     not fit either: the mask refuses it without an estimate. Only what this run's worker answered; a grid's
     count is unchanged: columns broadcast along axes of their own (``ValidPoints.count``, an upper bound in any
     case) are left to the rest of the rule."""
-    out = np.asarray(False)
     if any(np.ndim(column) > 1 for column in columns.values()):
-        return out
-    for point in out_of_memory():
-        names = set(columns) - {NUM_NODES, *_PER_REPLICA}
-        if not names <= point.keys():  # a knob the recorded point does not set: not the same configuration
-            continue
-        hit = np.asarray(True)
-        for name in names:
-            column = np.asarray(columns[name])
-            hit = hit & ((column >= point[name]) if name in _BATCHES else (column == point[name]))
-        out = out | hit
-    return out
+        return np.asarray(False)
+    return past_points(columns, out_of_memory(), _BATCHES, frozenset({NUM_NODES, *_PER_REPLICA}))
 
 
 _BATCHES = frozenset({"agg.batch_size", "disagg.p_bs", "disagg.d_bs"})
@@ -238,7 +255,8 @@ def _moe_mask(columns: Mapping[str, np.ndarray], prefix: str, role: str) -> np.n
         return np.asarray(True)
     moe_tp, moe_ep = (np.asarray(columns[name], dtype=np.int64) for name in names)
     tp, dp = (_product(columns, prefix, (f"{role}{knob}",)) for knob in ("tp", "dp"))
-    ok = (moe_tp * moe_ep == tp * dp) | ((moe_tp == 1) & (moe_ep == 1))
+    moe = np.isin(one_value(columns.get("model_name", np.asarray(None, dtype=object))), list(moe_models()))
+    ok = (moe_tp * moe_ep == tp * dp) | ((moe_tp == 1) & (moe_ep == 1) & ~moe)
     backend = np.asarray(columns.get("backend", np.asarray("trtllm", dtype=object)))
     ok = ok & ~((backend == "trtllm") & (dp > 1) & (tp > 1) & ~((moe_tp == 1) & (moe_ep == 1)))
     return ok & ~((backend == "vllm") & (moe_tp > 1) & (moe_ep > 1))
