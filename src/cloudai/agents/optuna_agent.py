@@ -69,10 +69,10 @@ from cloudai.agents.base import MAX_REJECTS, AgentConfig, BaseAgent
 from cloudai.agents.neighbours import neighbours, ordinal_values
 from cloudai.agents.objective_values import constraint_values, objective_values
 from cloudai.agents.optuna_config import OptunaConfig
+from cloudai.agents.optuna_draws import valid_draw, validity
 from cloudai.agents.optuna_pruners import build_pruner
 from cloudai.agents.optuna_samplers import build_sampler, sampler_note, sampler_problem
 from cloudai.agents.optuna_storage import fresh_storage, study_name
-from cloudai.agents.optuna_valid import Validity
 from cloudai.envs.base import BaseGym, Feedback, Observation
 from cloudai.space import Categorical, Range, first_value, point_problem
 
@@ -80,11 +80,6 @@ _NATIVE = (type(None), bool, int, float, str)
 LOCAL_POOL = 20  # the best measured points whose neighbours local search tries, best first
 PLATEAU = 0.01  # points within 1 % of the best are the best's plateau: local search tries all their neighbours
 HELP_AFTER = 20  # refused asks in a row before the next trial is a uniformly drawn valid point
-_INDEX_DRAWS = 100_000  # grid indices drawn (and checked by the rule) for one valid point
-_DRAW_BATCH = 4096  # ... judged at once where the rule is vectorised
-_DRAW_CHECKED = 16  # of a batch's valid ones, how many get the full check (a memory estimate each)
-_BRANCH_DRAWS = 2_000  # canonical points drawn for one valid point of a space with branches
-_BRANCH_WALK = 1 << 16  # grid indices a space with branches walks from a refused proposal
 
 
 class OptunaAgent(BaseAgent):
@@ -135,7 +130,9 @@ class OptunaAgent(BaseAgent):
             study_name=study_name(env.record_dir),
             directions=directions,
             sampler=build_sampler(
-                cfg, self._validity() if cfg.sampler == "tpe" else None, conditional=bool(self.space.when)
+                cfg,
+                validity(env, self.space, self.distributions, self._param) if cfg.sampler == "tpe" else None,
+                conditional=bool(self.space.when),
             ),
             pruner=build_pruner(cfg.pruner) if cfg.pruner is not None else None,
         )
@@ -177,7 +174,10 @@ class OptunaAgent(BaseAgent):
         branch = self._next_branch()
         proposed: dict[str, Any] | None = None  # the last refused proposal
         for refusals in range(MAX_REJECTS):
-            if refusals >= HELP_AFTER and (point := self._valid_draw(proposed)) is not None:
+            if (
+                refusals >= HELP_AFTER
+                and (point := valid_draw(self.env, self.space, self._index_rng, proposed)) is not None
+            ):
                 self._enqueue(point)
                 queued = True
             trial = self._ask({} if queued else branch)
@@ -191,29 +191,6 @@ class OptunaAgent(BaseAgent):
             proposed = action
         self.gave_up(MAX_REJECTS)
         return None
-
-    def _validity(self) -> Validity | None:
-        """The mask of TPE's candidates (``optuna_valid``): each param's internal representation (a list's index;
-        with ``ordinal``, the index of its sorted values) mapped to the position of the value in the space, the
-        rule's vectorised mask over those. None: no vectorised rule over a finite space to ask."""
-        rule = self.env.valid_points()
-        if rule is None or not all(isinstance(d, Categorical) for d in self.space.dims):
-            return None
-        if rule.mask_at({d.name: np.zeros(1, dtype=np.int64) for d in self.space.dims}) is None:
-            return None
-        where: dict[str, tuple[str, np.ndarray]] = {}
-        for d in self.space.dims:
-            assert isinstance(d, Categorical)
-            param = self._param(d.name)
-            values = ordinal_values(d) if isinstance(self.distributions[param], IntDistribution) else None
-            where[param] = (d.name, np.asarray([d.choices.index(v) for v in values or d.choices], dtype=np.int64))
-
-        def valid(candidates: dict[str, np.ndarray]) -> np.ndarray | None:
-            if candidates.keys() != where.keys():
-                return None  # one param at a time (independent sampling): not a whole point to judge
-            return rule.mask_at({name: at[candidates[p].astype(np.int64)] for p, (name, at) in where.items()})
-
-        return valid
 
     def _next_branch(self) -> dict[str, Any]:
         """The branch of the next step's asks, per selector knob the agent chooses (``Space.when``): the value asked
@@ -329,52 +306,6 @@ class OptunaAgent(BaseAgent):
         except (KeyError, ValueError):
             return  # not a point of this space (e.g. the space changed since the recorded run)
         self.study.add_trial(recorded)
-
-    def _valid_draw(self, proposed: dict[str, Any] | None) -> dict[str, Any] | None:
-        """A valid point of a finite space: the first valid one after ``proposed`` in grid order (the last knobs
-        changed, the first kept: what the sampler meant), else a uniformly drawn one; None: no rule, a range, none
-        found. A space with branches draws canonical points (each knob at random, then ``Space.canonical``), not
-        grid indices: its grid is the product of every branch's knobs, where canonical points are too sparse to hit
-        (135 936 of 3.5 x 10^10 on ``aiconf_moe``)."""
-        rule = self.env.valid_points()
-        if rule is None or not all(isinstance(d, Categorical) for d in self.space.dims):
-            return None
-        if proposed is not None:
-            start = self.space.grid_index(proposed)
-            # near it (branches: a walk over the product grid may cross millions of repeats: one chunk)
-            index = rule.next_valid(start, start + (_BRANCH_WALK if self.space.when else _DRAW_BATCH))
-            if index is not None and self.env.violation(point := self.space.grid_point(index)) is None:
-                return point
-        if self.space.when:
-            return self._canonical_draw(rule)
-        dims = [d for d in self.space.dims if isinstance(d, Categorical)]
-        for _ in range(_INDEX_DRAWS // _DRAW_BATCH):  # vectorised: a batch of uniform draws judged at once
-            at = {d.name: self._index_rng.integers(0, len(d.choices), _DRAW_BATCH) for d in dims}
-            mask = rule.mask_at(at)
-            if mask is None:
-                break
-            for i in np.flatnonzero(mask)[:_DRAW_CHECKED]:
-                point = {d.name: d.choices[int(at[d.name][i])] for d in dims}
-                if self.env.violation(point) is None:  # env_params: the rule with this step's draw
-                    return point
-        else:
-            return None
-        for index in self._index_rng.integers(0, self.space.grid_size, _INDEX_DRAWS):
-            if rule.is_valid(int(index)):
-                point = self.space.grid_point(int(index))
-                if self.env.violation(point) is None:  # env_params: the rule with this step's draw
-                    return point
-        return None
-
-    def _canonical_draw(self, rule: Any) -> dict[str, Any] | None:
-        """A uniformly drawn valid canonical point of a branched space (``_valid_draw``), or None."""
-        dims = self.space.dims
-        for _ in range(_BRANCH_DRAWS):
-            drawn = {d.name: d.grid_values[int(self._index_rng.integers(len(d.grid_values)))] for d in dims}
-            point = self.space.canonical(drawn)
-            if rule.is_valid(self.space.grid_index(point)) and self.env.violation(point) is None:
-                return point
-        return None
 
     def _tell_pruned(self, feedback: Feedback, trial: optuna.Trial | None, attrs: dict[str, Any]) -> None:
         """PRUNED: Optuna ranks it by its last intermediate value (replayed: the recorded one, at its step)."""

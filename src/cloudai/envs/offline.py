@@ -45,6 +45,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from cloudai.envs.base import BaseGym, Feedback, Observation
+from cloudai.envs.bounds import learn_bound
 from cloudai.envs.knobs import check_action
 from cloudai.envs.outcome import trial_outcome
 from cloudai.envs.pruning import ProgressWatch, PruneJudge
@@ -102,7 +103,8 @@ class CloudAIGymEnv(BaseGym):
         self._refused = {cache_key(f.action, f.env_params) for f in self._history if f.status == "infeasible"}
         for f in self._history:
             if f.status == "constraint":
-                self._learn_bound(f.action, f.env_params, dict(zip(self.metrics, f.observation, strict=False)), f.step)
+                measured = dict(zip(self.metrics, f.observation, strict=False))
+                learn_bound(self.rule, self.workload, self.constraints, f.action, f.env_params, measured, f.step)
         set_aside_unrecorded(setup.out_dir, self.writer.last_step)
         self._next = self.writer.last_step + 1  # the numbers of an uninterrupted run: env_params draw by step
         self._episode = self._history[-1].episode if self._history else 1
@@ -331,7 +333,7 @@ class CloudAIGymEnv(BaseGym):
         )
         info = {"metrics": metrics, "reason": reason, "job_dir": str(job.spec.job_dir)}
         if status == "constraint":
-            self._learn_bound(trial.action, trial.env, metrics, trial.step)
+            learn_bound(self.rule, self.workload, self.constraints, trial.action, trial.env, metrics, trial.step)
         feedback = self._complete(trial, observation, reward, status, info)
         for follower in trial.followers:  # a failure is not shared: each follower gets its own chance
             if status == "ok":
@@ -389,24 +391,6 @@ class CloudAIGymEnv(BaseGym):
 
     def _nothing(self) -> Observation:
         return [math.nan] * len(self.metrics)
-
-    def _learn_bound(self, action: Mapping[str, Any], env: Mapping[str, Any], metrics: Mapping[str, float],
-                     step: int) -> None:  # fmt: skip
-        """Teach the rule the points past a measured one that broke an upper bound on a monotone metric (see the
-        module docstring)."""
-        if env or not self.rule.has_rule:
-            return
-        values = self.rule.point_values(action)
-        for c in self.constraints:
-            value = metrics.get(c.metric, math.nan)
-            if c.op not in ("<=", "<") or not math.isfinite(value) or not c.broken(value):
-                continue
-            how = self.workload.monotone(c.metric, values)
-            if how is None:
-                continue
-            past = ", ".join(sorted(how.grows))
-            self.rule.bound(values, how, f"{c.metric} breaks {c.op} {c.bound:g} here: step {step} measured "
-                            f"{value:.6g} with {past} no larger and the knobs it depends on the same")  # fmt: skip
 
     def _replayed(self, row: Row) -> Feedback:
         return replayed(row, self.setup.space, self.metrics)

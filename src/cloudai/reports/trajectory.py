@@ -22,13 +22,13 @@ import operator
 import os
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from json.scanner import make_scanner
 from operator import attrgetter, itemgetter
 from pathlib import Path
 from typing import Any
 
 from cloudai.readfile import open_text
-from cloudai.recordfiles import COLUMNS, LEGACY_COLUMNS, SCORED, STATUSES, parse_number, parse_row
+from cloudai.recordfiles import COLUMNS, LEGACY_COLUMNS, SCORED, STATUSES, parse_row
+from cloudai.reports.trajectory_cells import json_cells, number_cells, observation_cells
 
 Value = bool | int | float | str | None
 # Step.key: an action as compact JSON with sorted keys, as cloudai.trajectory.records writes it (so a row's own
@@ -215,9 +215,9 @@ def _clean_chunk(block: list[list[str]], last: int | None) -> list[Step] | None:
     try:
         steps = list(map(int, cols[0]))
         episodes = list(map(int, cols[1]))  # an empty cell (0 for parse_row) takes the row-by-row path
-        actions = _json_cells(cols[2])
-        observations = _observations(cols[4])
-        rewards, elapsed = _numbers(cols[3]), _numbers(cols[6])
+        actions = json_cells(cols[2])
+        observations = observation_cells(cols[4])
+        rewards, elapsed = number_cells(cols[3]), number_cells(cols[6])
     except (ValueError, TypeError, RecursionError):
         return None
     statuses = cols[5]
@@ -229,60 +229,6 @@ def _clean_chunk(block: list[list[str]], last: int | None) -> list[Step] | None:
     found = list(map(Step, steps, episodes, actions, rewards, observations, statuses, elapsed,
                      _keys(cols[2], actions), envs, reasons))  # fmt: skip
     return found if len(found) == len(block) else None  # map stops at its shortest column
-
-
-# json.loads's own scanner (C), without its per-call checks; typeshed types the decoder argument as the scanner
-_scan = make_scanner(json.JSONDecoder())  # pyright: ignore[reportArgumentType]
-
-
-def _json_value(text: str) -> Any:
-    """``json.loads(text)``: the scanner alone when the text is one JSON value with nothing around it."""
-    try:
-        value, end = _scan(text, 0)
-    except (StopIteration, ValueError):
-        return json.loads(text)  # raises, or reads what the scanner left (surrounding whitespace)
-    return value if end == len(text) else json.loads(text)
-
-
-def _json_cells(texts: Sequence[str]) -> list[Any]:
-    """``json.loads`` of each text: the scanner over the column in one ``map`` when every text is one JSON value
-    with nothing around it, else text by text (``_json_value``: ``ValueError`` for one that is not JSON)."""
-    try:
-        found = list(map(_scan, texts, itertools.repeat(0)))  # StopIteration (no JSON value) ends the map early
-    except ValueError:
-        return list(map(_json_value, texts))
-    if len(found) < len(texts) or not all(map(operator.eq, map(len, texts), map(itemgetter(1), found))):
-        return list(map(_json_value, texts))
-    return list(map(itemgetter(0), found))
-
-
-def _observations(texts: Sequence[str]) -> list[list[float]]:
-    """The observation cells as ``parse_row`` reads them (a list of floats, NaN for null; an empty cell: no
-    values); ``ValueError`` or ``TypeError`` where it would not read one."""
-    if not all(texts):
-        return list(map(_observation, texts))
-    values = _json_cells(texts)
-    if set(map(type, values)) != {list}:
-        raise ValueError("an observation that is not a list")
-    if set(map(type, itertools.chain.from_iterable(values))) <= {float}:
-        return values  # float(v) of a float is v: the lists as parsed
-    return [[math.nan if v is None else float(v) for v in row] for row in values]
-
-
-def _observation(text: str) -> list[float]:
-    """One observation cell as ``parse_row`` reads it; ``ValueError`` (or ``TypeError``) where it does not."""
-    values = _json_value(text) if text else []
-    if type(values) is not list:
-        raise ValueError("not a list")
-    return [math.nan if v is None else float(v) for v in values]
-
-
-def _numbers(texts: Sequence[str]) -> list[float]:
-    """``parse_number`` of each text (``float`` of the whole column first: its rare empty cells go one by one)."""
-    try:
-        return list(map(float, texts))
-    except ValueError:
-        return list(map(parse_number, texts))
 
 
 def _keys(texts: Sequence[str], actions: list[dict[str, Any]]) -> list[str]:

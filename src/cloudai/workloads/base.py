@@ -83,14 +83,14 @@ from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 
 from pydantic import BaseModel, BeforeValidator, ValidationError
 
-from cloudai.config.fields import check_absolute_path, number_problems, shown
-from cloudai.config.messages import toml_value
+from cloudai.config.fields import check_absolute_path, number_problems
 from cloudai.config.test import GitRepoSpec
 from cloudai.config.tomlfile import problems_from
 from cloudai.errors import Problem
 from cloudai.installables import Installable
 from cloudai.space import Categorical, Space
 from cloudai.steps import Evaluation, Step
+from cloudai.workloads.arg_checks import as_written, bad_image, chosen_branch, nested
 from cloudai.workloads.outputs import (  # noqa: F401  # re-exported: the workloads import them from here
     MAX_METRICS_BYTES,
     METRICS_FILE,
@@ -289,21 +289,21 @@ class Workload(ABC):
             args.setdefault(dim.name, values[0])
         problems: dict[str, Problem] = {p.field or prefix: p for p in self._mounted_env_problems(space, file, prefix)}
         for point in trial_points:
-            values = _nested(_chosen_branch(space, {**args, **point}, point))
+            values = nested(chosen_branch(space, {**args, **point}, point))
             for path, message in number_problems(values):  # bounds by name, for every workload (issue 35)
                 field = f"{prefix}.{path}"
                 hint = "give a value in that range" if "finite" not in message else "give a finite number"
                 problems.setdefault(field, Problem(str(file) if file else None, field, message, hint))
             try:
                 self.args_model.model_validate(values)
-                wrong = _bad_image(self.container_image(values))
+                wrong = bad_image(self.container_image(values))
                 if wrong:
                     field = f"{prefix}.docker_image_url"
                     problems.setdefault(field, Problem(str(file) if file else None, field, wrong, "give one image"))
             except ValidationError as exc:
                 for p in problems_from(exc, self.args_model, file, knobs=True):
                     field = f"{prefix}.{p.field}" if p.field else prefix
-                    message = _as_written(p.message, space, p.field)
+                    message = as_written(p.message, space, p.field)
                     problems.setdefault(field, Problem(p.file, field, message, p.hint))
         return list(problems.values())
 
@@ -331,19 +331,6 @@ class Workload(ABC):
 
     def progress(self, job_dir: Path) -> list[tuple[int, float]]:
         return []
-
-
-def _chosen_branch(space: Space, values: dict[str, Any], point: Mapping[str, Any]) -> dict[str, Any]:
-    """``values`` as a trial of the branch ``point``'s knob belongs to sees them: the selector set to that branch,
-    the other branches' knobs left out (``Space.when``), so each branch's candidates are validated as they run."""
-    if not space.when:
-        return values
-    for name in point:
-        if name in space.when:
-            selector, table = space.when[name]
-            values = {**values, selector: table}
-    off = space.inactive(values)
-    return {name: value for name, value in values.items() if name not in off}
 
 
 def constraint_of(
@@ -381,33 +368,3 @@ def override_args(extra: Mapping[str, Any] | str) -> list[str]:
     if isinstance(extra, str):
         return shlex.split(extra)
     return [f"{key}={value}" if value not in ("", None) else str(key) for key, value in extra.items()]
-
-
-def _bad_image(image: str | None) -> str | None:
-    """Why a container image cannot reach an srun line as one image (None when it can)."""
-    if image is not None and (not image.strip() or not image.isprintable() or "," in image):
-        return f"container image {shown(image)} is empty or holds a newline, a control character or a ','"
-    return None
-
-
-def _as_written(message: str, space: Space, field: str | None) -> str:
-    """An unknown knob echoed as the TOML gave it (a whole range or list), not the one candidate validated."""
-    if not message.startswith("unknown field (= ") or field not in space.names:
-        return message
-    dim = space.dim(field)
-    if isinstance(dim, Categorical):
-        return f"unknown field (= {toml_value(list(dim.choices))})"
-
-    def number(value: float) -> float | int:
-        return int(value) if float(value).is_integer() else value
-
-    spec: dict[str, Any] = {"low": number(dim.low), "high": number(dim.high)}
-    extras = {"log": dim.log, "dtype": dim.dtype, "grid_points": dim.grid_points}
-    spec |= {key: value for key, value in extras.items() if value not in (False, None, "float")}
-    return f"unknown field (= {toml_value(spec)})"
-
-
-def _nested(flat: Mapping[str, Any]) -> dict[str, Any]:
-    from cloudai.space import unflatten
-
-    return unflatten(flat)

@@ -1,0 +1,99 @@
+"""The optuna agent's valid points of a finite space (``optuna_agent``'s module docstring): the mask TPE's
+candidates are judged by (``validity``, for ``optuna_valid``), and the valid point enqueued after ``HELP_AFTER``
+refusals in a row (``valid_draw``). Plain functions of the env's rule, the space and the agent's generator."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import numpy as np
+from optuna.distributions import BaseDistribution, IntDistribution
+
+from cloudai.agents.neighbours import ordinal_values
+from cloudai.agents.optuna_valid import Validity
+from cloudai.envs.base import BaseGym
+from cloudai.space import Categorical, Space
+
+_INDEX_DRAWS = 100_000  # grid indices drawn (and checked by the rule) for one valid point
+_DRAW_BATCH = 4096  # ... judged at once where the rule is vectorised
+_DRAW_CHECKED = 16  # of a batch's valid ones, how many get the full check (a memory estimate each)
+_BRANCH_DRAWS = 2_000  # canonical points drawn for one valid point of a space with branches
+_BRANCH_WALK = 1 << 16  # grid indices a space with branches walks from a refused proposal
+
+
+def validity(
+    env: BaseGym, space: Space, distributions: Mapping[str, BaseDistribution], param: Callable[[str], str]
+) -> Validity | None:
+    """The mask of TPE's candidates (``optuna_valid``): each param's internal representation (a list's index;
+    with ``ordinal``, the index of its sorted values) mapped to the position of the value in the space, the
+    rule's vectorised mask over those. None: no vectorised rule over a finite space to ask. ``param``: the Optuna
+    param of a knob (``OptunaAgent._param``), ``distributions`` by param."""
+    rule = env.valid_points()
+    if rule is None or not all(isinstance(d, Categorical) for d in space.dims):
+        return None
+    if rule.mask_at({d.name: np.zeros(1, dtype=np.int64) for d in space.dims}) is None:
+        return None
+    where: dict[str, tuple[str, np.ndarray]] = {}
+    for d in space.dims:
+        assert isinstance(d, Categorical)
+        name = param(d.name)
+        values = ordinal_values(d) if isinstance(distributions[name], IntDistribution) else None
+        where[name] = (d.name, np.asarray([d.choices.index(v) for v in values or d.choices], dtype=np.int64))
+
+    def valid(candidates: dict[str, np.ndarray]) -> np.ndarray | None:
+        if candidates.keys() != where.keys():
+            return None  # one param at a time (independent sampling): not a whole point to judge
+        return rule.mask_at({name: at[candidates[p].astype(np.int64)] for p, (name, at) in where.items()})
+
+    return valid
+
+
+def valid_draw(
+    env: BaseGym, space: Space, rng: np.random.Generator, proposed: dict[str, Any] | None
+) -> dict[str, Any] | None:
+    """A valid point of a finite space: the first valid one after ``proposed`` in grid order (the last knobs
+    changed, the first kept: what the sampler meant), else a uniformly drawn one; None: no rule, a range, none
+    found. A space with branches draws canonical points (each knob at random, then ``Space.canonical``), not
+    grid indices: its grid is the product of every branch's knobs, where canonical points are too sparse to hit
+    (135 936 of 3.5 x 10^10 on ``aiconf_moe``)."""
+    rule = env.valid_points()
+    if rule is None or not all(isinstance(d, Categorical) for d in space.dims):
+        return None
+    if proposed is not None:
+        start = space.grid_index(proposed)
+        # near it (branches: a walk over the product grid may cross millions of repeats: one chunk)
+        index = rule.next_valid(start, start + (_BRANCH_WALK if space.when else _DRAW_BATCH))
+        if index is not None and env.violation(point := space.grid_point(index)) is None:
+            return point
+    if space.when:
+        return _canonical_draw(env, space, rng, rule)
+    dims = [d for d in space.dims if isinstance(d, Categorical)]
+    for _ in range(_INDEX_DRAWS // _DRAW_BATCH):  # vectorised: a batch of uniform draws judged at once
+        at = {d.name: rng.integers(0, len(d.choices), _DRAW_BATCH) for d in dims}
+        mask = rule.mask_at(at)
+        if mask is None:
+            break
+        for i in np.flatnonzero(mask)[:_DRAW_CHECKED]:
+            point = {d.name: d.choices[int(at[d.name][i])] for d in dims}
+            if env.violation(point) is None:  # env_params: the rule with this step's draw
+                return point
+    else:
+        return None
+    for index in rng.integers(0, space.grid_size, _INDEX_DRAWS):
+        if rule.is_valid(int(index)):
+            point = space.grid_point(int(index))
+            if env.violation(point) is None:  # env_params: the rule with this step's draw
+                return point
+    return None
+
+
+def _canonical_draw(env: BaseGym, space: Space, rng: np.random.Generator, rule: Any) -> dict[str, Any] | None:
+    """A uniformly drawn valid canonical point of a branched space (``valid_draw``), or None."""
+    dims = space.dims
+    for _ in range(_BRANCH_DRAWS):
+        drawn = {d.name: d.grid_values[int(rng.integers(len(d.grid_values)))] for d in dims}
+        point = space.canonical(drawn)
+        if rule.is_valid(space.grid_index(point)) and env.violation(point) is None:
+            return point
+    return None

@@ -1,0 +1,70 @@
+"""The cells of a chunk of ``trajectory.csv`` read a column at once (``trajectory._clean_chunk``), each as
+``parse_row`` reads it: JSON through ``json.loads``'s own C scanner, numbers through one ``float`` map; where a
+column will not go at once, cell by cell, raising ``ValueError`` (or ``TypeError``) where ``parse_row`` would drop
+the row."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+import operator
+from collections.abc import Sequence
+from json.scanner import make_scanner
+from operator import itemgetter
+from typing import Any
+
+from cloudai.recordfiles import parse_number
+
+# json.loads's own scanner (C), without its per-call checks; typeshed types the decoder argument as the scanner
+_scan = make_scanner(json.JSONDecoder())  # pyright: ignore[reportArgumentType]
+
+
+def _json_value(text: str) -> Any:
+    """``json.loads(text)``: the scanner alone when the text is one JSON value with nothing around it."""
+    try:
+        value, end = _scan(text, 0)
+    except (StopIteration, ValueError):
+        return json.loads(text)  # raises, or reads what the scanner left (surrounding whitespace)
+    return value if end == len(text) else json.loads(text)
+
+
+def json_cells(texts: Sequence[str]) -> list[Any]:
+    """``json.loads`` of each text: the scanner over the column in one ``map`` when every text is one JSON value
+    with nothing around it, else text by text (``_json_value``: ``ValueError`` for one that is not JSON)."""
+    try:
+        found = list(map(_scan, texts, itertools.repeat(0)))  # StopIteration (no JSON value) ends the map early
+    except ValueError:
+        return list(map(_json_value, texts))
+    if len(found) < len(texts) or not all(map(operator.eq, map(len, texts), map(itemgetter(1), found))):
+        return list(map(_json_value, texts))
+    return list(map(itemgetter(0), found))
+
+
+def observation_cells(texts: Sequence[str]) -> list[list[float]]:
+    """The observation cells as ``parse_row`` reads them (a list of floats, NaN for null; an empty cell: no
+    values); ``ValueError`` or ``TypeError`` where it would not read one."""
+    if not all(texts):
+        return list(map(_observation, texts))
+    values = json_cells(texts)
+    if set(map(type, values)) != {list}:
+        raise ValueError("an observation that is not a list")
+    if set(map(type, itertools.chain.from_iterable(values))) <= {float}:
+        return values  # float(v) of a float is v: the lists as parsed
+    return [[math.nan if v is None else float(v) for v in row] for row in values]
+
+
+def _observation(text: str) -> list[float]:
+    """One observation cell as ``parse_row`` reads it; ``ValueError`` (or ``TypeError``) where it does not."""
+    values = _json_value(text) if text else []
+    if type(values) is not list:
+        raise ValueError("not a list")
+    return [math.nan if v is None else float(v) for v in values]
+
+
+def number_cells(texts: Sequence[str]) -> list[float]:
+    """``parse_number`` of each text (``float`` of the whole column first: its rare empty cells go one by one)."""
+    try:
+        return list(map(float, texts))
+    except ValueError:
+        return list(map(parse_number, texts))
