@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from optuna.distributions import CategoricalDistribution, IntDistribution
@@ -153,3 +154,27 @@ def test_a_resumed_step_outside_the_edited_space_is_never_a_starting_point(make_
     env = make_gym(LADDER, peak, history=[foreign, known])
     make_agent(OptunaAgent, env, max_steps=4, seed=0, n_startup_trials=0).run()
     assert env.asked[1] in neighbours(LADDER, known.action)
+
+
+def test_a_point_tpe_proposes_again_and_again_is_replaced_by_an_untried_one(make_gym: Any, make_agent: Any) -> None:
+    """TPE circling an optimum keeps proposing what it measured; after ``FRESH_AFTER`` cache hits in a row such
+    an ask becomes an untried point, so the run measures the whole 64-point grid instead of ending on
+    ``REPEATS_IN_A_ROW`` repeats."""
+    space = Space({}, tuple(Categorical(k, (1, 2, 3, 4)) for k in "abc"))
+
+    def score(point: dict[str, Any]) -> float:
+        return -sum((point[k] - 3) ** 2 for k in "abc")
+
+    class Caching(make_gym):  # an offline env: a point measured before is answered from its cache
+        def step_wait(self, timeout: float | None = None) -> list[Feedback]:
+            done = super().step_wait(timeout)
+            seen = [f.action for f in self.feedback[: len(self.feedback) - len(done)]]
+            out = []
+            for f in done:
+                out.append(replace(f, status="cached") if f.action in seen else f)
+                seen.append(f.action)
+            return out
+
+    env = Caching(space, score)
+    make_agent(OptunaAgent, env, max_steps=64, seed=0, local_search=0).run()
+    assert len({tuple(p.values()) for p in env.asked}) == 64
