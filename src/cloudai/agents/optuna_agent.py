@@ -63,18 +63,19 @@ from typing import Any, Literal
 
 import numpy as np
 import optuna
-from optuna.distributions import BaseDistribution, CategoricalDistribution, FloatDistribution, IntDistribution
+from optuna.distributions import BaseDistribution
 
 from cloudai.agents.base import MAX_REJECTS, AgentConfig, BaseAgent
 from cloudai.agents.neighbours import neighbours, ordinal_values
 from cloudai.agents.objective_values import constraint_values, objective_values
 from cloudai.agents.optuna_config import OptunaConfig
 from cloudai.agents.optuna_draws import valid_draw, validity
+from cloudai.agents.optuna_params import distribution, suggest
 from cloudai.agents.optuna_pruners import build_pruner
 from cloudai.agents.optuna_samplers import build_sampler, sampler_note, sampler_problem
 from cloudai.agents.optuna_storage import fresh_storage, study_name
 from cloudai.envs.base import BaseGym, Feedback, Observation
-from cloudai.space import Categorical, Range, first_value, point_problem
+from cloudai.space import Categorical, first_value, point_problem
 
 _NATIVE = (type(None), bool, int, float, str)
 LOCAL_POOL = 20  # the best measured points whose neighbours local search tries, best first
@@ -116,7 +117,7 @@ class OptunaAgent(BaseAgent):
             elif isinstance(d, Categorical) and not all(isinstance(c, _NATIVE) for c in d.choices):
                 self._by_index[d.name] = d.choices
         self.distributions: dict[str, BaseDistribution] = {  # by Optuna param name (``_param``)
-            self._param(d.name): _distribution(d, d.name in self._by_index, d.name in ordered) for d in self.space.dims
+            self._param(d.name): distribution(d, d.name in self._by_index, d.name in ordered) for d in self.space.dims
         }
         self._local_share = cfg.local_search if cfg.sampler == "tpe" else 0.0  # measured with TPE only
         self._startup = cfg.n_startup_trials
@@ -234,7 +235,7 @@ class OptunaAgent(BaseAgent):
         chosen = self._action(trial.params)
         for name in self.space.names:
             if name in when and name not in self.space.inactive(chosen):
-                _suggest(trial, self._param(name), self.distributions[self._param(name)])
+                suggest(trial, self._param(name), self.distributions[self._param(name)])
         return trial
 
     def _enqueue(self, point: dict[str, Any]) -> None:
@@ -395,25 +396,3 @@ class OptunaAgent(BaseAgent):
 
 def _key(point: dict[str, Any]) -> str:
     return json.dumps(point, sort_keys=True, default=str)
-
-
-def _suggest(trial: optuna.Trial, name: str, dist: BaseDistribution) -> None:
-    """Ask ``trial`` for ``name`` from ``dist`` (the public ``suggest_*`` call of each distribution kind)."""
-    if isinstance(dist, CategoricalDistribution):
-        trial.suggest_categorical(name, dist.choices)
-    elif isinstance(dist, IntDistribution):
-        trial.suggest_int(name, dist.low, dist.high, log=dist.log)
-    else:
-        assert isinstance(dist, FloatDistribution)
-        trial.suggest_float(name, dist.low, dist.high, log=dist.log)
-
-
-def _distribution(dim: Categorical | Range, by_index: bool, ordered: bool) -> BaseDistribution:
-    if isinstance(dim, Categorical):
-        if ordered:
-            return IntDistribution(0, len(dim.choices) - 1)
-        return CategoricalDistribution(tuple(range(len(dim.choices))) if by_index else dim.choices)
-    if dim.dtype == "int":
-        low = math.ceil(dim.low)
-        return IntDistribution(low, max(low, math.floor(dim.high)), log=dim.log)
-    return FloatDistribution(dim.low, dim.high, log=dim.log)
