@@ -78,6 +78,19 @@ def trajectory(results: Path) -> list[dict[str, str]]:
         return list(csv.DictReader(f))
 
 
+def run_test(tmp_path: Path, name: str, text: str) -> str:
+    """``cloudai run`` of one test (``text``, named ``name``) as entry ``t`` of a scenario, in ``tmp_path``; its
+    output (exit code 0 asserted)."""
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / f"{name}.toml").write_text(text)
+    (tmp_path / "s.toml").write_text(f'name = "s"\n[[Tests]]\nid = "t"\ntest_name = "{name}"\n')
+    with inside(tmp_path):
+        code, output = invoke("run", "--system-config", SYSTEM, "--tests-dir", tmp_path / "tests",
+                              "--test-scenario", tmp_path / "s.toml")  # fmt: skip
+    assert code == 0, output
+    return output
+
+
 def test_cloudais_dse_scenario_runs_unchanged_and_equals_the_package(installed: Path, tmp_path: Path) -> None:
     with inside(tmp_path):
         code, output = invoke("run", "--system-config", SYSTEM, "--tests-dir", CONF / "test",
@@ -160,13 +173,7 @@ def test_a_configuration_out_of_gpu_memory_is_infeasible_with_the_models_reason(
 ) -> None:
     """70B in BF16 at tp 1 (140 GB of weights) on an 80 GB H100: the model's own memory estimate rules it out
     before a step (no job dir, no share of agent_steps); the three that fit are measured."""
-    (tmp_path / "tests").mkdir()
-    (tmp_path / "tests" / "oom_grid.toml").write_text(OOM_GRID)
-    (tmp_path / "s.toml").write_text('name = "s"\n[[Tests]]\nid = "t"\ntest_name = "oom_grid"\n')
-    with inside(tmp_path):
-        code, output = invoke("run", "--system-config", SYSTEM, "--tests-dir", tmp_path / "tests",
-                              "--test-scenario", tmp_path / "s.toml")  # fmt: skip
-    assert code == 0, output
+    run_test(tmp_path, "oom_grid", OOM_GRID)
     rows = trajectory(tmp_path / "results")
     assert [(json.loads(r["action"])["agg.tp"], r["status"]) for r in rows] == [
         (1, "infeasible"), (2, "ok"), (4, "ok"), (8, "ok"),
@@ -201,13 +208,7 @@ def test_a_batch_past_the_sla_rules_out_the_larger_ones_before_a_step(installed:
     """TPOT grows with the batch (``Aiconfigurator.monotone``): once batch 32 measured TPOT past the SLA (23.9 ms
     against 20), 128 and 256 would too, and the grid never runs them (on the old code: two more measured steps
     past the SLA)."""
-    (tmp_path / "tests").mkdir()
-    (tmp_path / "tests" / "sla_grid.toml").write_text(SLA_GRID)
-    (tmp_path / "s.toml").write_text('name = "s"\n[[Tests]]\nid = "t"\ntest_name = "sla_grid"\n')
-    with inside(tmp_path):
-        code, output = invoke("run", "--system-config", SYSTEM, "--tests-dir", tmp_path / "tests",
-                              "--test-scenario", tmp_path / "s.toml")  # fmt: skip
-    assert code == 0, output
+    run_test(tmp_path, "sla_grid", SLA_GRID)
     rows = trajectory(tmp_path / "results")
     assert [(json.loads(r["action"])["agg.batch_size"], r["status"]) for r in rows] == [
         (1, "ok"), (8, "ok"), (32, "constraint"),
@@ -265,13 +266,7 @@ mode = ["agg", "disagg"]
 def test_agg_and_disagg_in_one_run_each_configuration_once_best_names_its_mode(installed: Path, tmp_path: Path) -> None:
     """The grid walks the 2 agg and 4 disagg configurations once each (not the 2 x 2 x 4 product of every knob),
     each trial runs its mode's table alone on the 8 GPUs the budget buys, and best.toml is the winner's mode."""
-    (tmp_path / "tests").mkdir()
-    (tmp_path / "tests" / "both.toml").write_text(BOTH_MODES)
-    (tmp_path / "s.toml").write_text('name = "s"\n[[Tests]]\nid = "t"\ntest_name = "both"\n')
-    with inside(tmp_path):
-        code, output = invoke("run", "--system-config", SYSTEM, "--tests-dir", tmp_path / "tests",
-                              "--test-scenario", tmp_path / "s.toml")  # fmt: skip
-    assert code == 0, output
+    output = run_test(tmp_path, "both", BOTH_MODES)
     rows = trajectory(tmp_path / "results")
     actions = [json.loads(r["action"]) for r in rows]
     assert [r["status"] for r in rows] == ["ok"] * 6
