@@ -139,7 +139,7 @@ class Aiconfigurator(Workload):
 
     def constraint(self, args: Mapping[str, Any], resources: Resources = ONE_NODE) -> str | None:
         """A configuration (one replica: its prefill and decode workers together) must fit in ``total_gpus``, a
-        worker's MoE width must match its attention width (``_workers``), and it must fit in GPU memory by the
+        worker's MoE width must match its attention width (``args.moe_problem``), and it must fit in GPU memory by the
         model's own estimate when a warm worker can tell (``worker.oom``)."""
         values = AiconfiguratorArgs.model_validate(args)
         total = values.total_gpus
