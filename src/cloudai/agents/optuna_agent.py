@@ -290,6 +290,7 @@ class OptunaAgent(BaseAgent):
         top = ranked[0][0]
         near = sum(reward >= top - abs(top) * PLATEAU for reward, _, _ in ranked)
         points = [point for _, _, point in ranked]
+        yield from ([p] for p in self.env.proposals())  # the model's picks from what was measured, best first
         for point in points[:near]:
             yield neighbours(self.space, point)
         yield neighbours(self.space, points[0], knobs=2)
