@@ -337,7 +337,7 @@ class CloudAIGymEnv(BaseGym):
         info = {"metrics": metrics, "reason": reason, "job_dir": str(job.spec.job_dir)}
         if status == "constraint":
             learn_bound(self.rule, self.workload, self.constraints, trial.action, trial.env, metrics, trial.step)
-        self._proposals.learn(trial.action, trial.env, metrics, status)
+        self._proposals.learn(trial.action, trial.env, metrics, status, reward)
         feedback = self._complete(trial, observation, reward, status, info)
         for follower in trial.followers:  # a failure is not shared: each follower gets its own chance
             if status == "ok":

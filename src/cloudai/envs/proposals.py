@@ -20,17 +20,22 @@ class Proposals:
     def __init__(self, rule: ValidPoints, workload: Workload, constraints: Sequence[Constraint], space: Space) -> None:
         self.rule, self.workload, self.constraints, self.space = rule, workload, constraints, space
         self.active = type(workload).proposals is not Workload.proposals
-        self._measured: list[tuple[dict[str, Any], dict[str, float]]] = []
+        self._measured: list[tuple[dict[str, Any], dict[str, float], float]] = []
         self._choices = {**{k: [v] for k, v in space.fixed.items()},
                          **{d.name: list(d.choices) for d in space.dims if isinstance(d, Categorical)}}  # fmt: skip
 
     def learn(
-        self, action: Mapping[str, Any], env: Mapping[str, Any], metrics: Mapping[str, float], status: str
+        self,
+        action: Mapping[str, Any],
+        env: Mapping[str, Any],
+        metrics: Mapping[str, float],
+        status: str,
+        reward: float,
     ) -> None:
         """Keep a measured step (``status`` ok or constraint: its metrics read, in or out of the SLA); none with
         env_params: the regime drawn may move the metrics."""
         if self.active and status in ("ok", "constraint") and not env and metrics:
-            self._measured.append((self.rule.point_values(action), dict(metrics)))
+            self._measured.append((self.rule.point_values(action), dict(metrics), reward))
 
     def points(self) -> list[dict[str, Any]]:
         """The workload's proposals that are points of the space (each knob at one of its values), best first."""

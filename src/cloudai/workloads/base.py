@@ -45,7 +45,7 @@ A workload is system-agnostic: it never starts processes itself. Contract:
   a serving model's latency at a larger batch. Default: None (nothing known). It must hold for every point:
   a wrong claim hides points from the search.
 * ``proposals(measured, meets, choices)`` (optional): points the workload's model says are worth a step, given
-  the measured ones (``measured``: each trial's flat values and metrics; ``meets(metric, value)``: whether the
+  the measured ones (``measured``: each trial's flat values, metrics and reward; ``meets(metric, value)``: whether the
   test's constraints allow it; ``choices``: each flat knob's values). The optuna agent's local search measures
   them first: Aiconfigurator pairs the best measured prefill and decode sides as aiconfigurator does. Default: [].
 * ``derived(args, resources)`` (optional): knobs the workload computes from others (dp from tp*pp*cp and the
@@ -254,7 +254,7 @@ class Workload(ABC):
 
     def proposals(
         self,
-        measured: Sequence[tuple[Mapping[str, Any], Mapping[str, float]]],
+        measured: Sequence[tuple[Mapping[str, Any], Mapping[str, float], float]],
         meets: Callable[[str, float], bool],
         choices: Mapping[str, Sequence[Any]],
     ) -> list[dict[str, Any]]:

@@ -345,8 +345,8 @@ def test_disagg_pairs_composed_from_measured_sides_score_as_the_model_says_and_a
         if row["status"] in ("ok", "constraint"):
             (job_dir,) = (tmp_path / "results").glob(f"*/*/0/{row['step']}")
             metrics = json.loads((job_dir / "metrics.json").read_text())
-            steps.append(({"total_gpus": 8, **json.loads(row["action"])}, metrics))
-    for values, m in steps:
+            steps.append(({"total_gpus": 8, **json.loads(row["action"])}, metrics, float(row["reward"])))
+    for values, m, _ in steps:
         x, y = values["disagg.p_workers"], values["disagg.d_workers"]
         seq_s = (8 // m["gpus_per_replica"]) * min(0.9 * m[PREFILL_RATE] * x, 0.92 * m[DECODE_RATE] * y)
         assert seq_s * 256 / 8 == pytest.approx(m["tokens_per_s_per_gpu"], rel=1e-4)  # rates: 3 decimals
@@ -355,7 +355,8 @@ def test_disagg_pairs_composed_from_measured_sides_score_as_the_model_says_and_a
         return value <= {"ttft_ms": 500, "tpot_ms": 15}.get(metric, float("inf"))
 
     choices = {"disagg.p_workers": list(range(1, 9)), "disagg.d_workers": list(range(1, 9))}
-    composed = [i for i, (point, _) in enumerate(steps)
-                if point in compose(steps[:i], meets, choices) and point not in [p for p, _ in steps[:i]]]  # fmt: skip
+    points = [point for point, _, _ in steps]
+    composed = [i for i, point in enumerate(points)
+                if point in compose(steps[:i], meets, choices) and point not in points[:i]]  # fmt: skip
     assert composed, "no measured step was a pair composed from earlier steps' sides"
-    assert compose(steps, meets, choices)[0] in [p for p, _ in steps]  # the best pair of what it measured: measured
+    assert compose(steps, meets, choices)[0] in points  # the best pair of what it measured: measured

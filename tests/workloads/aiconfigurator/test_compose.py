@@ -18,7 +18,7 @@ def meets(metric: str, value: float) -> bool:
 def trial(p_tp: int, d_tp: int, d_bs: int, p_rate: float, d_rate: float, ttft: float, tpot: float) -> tuple:
     values: dict[str, Any] = {"total_gpus": 8, "disagg.p_tp": p_tp, "disagg.p_bs": 1, "disagg.p_workers": 1,
                               "disagg.d_tp": d_tp, "disagg.d_bs": d_bs, "disagg.d_workers": 1}  # fmt: skip
-    return values, {PREFILL_RATE: p_rate, DECODE_RATE: d_rate, "ttft_ms": ttft, "tpot_ms": tpot}
+    return values, {PREFILL_RATE: p_rate, DECODE_RATE: d_rate, "ttft_ms": ttft, "tpot_ms": tpot}, 0.0
 
 
 def test_the_best_sides_of_different_trials_are_paired_with_the_counts_that_fill_the_gpus() -> None:
@@ -45,7 +45,7 @@ def test_a_side_past_its_sla_is_never_paired() -> None:
 
 def test_nothing_is_proposed_without_a_side_that_meets_the_sla_or_a_disagg_trial() -> None:
     assert compose([trial(1, 1, 16, 10.0, 2.0, ttft=1500, tpot=12)], meets, WORKERS) == []
-    agg = ({"total_gpus": 8, "agg.tp": 1, "agg.batch_size": 8}, {"tokens_per_s_per_gpu": 100.0})
+    agg = ({"total_gpus": 8, "agg.tp": 1, "agg.batch_size": 8}, {"tokens_per_s_per_gpu": 100.0}, 100.0)
     assert compose([agg], meets, WORKERS) == []
 
 

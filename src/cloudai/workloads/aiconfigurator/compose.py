@@ -27,18 +27,18 @@ _WORKER_GPUS = ("tp", "pp", "dp")
 
 
 def compose(
-    measured: Sequence[tuple[Mapping[str, Any], Mapping[str, float]]],
+    measured: Sequence[tuple[Mapping[str, Any], Mapping[str, float], float]],
     meets: Callable[[str, float], bool],
     choices: Mapping[str, Sequence[Any]],
 ) -> list[dict[str, Any]]:
     """The ``PROPOSED`` best disagg points (a measured trial's flat values, its ``disagg.*`` sides replaced)
-    composed from ``measured`` (each trial's flat values and metrics): the best ``SIDES_KEPT`` sides per role that
-    meet the SLA (``meets(metric, value)``), every pair, every worker count the test allows (``choices``: each flat
-    knob's values) whose replica fits ``total_gpus``, ranked by tokens/s over all ``total_gpus``. [] without a
-    measured disagg trial."""
+    composed from ``measured`` (each trial's flat values, metrics and reward): the best ``SIDES_KEPT`` sides per
+    role that meet the SLA (``meets(metric, value)``), every pair, every worker count the test allows (``choices``:
+    each flat knob's values) whose replica fits ``total_gpus``, ranked by tokens/s over all ``total_gpus``. []
+    without a measured disagg trial."""
     sides: dict[str, dict[tuple[tuple[str, Any], ...], tuple[float, int]]] = {"p_": {}, "d_": {}}
     base: Mapping[str, Any] = {}
-    for values, metrics in measured:
+    for values, metrics, _ in measured:
         if values.get("mode", "disagg") != "disagg" or "disagg.p_tp" not in values:
             continue
         base = values
@@ -48,10 +48,7 @@ def compose(
                 continue
             knobs = tuple(sorted((k, v) for k, v in values.items()
                                  if k.startswith(f"disagg.{role}") and k != f"disagg.{role}workers"))  # fmt: skip
-            gpus = 1
-            for name in _WORKER_GPUS:
-                gpus *= int(values.get(f"disagg.{role}{name}", 1))
-            found[knobs] = (rate, gpus)
+            found[knobs] = (rate, worker_gpus(values, f"disagg.{role}"))
     total = int(base.get("total_gpus") or 0)
     if not total or not all(sides.values()):
         return []
@@ -69,3 +66,12 @@ def compose(
                     point = {**base, **dict(p_knobs), **dict(d_knobs), "disagg.p_workers": x, "disagg.d_workers": y}
                     ranked.append((rate, point))
     return [point for _, point in heapq.nlargest(PROPOSED, ranked, key=lambda rp: rp[0])]
+
+
+def worker_gpus(values: Mapping[str, Any], prefix: str) -> int:
+    """The GPUs of one worker whose knobs start with ``prefix`` (``disagg.p_``): tp x pp x dp, as aiconfigurator
+    counts them (the experts span the attention's GPUs)."""
+    gpus = 1
+    for name in _WORKER_GPUS:
+        gpus *= int(values.get(f"{prefix}{name}", 1))
+    return gpus

@@ -44,6 +44,7 @@ from cloudai.workloads.aiconfigurator import catalog
 from cloudai.workloads.aiconfigurator.args import MODES, AiconfiguratorArgs, moe_problem, request
 from cloudai.workloads.aiconfigurator.compose import compose
 from cloudai.workloads.aiconfigurator.runner import OOM
+from cloudai.workloads.aiconfigurator.walk import walk
 from cloudai.workloads.aiconfigurator.worker import (
     WIDTH_MISMATCH,
     evaluation,
@@ -172,13 +173,14 @@ class Aiconfigurator(Workload):
 
     def proposals(
         self,
-        measured: Sequence[tuple[Mapping[str, Any], Mapping[str, float]]],
+        measured: Sequence[tuple[Mapping[str, Any], Mapping[str, float], float]],
         meets: Callable[[str, float], bool],
         choices: Mapping[str, Sequence[Any]],
     ) -> list[dict[str, Any]]:
         """Disagg deployments composed from the measured trials' sides, as ``cli default`` pairs them
-        (``aiconfigurator.compose``)."""
-        return compose(measured, meets, choices)
+        (``aiconfigurator.compose``), then its walk over every worker layout, each at the largest batch that meets
+        the SLA, by bisection (``aiconfigurator.walk``)."""
+        return compose(measured, meets, choices) + walk(measured, meets, choices)
 
     def derived(self, args: Mapping[str, Any], resources: Resources = ONE_NODE) -> dict[str, Any]:
         """``total_gpus`` when ``budget`` and ``gpu_price`` set it."""
