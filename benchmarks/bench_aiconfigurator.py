@@ -383,6 +383,7 @@ def section_questions(install: Path, seeds: int, steps: int, cached: bool, only:
     from cloudai.plan.agent_checks import agent_config
     from cloudai.plan.load import build_system, load_plan
     from cloudai.run.dse import build_env
+    from cloudai.workloads.aiconfigurator import worker
     from cloudai.workloads.aiconfigurator.workload import Aiconfigurator
 
     names = [n for n in QUESTIONS if not only or n in only]
@@ -433,6 +434,7 @@ def section_questions(install: Path, seeds: int, steps: int, cached: bool, only:
                           f"{answers[name]['agg']:.1f}, disagg {answers[name]['disagg']:.1f}", flush=True)  # fmt: skip
                     saved = json.loads(CLI_CACHE.read_text()) if CLI_CACHE.exists() else {}
                     CLI_CACHE.write_text(json.dumps(saved | {name: answers[name]}, indent=1) + "\n")
+                worker.forget()  # each search learns from its own steps only, as a `cloudai run` does
                 start = time.perf_counter()
                 env = build_env(plan, checked, root / "out", system=system)
                 agent = ToTarget(env, agent_config(checked.entry, OptunaAgent), steps)

@@ -16,20 +16,20 @@ weight on every value. Local search uses the order either way. Several trials ma
 (``max_parallel``); TPE's constant liar keeps them apart.
 
 Local search (``agent_config.local_search``, TPE, single objective): after the startup trials, that share of the
-trials is a point next to the best measured ones (``neighbours``; ``_local_tiers`` says which, in which order)
-that no trial has had yet, enqueued for Optuna (so TPE is told it like any trial); when there is none, TPE asks
-alone. TPE finds the good region of a discrete space quickly, then keeps drawing from a wide density around it:
-on the aiconfigurator landscape (82 944 points, 20 seeds, 200 trials, with its SLA) TPE alone reaches a median
-87.8 % of the optimum (5/20 runs at 98 %), with local search 99.6 % (16/20) (``benchmarks/bench_aiconfigurator.py
---section landscape``); on ``bench_constraints.py``'s training space, 98 % of the best in 135 steps over 5
-seeds instead of 170.
+trials is a point the workload's model proposes (``BaseGym.proposals``) or one next to the best measured ones
+(``neighbours``; ``_local_tiers`` says which, in which order) that no trial has had yet, enqueued for Optuna (so
+TPE is told it like any trial); when there is none, TPE asks alone. TPE finds the good region of a discrete space
+quickly, then keeps drawing from a wide density around it: on the aiconfigurator landscape (82 944 points, 20
+seeds, 200 trials, with its SLA) TPE alone reaches a median 87.8 % of the optimum (5/20 runs at 98 %), with local
+search 99.6 % (16/20) (``benchmarks/bench_aiconfigurator.py --section landscape``); on ``bench_constraints.py``'s
+training space, 98 % of the best in 135 steps over 5 seeds instead of 170. The model's proposals took the question
+set (``--section questions``) from 39 to 48 of 48 runs at 98 % of ``aiconfigurator cli default``'s best.
 
-Failed, timed-out and infeasible (``constraint``) steps are told as COMPLETE with the
-env's penalty reward *and* an Optuna constraint violation (``Trial.set_constraint``). Why
-not ``TrialState.FAIL``: TPE ignores failed trials, so it would keep proposing the region
-that broke. Why not the penalty alone: its value competes with real rewards (with the
-``negative`` reward every real reward may be below -1). As a violated constraint, TPE
-ranks the step below every feasible one and learns to avoid it whatever the penalty is.
+Failed, timed-out and infeasible (``constraint``) steps are told as COMPLETE with the env's penalty reward *and* an
+Optuna constraint violation (``Trial.set_constraint``). Why not ``TrialState.FAIL``: TPE ignores failed trials, so
+it would keep proposing the region that broke. Why not the penalty alone: its value competes with real rewards
+(with the ``negative`` reward every real reward may be below -1). As a violated constraint, TPE ranks the step
+below every feasible one and learns to avoid it whatever the penalty is.
 
 Where the rule is vectorised over a finite space, TPE's candidates are judged by it before TPE picks one
 (``optuna_valid``): after its random startup trials TPE proposes valid points only, and no ask is spent on a
@@ -145,6 +145,7 @@ class OptunaAgent(BaseAgent):
         self._measured: list[tuple[float, int, dict[str, Any]]] = []  # (reward, -step, point) of ok steps
         self._branch_asks: dict[tuple[str, Any], int] = {}  # (selector, value) -> steps asked on it
         self._cached_in_a_row = 0  # steps answered from the env's cache since the last measured one (``_stuck``)
+        self._invalid: set[str] = set()  # points local search found the rule refuses
         if cfg.pruner is not None and not self.objectives:
             env.watch_progress(self._should_prune, cfg.pruner.poll_s)
 
@@ -204,10 +205,9 @@ class OptunaAgent(BaseAgent):
     def _next_branch(self) -> dict[str, Any]:
         """The branch of the next step's asks, per selector knob the agent chooses (``Space.when``): the value asked
         least so far, so each branch gets an equal share of the steps, as ``aiconfigurator cli default`` sweeps
-        agg and disagg alike. Left to TPE, the branch that fits and scores first (agg: 160 points, most of them
-        feasible) takes nearly every ask, and the other (disagg: 1980 points, most infeasible until TPE learns
-        where) is never searched: on ``aiconf_serve_mode`` 2 disagg measurements in 200 steps, best agg 215.4
-        tokens/s/GPU against disagg's 256.5. Empty without branches."""
+        agg and disagg alike. Left to TPE, the branch that fits and scores first (agg) takes nearly every ask, and
+        the other (disagg: most points infeasible until TPE learns where) is never searched: on
+        ``aiconf_serve_mode`` 2 disagg steps in 200, best agg 215.4 tokens/s/GPU against disagg's 256.5."""
         chosen: dict[str, Any] = {}
         for selector in dict.fromkeys(sel for sel, _ in self.space.when.values()):
             dim = next((d for d in self.space.dims if d.name == selector), None)
@@ -244,9 +244,8 @@ class OptunaAgent(BaseAgent):
     def _fresh_point(self) -> dict[str, Any] | None:
         """What to ask instead of a point the agent has tried (a cache hit, a refused draw again): an untried
         neighbour of the best (``_untried_neighbour``), else an untried valid point of a finite space drawn uniformly
-        (``valid_draw``, or 64 grid draws without a vectorised rule); None: neither. TPE at a local optimum (a
-        disagg worker ratio, a MoE layout) keeps proposing what it measured, and ``REPEATS_IN_A_ROW`` such steps
-        end the run short of the best."""
+        (``valid_draw``, or 64 grid draws without a vectorised rule); None: neither. TPE at a local optimum keeps
+        proposing what it measured, and ``REPEATS_IN_A_ROW`` such steps end the run short of the best."""
         point = self._untried_neighbour() if not self.objectives else None
         if point is None and all(isinstance(d, Categorical) for d in self.space.dims):
             drawn = valid_draw(self.env, self.space, self._index_rng, None)  # None: no vectorised rule
@@ -258,8 +257,7 @@ class OptunaAgent(BaseAgent):
     def _stuck(self) -> bool:
         """Whether the last ``FRESH_AFTER`` steps were all cache hits (a live env caches nothing): TPE circles a
         local optimum. Not sooner: replacing every repeat (refused draws too) cost ``bench_constraints.py`` 193
-        steps to 98 % instead of 88 (TPE learns from its repeats early on); after 2 cache hits, 37/48 runs of
-        ``bench_aiconfigurator.py --section questions`` met its aims, after 5 39/48 (36/48 without)."""
+        steps to 98 % instead of 88 (TPE learns from its repeats early on)."""
         return not self.env.live and self._cached_in_a_row >= FRESH_AFTER
 
     def _local_turn(self) -> bool:
@@ -274,8 +272,11 @@ class OptunaAgent(BaseAgent):
         for around in self._local_tiers():
             for i in self._index_rng.permutation(len(around)):
                 candidate = around[int(i)]
-                if _key(candidate) not in self._tried and self.env.violation(candidate) is None:
-                    return candidate
+                if (key := _key(candidate)) not in self._tried and key not in self._invalid:
+                    if self.env.violation(candidate) is None:
+                        return candidate
+                    if self.env.env_param_sampler() is None:  # the rule only learns to refuse more: for good
+                        self._invalid.add(key)
         return None
 
     def _local_tiers(self) -> Iterator[list[dict[str, Any]]]:
@@ -290,6 +291,7 @@ class OptunaAgent(BaseAgent):
         top = ranked[0][0]
         near = sum(reward >= top - abs(top) * PLATEAU for reward, _, _ in ranked)
         points = [point for _, _, point in ranked]
+        yield from ([p] for p in self.env.proposals())  # the model's picks from what was measured, best first
         for point in points[:near]:
             yield neighbours(self.space, point)
         yield neighbours(self.space, points[0], knobs=2)

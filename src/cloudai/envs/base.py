@@ -140,6 +140,11 @@ class BaseGym(ABC):
         """The workload's rule over ``define_action_space()`` (None: the env knows none, every point is valid)."""
         return None
 
+    def proposals(self) -> list[dict[str, Any]]:
+        """Points the workload's model proposes from the steps measured so far (``Workload.proposals``), best first;
+        an agent's local search may measure them first. Default: none."""
+        return []
+
     def violation(self, action: dict[str, Any]) -> str | None:
         """Why ``action`` would break the workload's rule as step ``next_step`` (its env_params drawn); None: valid."""
         rule = self.valid_points()

@@ -12,22 +12,21 @@
    ``reject``, which records it once per point);
 4. otherwise submits the job into ``<iteration dir>/<step>/`` through the ``System``.
 
-``step_wait()`` makes ONE ``system.wait`` call for every trial in flight, reads the metrics
-of each finished one in ``agent_metrics`` order and turns the first into the reward. A job
-that failed, timed out or lacks a metric is recorded as ``failed``/``timeout`` with the
-penalty reward; its observation has the declared length with NaN where nothing was
-measured (0.0 would read as a measurement; NaN is ``null`` in trajectory.csv).
+``step_wait()`` makes ONE ``system.wait`` call for every trial in flight, reads the metrics of each finished one
+in ``agent_metrics`` order and turns the first into the reward. A job that failed, timed out or lacks a metric is
+recorded as ``failed``/``timeout`` with the penalty reward; its observation has the declared length with NaN
+where nothing was measured (0.0 would read as a measurement; NaN is ``null`` in trajectory.csv).
 
-Rows reach ``trajectory.csv`` in step order: a trial that finishes before an earlier one
-waits in memory. ``close()`` cancels what is still running (those steps are not recorded,
-leaving a gap a resumed agent may fill), then writes every finished step. The cache holds
-successes only (a transient failure deserves a second chance); an action asked again
-while its twin is still running waits for it rather than launching a second job.
+Rows reach ``trajectory.csv`` in step order: a trial that finishes before an earlier one waits in memory.
+``close()`` cancels what is still running (those steps are not recorded, leaving a gap a resumed agent may fill),
+then writes every finished step. The cache holds successes only (a transient failure deserves a second chance);
+an action asked again while its twin is still running waits for it rather than launching a second job.
 
 A measured step outside an upper bound of ``agent_constraints`` on a metric the workload says is monotone
 (``Workload.monotone``: TTFT grows with the batch) teaches the rule the points past it (``ValidPoints.bound``):
 they are refused before any step, as infeasible, for the rest of the run (a resumed one learns them again from
-trajectory.csv). Not with env_params: the regime may move the metric.
+trajectory.csv). Not with env_params: the regime may move the metric. Every measured step also goes to what the
+workload's model proposes from them (``proposals``, ``envs.proposals``).
 
 This env is offline DSE: ``done`` is always False and the episode never changes. The
 live-RL env (steps delegated to a ``GymServer``) is a sibling built by ``cloudai.run.dse.build_env``.
@@ -48,6 +47,7 @@ from cloudai.envs.base import BaseGym, Feedback, Observation
 from cloudai.envs.bounds import learn_bound
 from cloudai.envs.knobs import check_action
 from cloudai.envs.outcome import trial_outcome
+from cloudai.envs.proposals import Proposals
 from cloudai.envs.pruning import ProgressWatch, PruneJudge
 from cloudai.envs.resume import replayed, set_aside_unrecorded
 from cloudai.envs.rewards import REWARDS, reward_of
@@ -65,7 +65,6 @@ if TYPE_CHECKING:
     from cloudai.envs.env_params import EnvParamSampler
 
 __all__ = ["CloudAIGymEnv", "TrialSetup", "cache_key", "check_action", "replayed", "trial_outcome"]
-
 
 _DECIDED = frozenset({*SCORED, "constraint"})  # a point with one of these is not worth another step
 
@@ -93,6 +92,7 @@ class CloudAIGymEnv(BaseGym):
             nodes_set="num_nodes" in setup.entry.scenario_fields,
         )
         self.max_in_flight = setup.max_in_flight
+        self._proposals = Proposals(self.rule, self.workload, self.constraints, self.action_space)
         self.writer = TrajectoryWriter(
             setup.out_dir, self.env_names, resume=setup.resume, sync_interval_s=SYNC_INTERVAL_S
         )
@@ -148,6 +148,9 @@ class CloudAIGymEnv(BaseGym):
 
     def valid_points(self) -> ValidPoints | None:
         return self.rule if self.rule.has_rule else None
+
+    def proposals(self) -> list[dict[str, Any]]:
+        return self._proposals.points()
 
     def reject(self, action: dict[str, Any], reason: str) -> Feedback:
         env = self.setup.sampler.sample(self._next) if self.setup.sampler else {}
@@ -334,6 +337,7 @@ class CloudAIGymEnv(BaseGym):
         info = {"metrics": metrics, "reason": reason, "job_dir": str(job.spec.job_dir)}
         if status == "constraint":
             learn_bound(self.rule, self.workload, self.constraints, trial.action, trial.env, metrics, trial.step)
+        self._proposals.learn(trial.action, trial.env, metrics, status, reward)
         feedback = self._complete(trial, observation, reward, status, info)
         for follower in trial.followers:  # a failure is not shared: each follower gets its own chance
             if status == "ok":

@@ -44,6 +44,10 @@ A workload is system-agnostic: it never starts processes itself. Contract:
   step, every point that differs only by larger ``grows`` knobs and any ``free`` ones (``ValidPoints.bound``):
   a serving model's latency at a larger batch. Default: None (nothing known). It must hold for every point:
   a wrong claim hides points from the search.
+* ``proposals(measured, meets, choices)`` (optional): points the workload's model says are worth a step, given
+  the measured ones (``measured``: each trial's flat values, metrics and reward; ``meets(metric, value)``: whether the
+  test's constraints allow it; ``choices``: each flat knob's values). The optuna agent's local search measures
+  them first: Aiconfigurator pairs the best measured prefill and decode sides as aiconfigurator does. Default: [].
 * ``derived(args, resources)`` (optional): knobs the workload computes from others (dp from tp*pp*cp and the
   GPUs), never asked of the user; shown beside each point by ``dry-run``. Default: none.
 * ``container_image(args)`` is the image the command must run in (CloudAI's ``docker_image_url``),
@@ -75,7 +79,7 @@ from __future__ import annotations
 
 import shlex
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -247,6 +251,14 @@ class Workload(ABC):
     def monotone(self, metric: str, values: Mapping[str, Any]) -> Monotone | None:
         """How ``metric`` moves around the point ``values`` (see the module docstring); None: nothing known."""
         return None
+
+    def proposals(
+        self,
+        measured: Sequence[tuple[Mapping[str, Any], Mapping[str, float], float]],
+        meets: Callable[[str, float], bool],
+        choices: Mapping[str, Sequence[Any]],
+    ) -> list[dict[str, Any]]:
+        return []
 
     def derived(self, args: Mapping[str, Any], resources: Resources = ONE_NODE) -> dict[str, Any]:
         return {}

@@ -303,3 +303,60 @@ def test_an_moe_worker_whose_experts_miss_its_gpus_is_refused_before_a_step(inst
     finally:
         if own is not None:
             worker.stop(own)
+
+
+COMPOSED = """
+name = "composed"
+test_template_name = "Aiconfigurator"
+agent = "optuna"
+agent_steps = 30
+agent_metrics = ["tokens_per_s_per_gpu"]
+agent_reward_function = "identity"
+agent_constraints = { ttft_ms = "<= 500", tpot_ms = "<= 15" }
+agent_config = { seed = 7 }
+[cmd_args]
+model_name = "meta-llama/Meta-Llama-3.1-8B"
+system = "h200_sxm"
+backend = "trtllm"
+isl = 1024
+osl = 256
+total_gpus = 8
+[cmd_args.disagg]
+p_tp = [1, 2, 4, 8]
+p_bs = [1, 2, 4, 8]
+p_workers = [1, 2, 3, 4, 5, 6, 7, 8]
+d_tp = [1, 2, 4, 8]
+d_bs = [1, 2, 4, 8, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512]
+d_workers = [1, 2, 3, 4, 5, 6, 7, 8]
+"""
+
+
+def test_disagg_pairs_composed_from_measured_sides_score_as_the_model_says_and_are_measured(
+    installed: Path, tmp_path: Path
+) -> None:
+    """``Aiconfigurator.proposals`` ranks pairs of measured sides by aiconfigurator's own rate matching: on every
+    measured step that formula gives the package's tokens/s/GPU, and the search measured pairs it composed (a
+    point no earlier step had, made of two earlier steps' sides)."""
+    from cloudai.workloads.aiconfigurator.compose import DECODE_RATE, PREFILL_RATE, compose
+
+    run_test(tmp_path, "composed", COMPOSED)
+    steps = []
+    for row in trajectory(tmp_path / "results"):
+        if row["status"] in ("ok", "constraint"):
+            (job_dir,) = (tmp_path / "results").glob(f"*/*/0/{row['step']}")
+            metrics = json.loads((job_dir / "metrics.json").read_text())
+            steps.append(({"total_gpus": 8, **json.loads(row["action"])}, metrics, float(row["reward"])))
+    for values, m, _ in steps:
+        x, y = values["disagg.p_workers"], values["disagg.d_workers"]
+        seq_s = (8 // m["gpus_per_replica"]) * min(0.9 * m[PREFILL_RATE] * x, 0.92 * m[DECODE_RATE] * y)
+        assert seq_s * 256 / 8 == pytest.approx(m["tokens_per_s_per_gpu"], rel=1e-4)  # rates: 3 decimals
+
+    def meets(metric: str, value: float) -> bool:
+        return value <= {"ttft_ms": 500, "tpot_ms": 15}.get(metric, float("inf"))
+
+    choices = {"disagg.p_workers": list(range(1, 9)), "disagg.d_workers": list(range(1, 9))}
+    points = [point for point, _, _ in steps]
+    composed = [i for i, point in enumerate(points)
+                if point in compose(steps[:i], meets, choices) and point not in points[:i]]  # fmt: skip
+    assert composed, "no measured step was a pair composed from earlier steps' sides"
+    assert compose(steps, meets, choices)[0] in points  # the best pair of what it measured: measured

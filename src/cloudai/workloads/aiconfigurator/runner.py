@@ -54,6 +54,8 @@ FROM_RAW = {
     "request_latency_ms": "request_latency",
     "tokens_per_s": "tokens/s",
     "gpus_per_replica": "num_total_gpus",
+    "prefill_seq_per_s_per_worker": "(p)seq/s/worker",  # each side's rate: disagg pairs composed (``compose``)
+    "decode_seq_per_s_per_worker": "(d)seq/s/worker",
 }
 CLUSTER = ("replicas", "gpus_per_replica", "gpus_used", "total_gpus")
 OOM = "OOM:"  # how ``cli_estimate`` starts the reason of a configuration that does not fit GPU memory

@@ -105,10 +105,16 @@ def listening(name: bytes) -> Iterator[None]:
     finally:
         _listening.remove(name)
         if not _listening:
-            _said.clear()
-            _answered.clear()
-            _out_of_memory.clear()
-            _moe_models.clear()
+            forget()
+
+
+def forget() -> None:
+    """Drop what this run learned of the model (its answers, what does not fit, which models are MoE): a run knows
+    only its own steps (the benchmark's searches share one worker, not their knowledge)."""
+    _said.clear()
+    _answered.clear()
+    _out_of_memory.clear()
+    _moe_models.clear()
 
 
 def remember_moe(model_name: str) -> None:

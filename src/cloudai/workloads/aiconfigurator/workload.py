@@ -28,7 +28,7 @@ runs and fails with the model's reason, as it always did.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import Any
@@ -42,7 +42,9 @@ from cloudai.space.knobs import NUM_NODES, flatten
 from cloudai.steps import Evaluation
 from cloudai.workloads.aiconfigurator import catalog
 from cloudai.workloads.aiconfigurator.args import MODES, AiconfiguratorArgs, moe_problem, request
+from cloudai.workloads.aiconfigurator.compose import compose
 from cloudai.workloads.aiconfigurator.runner import OOM
+from cloudai.workloads.aiconfigurator.walk import walk
 from cloudai.workloads.aiconfigurator.worker import (
     WIDTH_MISMATCH,
     evaluation,
@@ -168,6 +170,17 @@ class Aiconfigurator(Workload):
         kept, other = ("p_", "d_") if metric == "ttft_ms" else ("d_", "p_")
         free = {name for name in values if name.startswith(f"disagg.{other}")} | {f"disagg.{kept}workers"}
         return Monotone(frozenset({f"disagg.{kept}bs"}), frozenset(free))
+
+    def proposals(
+        self,
+        measured: Sequence[tuple[Mapping[str, Any], Mapping[str, float], float]],
+        meets: Callable[[str, float], bool],
+        choices: Mapping[str, Sequence[Any]],
+    ) -> list[dict[str, Any]]:
+        """Disagg deployments composed from the measured trials' sides, as ``cli default`` pairs them
+        (``aiconfigurator.compose``), then its walk over every worker layout, each at the largest batch that meets
+        the SLA, by bisection (``aiconfigurator.walk``)."""
+        return compose(measured, meets, choices) + walk(measured, meets, choices)
 
     def derived(self, args: Mapping[str, Any], resources: Resources = ONE_NODE) -> dict[str, Any]:
         """``total_gpus`` when ``budget`` and ``gpu_price`` set it."""
