@@ -53,7 +53,7 @@ TEST = 'name = "t"\ntest_template_name = "SleepZero"\n[cmd_args]\nseconds = 0\n[
 # The real CLI with one extra workload: ``sleep 0`` whose metric is a constant (no file to read), so a trial
 # costs exactly its process (an agent-driven test needs a metric; ``Sleep`` declares none).
 SETUP = """
-import os, resource
+import os, resource, threading
 from cloudai.workloads import WORKLOADS
 from cloudai.workloads.sleep import Sleep
 
@@ -64,6 +64,15 @@ def _cpu():
 class SleepZero(Sleep):
     name = "SleepZero"
     metrics = ("default",)
+
+    def argv(self, args, job):
+        # The first trial waits for the report's imports (a thread the run starts beside its trials:
+        # cli/running.py _warm_report): a one-time cost of the run, like its start-up, kept out of the marginal window
+        if job.job_dir.name == os.environ.get("BENCH_CPU_STEPS", "").split(",")[0]:
+            for thread in threading.enumerate():
+                if thread.name == "cloudai-report-imports":
+                    thread.join()
+        return super().argv(args, job)
 
     def read_metrics(self, job_dir):
         # the run's CPU (its finished jobs included) as the first and the last trial end -> the marginal CPU
