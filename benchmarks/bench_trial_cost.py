@@ -188,8 +188,10 @@ def _cpu() -> float:
 
 
 def measure(n: int, repeat: int, where: str | None, srcs: dict[str, tuple[Path | None, str]]) -> None:
-    """``repeat`` rounds of bare / ours (each tree in ``srcs``) / bare; each round's ratios are printed and the
-    median is the figure (one round of 100 trials is a 0.2 s sweep: a single one moves by +-0.2x on a shared VM).
+    """``repeat`` rounds of bare / ours / bare / ours ... / bare (each tree in ``srcs``, in reverse order every
+    other round), each run of ours measured against the mean of the bare runs just before and after it: a shared
+    VM's speed drifts by +-50 % within a minute, and a floor taken a run away from a tree's run moved its ratio by
+    +-0.3x. Each round's ratios are printed and the median is the figure.
 
     Per-trial figures are marginal: from the first trial's end to the last's, over N - 1, in wall time and in CPU
     (the process's and its finished jobs'), so start-up, the first trial's one-time costs and the report are out."""
@@ -199,18 +201,22 @@ def measure(n: int, repeat: int, where: str | None, srcs: dict[str, tuple[Path |
     cpu_ms: dict[str, list[float]] = {name: [] for name in srcs}
     floors: list[float] = []
     for round_ in range(1, repeat + 1):
+        order = list(srcs) if round_ % 2 else list(srcs)[::-1]
         with tempfile.TemporaryDirectory(dir=where) as tmp:
             root = Path(tmp)
-            wall_a, after_a, cpu_a = bare(root / "bare_a", n)
-            runs = {name: ours(root / f"ours-{name}", n, *how) for name, how in srcs.items()}
-            wall_b, after_b, cpu_b = bare(root / "bare_b", n)
-        bare_marginal_ms = (after_a + after_b) / 2 / (n - 1) * 1000
-        bare_ms, bare_cpu_ms = (wall_a + wall_b) / 2 / n * 1000, (cpu_a + cpu_b) / 2 / (n - 1) * 1000
-        floors.append(bare_cpu_ms)
-        print(f"N={n:>6} round {round_}: bare (the floor) {bare_marginal_ms:.2f} ms per trial (runs "
-              f"{after_a / (n - 1) * 1000:.2f}/{after_b / (n - 1) * 1000:.2f}), CPU {bare_cpu_ms:.3f} ms (runs "
-              f"{cpu_a / (n - 1) * 1000:.3f}/{cpu_b / (n - 1) * 1000:.3f})")  # fmt: skip
-        for name, got in runs.items():
+            bares = [bare(root / "bare-0", n)]
+            runs: dict[str, dict[str, float]] = {}
+            for index, name in enumerate(order, 1):
+                runs[name] = ours(root / f"ours-{index}", n, *srcs[name])
+                bares.append(bare(root / f"bare-{index}", n))
+        floor_cpu = [cpu / (n - 1) * 1000 for _, _, cpu in bares]
+        floors.append(statistics.mean(floor_cpu))
+        print(f"N={n:>6} round {round_}: bare (the floor) runs, CPU ms per trial: "
+              + ", ".join(f"{cpu:.3f}" for cpu in floor_cpu))  # fmt: skip
+        for index, name in enumerate(order):
+            got, (before, after) = runs[name], bares[index : index + 2]
+            bare_marginal_ms = (before[1] + after[1]) / 2 / (n - 1) * 1000
+            bare_ms, bare_cpu_ms = (before[0] + after[0]) / 2 / n * 1000, (before[2] + after[2]) / 2 / (n - 1) * 1000
             marginal_ms = got["after_first"] / (n - 1) * 1000
             sweep_ms = got["sweep"] / n * 1000
             ours_cpu_ms = got["cpu_after_first"] / (n - 1) * 1000
@@ -220,7 +226,7 @@ def measure(n: int, repeat: int, where: str | None, srcs: dict[str, tuple[Path |
             cpu_ms[name].append(ours_cpu_ms)
             print(f"    {name:>13}: per trial {marginal_ms:.2f} ms -> {ratios[name][-1]:.2f}x; sweep / N "
                   f"{sweep_ms:.2f} vs {bare_ms:.2f} ms -> {sweep_ratios[name][-1]:.2f}x; CPU (jobs included) "
-                  f"{ours_cpu_ms:.3f} ms -> "
+                  f"{ours_cpu_ms:.3f} vs {bare_cpu_ms:.3f} ms -> "
                   f"{cpu_ratios[name][-1]:.2f}x; whole run {got['wall']:.2f} s ({got['cpu']:.2f} s CPU), last job "
                   f"end -> exit {got['tail']:.3f} s, peak RSS {got['rss_mb']:.0f} MB, {got['files']:.0f} files "
                   f"({got['empty']:.0f} empty)")  # fmt: skip
