@@ -17,7 +17,6 @@ uses ``Popen``. A program that cannot be started raises ``OSError`` with the ``e
 
 from __future__ import annotations
 
-import contextlib
 import ctypes
 import os
 import signal
@@ -125,7 +124,7 @@ def spawn(argv: Sequence[str], cwd: Path, env: Sequence[bytes] | CEnviron, stdin
     if libc is None or not program or (search and (path is None or os.fsencode(path) != libc.get_path(b"PATH"))):
         return None
     words = [program, *map(os.fsencode, argv[1:])]
-    if any(b"\0" in word for word in words):  # C would cut the word there: Popen refuses it (ValueError)
+    if b"\0" in b"".join(words):  # C would cut the word there: Popen refuses it (ValueError)
         return None
     args = (ctypes.c_char_p * (len(words) + 1))(*words, None)
     if isinstance(env, CEnviron):
@@ -150,14 +149,12 @@ def _spawn(
         return None
     pid = ctypes.c_int()
     try:
-        for target, fd in enumerate(fds):
-            _check(libc.dup2(actions, fd, target))
-        _check(libc.chdir(actions, os.fsencode(cwd)))
-        _check(libc.closefrom(actions, 3))
+        codes = [libc.dup2(actions, fd, target) for target, fd in enumerate(fds)]
+        codes += (libc.chdir(actions, os.fsencode(cwd)), libc.closefrom(actions, 3))
+        _check(max(codes))  # 0, or an errno
         code = (libc.spawnp if search else libc.spawn)(ctypes.byref(pid), program, actions, libc.attr, args, envp)
     finally:
-        with contextlib.suppress(OSError):
-            libc.actions_destroy(actions)
+        libc.actions_destroy(actions)  # a C call: returns a code, raises nothing
     if code != 0:
         raise OSError(code, os.strerror(code), name)
     return pid.value

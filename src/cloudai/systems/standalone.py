@@ -13,6 +13,7 @@ import os
 import select
 import signal
 import subprocess
+import sys
 import time
 import traceback
 from collections.abc import Mapping, Sequence
@@ -29,6 +30,7 @@ from cloudai.systems.spawn import CEnviron, Child, spawn
 _CANCEL_GRACE_S = 2.0
 _POLL_FALLBACK_S = 0.02
 _NEW_FILE = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC
+_FS_ENCODING, _FS_ERRORS = sys.getfilesystemencoding(), sys.getfilesystemencodeerrors()  # os.fsencode's
 
 
 @dataclass
@@ -81,11 +83,13 @@ def _evaluated(spec: JobSpec, now: float) -> Job | None:
 
 
 def _encoded(env: Mapping[str, str]) -> list[bytes] | None:
-    """``env`` as ``NAME=value`` bytes (``Popen``'s encoding); None for a name with ``=`` or a NUL anywhere, which
-    ``Popen`` refuses with its own error."""
-    items = [os.fsencode(name) + b"=" + os.fsencode(value) for name, value in env.items()]
-    bad = any("=" in name for name in env) or any(b"\0" in item for item in items)
-    return None if bad else items
+    """``env`` as ``NAME=value`` bytes (``Popen``'s encoding, ``os.fsencode``'s, in one pass: a job's own variables
+    are encoded per trial); None for a name with ``=`` or a NUL anywhere, which ``Popen`` refuses with its own
+    error."""
+    items = [f"{name}={value}" for name, value in env.items()]
+    if "=" in "".join(env) or "\0" in "".join(items):
+        return None
+    return [item.encode(_FS_ENCODING, _FS_ERRORS) for item in items]
 
 
 def _kill_group(pid: int, sig: signal.Signals) -> None:
