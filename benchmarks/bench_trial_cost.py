@@ -40,14 +40,15 @@ Issue 39 item 7, third pass (``--sizes 1000 --against main --containment cgroup,
 * before (main's benchmark and tree): on the disk 1.60x with cgroups, 1.51x without (the floor 1.4-3.1 ms);
   the last pass's figures on tmpfs were 1.51-1.66x;
 * the benchmark's window without the one-time report imports, main's tree: on the disk 1.17x and 1.15x (the
-  floor 1.3-5.1 ms: file creations on the shared disk), on tmpfs (``--dir /dev/shm``) 1.39x and 1.26x;
-* after (this pass's tree, the same rounds): on the disk 1.12x and 0.97x, on tmpfs 1.33x and 1.29x (least round
-  1.25x and 1.17x).
+  floor 1.3-5.1 ms: file creations on the shared disk), on tmpfs (``--dir /dev/shm``) 1.39x and 1.26x at load
+  2.2-4.4 (the floor 1.44 ms), 1.25x and 1.22x at load 2.3-3.6 (the floor 1.21 ms);
+* after (this pass's tree, the same rounds): on the disk 1.12x and 0.97x, on tmpfs 1.33x and 1.29x, then 1.19x
+  and 1.11x.
 
 cloudai's own CPU per trial apart from its jobs' (RUSAGE_SELF against RUSAGE_CHILDREN, 500 trials on tmpfs, the
 three quietest of six rounds): 0.52-0.58 ms, main 0.62-0.66 ms, the bare loop 0.30 ms; the jobs 0.82 ms against
 0.81 ms. The rest is ~550 Python calls per trial (was ~700) through the agent, the env, the system, the records and
-three log records: the aim holds on the disk and not yet on tmpfs.
+three log records: the aim holds on the disk, and on tmpfs but for the busiest of the two runs.
 """
 
 from __future__ import annotations
