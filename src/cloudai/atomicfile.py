@@ -7,6 +7,7 @@ so they skip it.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import tempfile
 from collections.abc import Iterable
@@ -32,8 +33,9 @@ def atomic_write(path: Path, text: str | Iterable[str], *, fsync: bool = False) 
     return path
 
 
-def write_small(path: Path, data: bytes) -> Path:
-    """Create or truncate ``path`` and write ``data`` with one ``open``/``write``/``close``: no Python file object.
+def write_small(path: str | Path, data: bytes) -> None:
+    """Create or truncate ``path`` and write ``data`` with one ``open``/``write``/``close``: no Python file object
+    (a trial writes two such files: ``path`` may be a ``str``, no ``Path`` joined per file).
 
     Not atomic: for a file written once by the one process that owns it (a job's ``cmd.sh``, its
     ``job.json``), where a torn file can only come from a crash that also loses the step itself. A write that
@@ -45,8 +47,8 @@ def write_small(path: Path, data: bytes) -> Path:
         while view:
             view = view[os.write(fd, view) :]
     except OSError:
-        path.unlink(missing_ok=True)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)
         raise
     finally:
         os.close(fd)
-    return path

@@ -126,3 +126,21 @@ def test_a_nul_in_a_word_is_left_to_popen(tmp_path: Path) -> None:
     with open(os.devnull, "rb") as null:
         fd = null.fileno()
         assert spawn.spawn(("/bin/echo", "a\0b"), tmp_path, [b"K=v"], fd, fd, fd, None) is None
+
+
+def test_each_job_gets_its_own_variables_over_the_shared_environment(tmp_path: Path) -> None:
+    """The system's environment is converted to C once and a job's own variables go into the slots after it
+    (``spawn.CEnviron``): a job with more of them than the room, then one with fewer, each see exactly theirs."""
+    if not spawn.available():
+        pytest.skip("no glibc posix_spawn here")
+    system = StandaloneSystem(StandaloneSystemConfig(global_env_vars={"SHARED": "s"}))
+    many = {f"V{i}": f"v{i}" for i in range(12)}  # more than the room the array starts with
+    seen = {}
+    for name, env in (("many", many), ("one", {"V0": "only"}), ("none", {})):
+        job = _run(system, JobSpec(name, ("sh", "-c", "env | grep -E '^(V[0-9]+|SHARED)=' | sort"),
+                                   tmp_path / name, env))  # fmt: skip
+        assert job.status is JobStatus.OK, job.reason
+        seen[name] = (tmp_path / name / "stdout.txt").read_text().split()
+    assert seen["many"] == sorted(["SHARED=s", *(f"{k}={v}" for k, v in many.items())])
+    assert seen["one"] == ["SHARED=s", "V0=only"]  # none of the first job's variables left behind
+    assert seen["none"] == ["SHARED=s"]

@@ -25,10 +25,19 @@ DEBUG_LOG = "debug.log"  # every run's full log, inside its results dir (CloudAI
 
 
 class _Formatter(logging.Formatter):
-    """``logging.Formatter`` that formats the date and time once a second, not per record (a run logs three
-    records per trial). The same text: ``2026-11-28 15:56:01,490``."""
+    """``logging.Formatter`` for ``FILE_FORMAT`` at a fraction of its cost (a run logs three records per trial):
+    the date and time formatted once a second, not per record, and a record without a traceback or stack put
+    together in one f-string instead of ``Formatter.format``'s five calls. The same text:
+    ``2026-11-28 15:56:01,490 DEBUG cloudai.jobs.spec: job a.0.1: ...``."""
 
     _second: tuple[int, str] = (-1, "")
+
+    def format(self, record: logging.LogRecord) -> str:
+        if record.exc_info or record.exc_text or record.stack_info or self._fmt != FILE_FORMAT:
+            return super().format(record)
+        record.message = record.getMessage()
+        record.asctime = self.formatTime(record)
+        return f"{record.asctime} {record.levelname} {record.name}: {record.message}"
 
     def formatTime(self, record: logging.LogRecord, datefmt: str | None = None) -> str:
         if datefmt is not None:
@@ -42,10 +51,28 @@ class _Formatter(logging.Formatter):
 FILE_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"  # debug.log and --log-file
 
 
+class _LogFile(logging.FileHandler):
+    """``debug.log`` and ``--log-file``: each record written and flushed as ``FileHandler`` does (a killed run
+    keeps every line it logged), without ``StreamHandler.emit`` taking the handler's lock a second time to
+    flush (``handle`` holds it already)."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if self.stream is None:  # closed (or opened with delay): FileHandler's own path reopens it
+            super().emit(record)
+            return
+        try:
+            self.stream.write(self.format(record) + self.terminator)
+            self.stream.flush()
+        except RecursionError:
+            raise
+        except Exception:
+            self.handleError(record)
+
+
 @contextlib.contextmanager
 def debug_log(run_dir: Path) -> Iterator[None]:
     """Everything cloudai logs during the run, at DEBUG, into ``<run_dir>/debug.log`` (appended on --resume)."""
-    handler = logging.FileHandler(run_dir / DEBUG_LOG)
+    handler = _LogFile(run_dir / DEBUG_LOG)
     handler.setLevel(logging.DEBUG)
     handler.setFormatter(_Formatter(FILE_FORMAT))
     root = logging.getLogger("cloudai")
@@ -138,7 +165,7 @@ def setup_logging(verbose: bool, log_file: Path | None) -> None:
     root.addHandler(console)
     if log_file is not None:
         try:
-            handler = logging.FileHandler(log_file)
+            handler = _LogFile(log_file)
         except OSError as exc:
             raise ConfigError(f"cannot open the log file: {exc.strerror}", file=log_file) from None
         handler.setFormatter(_Formatter(FILE_FORMAT))

@@ -136,11 +136,12 @@ def finish_job(job: Job, workload: Workload, required: Sequence[str] = ()) -> di
         "job %s ended %s%s; metrics %s", job.spec.name, job.status, f" ({job.reason})" if job.reason else "", metrics
     )
     data = (json.dumps({**job.record(), "metrics": metrics}) + "\n").encode()  # no indent: C encoder, 4x faster
+    path = f"{job.spec.job_dir}/job.json"  # joined as text, as the job's other files (systems.standalone)
     try:  # the one metadata write of a trial: no mkdir, no temp file, no fsync (see RELIABILITY.md)
-        write_small(job.spec.job_dir / "job.json", data)
+        write_small(path, data)
     except FileNotFoundError:  # a job that never got its dir (e.g. cancelled before submit)
         job.spec.job_dir.mkdir(parents=True, exist_ok=True)
-        write_small(job.spec.job_dir / "job.json", data)
+        write_small(path, data)
     return metrics
 
 

@@ -26,7 +26,9 @@ resume and warm-start commands); the names they had here are still exported from
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+import gc
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -262,7 +264,7 @@ def _search(
     from cloudai.run.confirm import run_confirmation, search_steps
 
     history = tally.history
-    with tally.progress:
+    with tally.progress, _frozen_heap():
         agent = agent_cls(env, config, steps)
         agent.uncounted = {f.step for f in history} - {f.step for f in search_steps(history, out_dir)}
         if warm is not None:
@@ -273,6 +275,18 @@ def _search(
         parallel = config.max_parallel if agent_cls.can_ask_ahead else 1
         confirmed = run_confirmation(env, search, tally.steps(), confirm, out_dir, parallel, spec)
     return Found(agent, steps, ran, searched, search, confirmed)
+
+
+@contextlib.contextmanager
+def _frozen_heap() -> Iterator[None]:
+    """The objects alive when the search starts (modules, the plan, the config models: ~45 000) are kept out of the
+    cyclic garbage collector's full passes while the trials run (``gc.freeze``): each pass walked them all, ~20 ms
+    every few hundred trials as the run's records grow. Unfrozen after, so garbage among them is freed later."""
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
 
 
 def _live_env_class() -> Callable[..., BaseGym]:

@@ -7,7 +7,7 @@ Every step's status is counted (this process's and the recorded ones); a scored 
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from cloudai.envs.base import Feedback
@@ -54,4 +54,5 @@ def slim(feedback: Feedback, metrics: tuple[str, ...]) -> Feedback:
         info["metrics"] = extra
     if env := feedback.info.get("env_params"):
         info["env_params"] = env
-    return replace(feedback, info=info)
+    f = feedback  # built field by field: dataclasses.replace walks the fields by name, 5x the cost, every step
+    return Feedback(f.step, f.episode, f.action, f.reward, f.observation, f.status, f.done, info)

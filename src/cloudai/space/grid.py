@@ -86,6 +86,8 @@ class Space:
     def canonical(self, point: Mapping[str, Any]) -> dict[str, Any]:
         """``point`` with each inactive dimension at its first value (``first_value``): one point per distinct
         configuration. A space without branches returns the point unchanged (a copy)."""
+        if not self.when:  # every step asks: no set to build
+            return dict(point)
         off = self.inactive(point) & set(self._dims)
         return {name: first_value(self._dims[name]) if name in off else value for name, value in point.items()}
 

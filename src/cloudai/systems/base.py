@@ -20,12 +20,11 @@ environment variables and limits.
 
 from __future__ import annotations
 
-import contextlib
 import importlib
 import signal
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
@@ -231,29 +230,36 @@ except ImportError:  # another Python
 _HELD = (int(signal.SIGINT), int(signal.SIGTERM))
 
 
-@contextlib.contextmanager
-def held_interrupts() -> Iterator[list[int]]:
+class held_interrupts:  # lower case: used as a function, ``with held_interrupts() as held``
     """Record SIGINT/SIGTERM inside the block instead of acting on them; the caller ``redeliver``s them after.
 
     A submission is not atomic: a signal between "the job started" and "the caller holds its
     handle" would leave a job nobody cancels. Outside the main thread signals cannot be
     handled (nor do they arrive): nothing to hold. An ignored signal stays ignored.
+
+    A class, not a ``contextlib.contextmanager``: a trial holds twice, and the generator's machinery cost more
+    than the four handler swaps.
     """
-    held: list[int] = []
-    if threading.current_thread() is not threading.main_thread():
-        yield held
-        return
-    previous: dict[int, Any] = {}
-    for sig in _HELD:  # no getsignal: setting a handler returns the one it replaces
-        handler = _set_handler(sig, lambda signum, frame: held.append(signum))
-        if handler == signal.SIG_IGN:
-            _set_handler(sig, handler)
-        else:
-            previous[sig] = handler
-    try:
-        yield held
-    finally:
-        for sig, handler in previous.items():
+
+    __slots__ = ("held", "previous")
+
+    def __init__(self) -> None:
+        self.held: list[int] = []
+        self.previous: dict[int, Any] = {}
+
+    def __enter__(self) -> list[int]:
+        held = self.held
+        if threading.current_thread() is threading.main_thread():
+            for sig in _HELD:  # no getsignal: setting a handler returns the one it replaces
+                handler = _set_handler(sig, lambda signum, frame: held.append(signum))
+                if handler == signal.SIG_IGN:
+                    _set_handler(sig, handler)
+                else:
+                    self.previous[sig] = handler
+        return held
+
+    def __exit__(self, *exc: object) -> None:
+        for sig, handler in self.previous.items():
             _set_handler(sig, handler if handler is not None else signal.SIG_DFL)
 
 

@@ -13,6 +13,7 @@ import os
 import select
 import signal
 import subprocess
+import sys
 import time
 import traceback
 from collections.abc import Mapping, Sequence
@@ -24,11 +25,12 @@ from cloudai.config.system import StandaloneSystemConfig, hf_home
 from cloudai.systems.base import Job, JobSpec, JobStatus, System, held_interrupts, redeliver
 from cloudai.systems.contain import MARK_VAR, Contained, Containment
 from cloudai.systems.hidden_env import hidden, job_environ
-from cloudai.systems.spawn import Child, spawn
+from cloudai.systems.spawn import CEnviron, Child, spawn
 
 _CANCEL_GRACE_S = 2.0
 _POLL_FALLBACK_S = 0.02
 _NEW_FILE = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC
+_FS_ENCODING, _FS_ERRORS = sys.getfilesystemencoding(), sys.getfilesystemencodeerrors()  # os.fsencode's
 
 
 @dataclass
@@ -81,11 +83,13 @@ def _evaluated(spec: JobSpec, now: float) -> Job | None:
 
 
 def _encoded(env: Mapping[str, str]) -> list[bytes] | None:
-    """``env`` as ``NAME=value`` bytes (``Popen``'s encoding); None for a name with ``=`` or a NUL anywhere, which
-    ``Popen`` refuses with its own error."""
-    items = [os.fsencode(name) + b"=" + os.fsencode(value) for name, value in env.items()]
-    bad = any("=" in name for name in env) or any(b"\0" in item for item in items)
-    return None if bad else items
+    """``env`` as ``NAME=value`` bytes (``Popen``'s encoding, ``os.fsencode``'s, in one pass: a job's own variables
+    are encoded per trial); None for a name with ``=`` or a NUL anywhere, which ``Popen`` refuses with its own
+    error."""
+    items = [f"{name}={value}" for name, value in env.items()]
+    if "=" in "".join(env) or "\0" in "".join(items):
+        return None
+    return [item.encode(_FS_ENCODING, _FS_ERRORS) for item in items]
 
 
 def _kill_group(pid: int, sig: signal.Signals) -> None:
@@ -112,7 +116,7 @@ class StandaloneSystem(System):
         # os.environ decodes every variable, a cost per trial as large as a cgroup move. Less the hidden names
         # and with global_env_vars, built again only when a name is hidden meanwhile (see ``_job_env``).
         self._environ = dict(os.environ)
-        self._base_env: tuple[frozenset[str], dict[str, str], list[bytes] | None] | None = None
+        self._base_env: tuple[frozenset[str], dict[str, str], CEnviron | None] | None = None
 
     def submit(self, spec: JobSpec, dependencies: Sequence[str] = ()) -> Job:
         """Start ``spec`` now (``dependencies`` are never given here: ``native_dependencies`` is False).
@@ -125,7 +129,7 @@ class StandaloneSystem(System):
         """
         self._deliver_pending()  # an interrupt held by the last submission: before anything of this job exists
         _make_dir(spec.job_dir)
-        write_small(spec.job_dir / self.script_name, self.render(spec).encode())
+        write_small(f"{spec.job_dir}/{self.script_name}", self.render(spec).encode())
         now = time.time()
         if spec.evaluate is not None and (done := _evaluated(spec, now)) is not None:
             return done
@@ -143,21 +147,23 @@ class StandaloneSystem(System):
             redeliver(held)
         return job
 
-    def _job_env(self) -> tuple[dict[str, str], list[bytes] | None]:
+    def _job_env(self) -> tuple[dict[str, str], CEnviron | None]:
         """What every job of this system inherits: the run's environment less cloudai's tokens, with
-        ``global_env_vars`` (the caller copies it), and the same as ``NAME=value`` bytes for ``spawn`` (None when
-        a name or value cannot be passed that way: ``Popen`` then says why)."""
+        ``global_env_vars`` (the caller copies it), and the same as C's ``NAME=value`` array for ``spawn`` (None
+        when a name or value cannot be passed that way: ``Popen`` then says why)."""
         names = hidden()
         if self._base_env is None or self._base_env[0] is not names:
             env = {**job_environ(self._environ), **self.config.global_env_vars}
-            self._base_env = (names, env, _encoded(env))
+            encoded = _encoded(env)
+            self._base_env = (names, env, None if encoded is None else CEnviron(encoded))
         return self._base_env[1], self._base_env[2]
 
     def _start(self, spec: JobSpec, now: float) -> Job:
         contained = self._contain.prepare()
-        out = os.open(spec.job_dir / "stdout.txt", _NEW_FILE, 0o644)
+        job_dir = str(spec.job_dir)  # joined as text: a Path join per file costs more than its open on tmpfs
+        out = os.open(f"{job_dir}/stdout.txt", _NEW_FILE, 0o644)
         try:
-            err = os.open(spec.job_dir / "stderr.txt", _NEW_FILE, 0o644)
+            err = os.open(f"{job_dir}/stderr.txt", _NEW_FILE, 0o644)
             try:
                 popen = self._spawn(spec, contained.mark, out, err)
             finally:
@@ -174,15 +180,18 @@ class StandaloneSystem(System):
         see ``systems.spawn``), else ``Popen``. Its environment: ``_job_env``, the job's own variables over it, and
         the containment mark (never cloudai's tokens)."""
         argv = ("bash", self.script_name) if spec.steps and not spec.in_batch_shell else spec.argv
-        base, encoded = self._job_env()
+        base, converted = self._job_env()
         own = {**spec.env, MARK_VAR: mark} if mark else spec.env
-        if encoded is not None and own.keys().isdisjoint(base):  # the usual case: the base encoded once per system
+        extra: list[bytes] | None = []
+        env: CEnviron | list[bytes] | None
+        if converted is not None and own.keys().isdisjoint(base):  # the usual case: the base converted once
             extra = _encoded(own)
-            env = None if extra is None else [*encoded, *extra]
+            env = None if extra is None else converted
         else:
             env = _encoded({**base, **own})
         if env is not None:
-            pid = spawn(argv, spec.job_dir, env, self._devnull(), out, err, own.get("PATH", base.get("PATH")))
+            path = own.get("PATH", base.get("PATH"))
+            pid = spawn(argv, spec.job_dir, env, self._devnull(), out, err, path, extra or ())
             if pid is not None:
                 return Child(pid)
         return subprocess.Popen(argv, cwd=spec.job_dir, stdin=self._devnull(), stdout=out, stderr=err,
