@@ -15,13 +15,14 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_right
+from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from statistics import fmean
 
 from cloudai.display import show_action
 from cloudai.reports.analysis import is_number
-from cloudai.reports.trajectory import Step, Trajectory
+from cloudai.reports.trajectory import Step, Trajectory, group_index
 from cloudai.space import RegimeBins
 
 
@@ -70,14 +71,16 @@ def regimes(
     rows: list[Regime] = []
     empty: list[str] = []
     worst_per_param: list[dict[str, float]] = []  # per param: config measured in all its regimes -> worst mean
+    scored = traj.scored()
+    keys, rewards = [s.key for s in scored], [s.reward for s in scored]
+    repeated = _repeated(keys)
     for param in traj.env_params:
-        groups = _groups(traj, param, bins.get(param))
+        groups = _groups(traj, scored, param, bins.get(param))
         declared = bins[param].labels() if param in bins else []
         empty += [f"{param}={label}" for label in declared if label not in groups]
-        for label, configs in groups.items():
-            # fmean of one reward is that reward (+ 0.0: fsum makes -0.0 0.0), without its call per configuration
-            means = {k: r[0] + 0.0 if len(r) == 1 else fmean(r) for k, r in configs.items()}
-            mine = configs.get(best.key, [])
+        all_means = {label: _means(index, keys, rewards, repeated) for label, index in groups.items()}
+        for label, means in all_means.items():
+            mine = [rewards[i] for i in groups[label] if keys[i] == best.key]
             best_mean = means.get(best.key, math.nan)
             beaten = sum(m > best_mean for m in means.values()) / len(means) if mine else math.nan
             rows.append(
@@ -92,8 +95,8 @@ def regimes(
                     beaten,
                 )
             )
-        everywhere = set.intersection(*(set(c) for c in groups.values())) if groups else set()
-        worst_per_param.append({k: min(fmean(c[k]) for c in groups.values()) for k in everywhere})
+        everywhere = set.intersection(*(set(m) for m in all_means.values())) if groups else set()
+        worst_per_param.append({k: min(m[k] for m in all_means.values()) for k in everywhere})
     common = set.intersection(*(set(w) for w in worst_per_param))
     worst_of = {k: min(w[k] for w in worst_per_param) for k in common}
     guessed = [p for p in traj.env_params if p not in bins]
@@ -101,24 +104,50 @@ def regimes(
     return Regimes(rows, *_verdict(rows, empty, best, robust), empty=empty, guessed=guessed)
 
 
-def _groups(traj: Trajectory, param: str, bins: RegimeBins | None) -> dict[str, dict[str, list[float]]]:
+def _groups(traj: Trajectory, scored: list[Step], param: str, bins: RegimeBins | None) -> dict[str, list[int]]:
+    """Per regime of ``param``, the positions in ``scored`` of the steps measured in it (in step order)."""
     label_of = bins.label if bins else labeller([s.env.get(param) for s in traj.steps])
-    labels: dict[tuple[type, object], str] = {}  # one label per distinct value (1 and True are different keys)
-    groups: dict[str, dict[str, list[float]]] = {}
-    for s in traj.scored():
-        value = s.env.get(param)
-        if value is not None:
-            key = (type(value), value)
-            label = labels[key] if key in labels else labels.setdefault(key, label_of(value))
-            configs = groups[label] if label in groups else groups.setdefault(label, {})
-            if s.key in configs:
-                configs[s.key].append(s.reward)
-            else:
-                configs[s.key] = [s.reward]
+    groups = group_index(_labels([s.env.get(param) for s in scored], label_of))
     if bins:  # the declared order; a value outside every candidate (a hand-edited env.csv) goes last
         order = {label: i for i, label in enumerate(bins.labels())}
         return dict(sorted(groups.items(), key=lambda kv: (order.get(kv[0], len(order)), kv[0])))
     return dict(sorted(groups.items(), key=lambda kv: _order(kv[0])))
+
+
+def _labels(values: list[object], label_of: Callable[[object], str]) -> list[str | None]:
+    """The regime label of each value (None for none), ``label_of`` called once per distinct value (1 and True
+    are different values: of one type, the values themselves are the keys; of several, (type, value))."""
+    if len(set(map(type, values)) - {type(None)}) <= 1:
+        table: dict[object, str | None] = {v: label_of(v) for v in dict.fromkeys(values) if v is not None}
+        table[None] = None
+        return list(map(table.__getitem__, values))
+    pairs = list(zip(map(type, values), values, strict=True))
+    typed = {p: None if p[1] is None else label_of(p[1]) for p in dict.fromkeys(pairs)}
+    return list(map(typed.__getitem__, pairs))
+
+
+def _repeated(keys: list[str]) -> list[int]:
+    """The positions of the keys that occur more than once (a configuration scored more than once)."""
+    if len(set(keys)) == len(keys):
+        return []
+    counts = Counter(keys)
+    return [i for i, k in enumerate(keys) if counts[k] > 1]
+
+
+def _means(index: list[int], keys: list[str], rewards: list[float], repeated: list[int]) -> dict[str, float]:
+    """Each configuration's mean reward (``fmean``) over the steps at ``index``, configurations in order of first
+    step. Nearly all of a long run's are measured once: their mean is the reward itself (+ 0.0: ``fmean`` of one
+    -0.0 is 0.0), set for all at once; then those at ``repeated`` (``_repeated``) are averaged."""
+    means = dict(zip(map(keys.__getitem__, index), [rewards[i] + 0.0 for i in index], strict=True))
+    if len(means) == len(index):
+        return means
+    inside = set(index)
+    measured: dict[str, list[float]] = {}
+    for i in repeated:
+        if i in inside:
+            measured.setdefault(keys[i], []).append(rewards[i])
+    means.update((k, fmean(rs)) for k, rs in measured.items())  # fmean of one: as set above
+    return means
 
 
 def _order(label: str) -> tuple[int, float, str]:

@@ -34,6 +34,7 @@ Value = bool | int | float | str | None
 # Step.key: an action as compact JSON with sorted keys, as cloudai.trajectory.records writes it (so a row's own
 # text is its key); ``default=str``: a value JSON cannot carry (a hand-built action) still gets a key.
 _COMPACT = json.JSONEncoder(sort_keys=True, separators=(",", ":"), default=str)
+_IN_ORDER = json.JSONEncoder(separators=(",", ":"), default=str)  # _COMPACT without sorting: for sorted keys
 CHUNK_ROWS = 4096  # rows of trajectory.csv read at once: ~0.5-1 MB of text and its records
 
 
@@ -209,7 +210,7 @@ def _clean_chunk(block: list[list[str]], last: int | None) -> list[Step] | None:
     """The steps of ``block`` read column by column, when every row parses as ``parse_row`` parses it and the
     steps rise above ``last``; None otherwise (the caller reads it row by row, noting what it drops)."""
     width = len(block[0])
-    if width not in (len(COLUMNS), len(LEGACY_COLUMNS)) or any(len(row) != width for row in block):
+    if width not in (len(COLUMNS), len(LEGACY_COLUMNS)) or set(map(len, block)) != {width}:
         return None
     cols = list(zip(*block, strict=True))
     try:
@@ -221,8 +222,8 @@ def _clean_chunk(block: list[list[str]], last: int | None) -> list[Step] | None:
     except (ValueError, TypeError, RecursionError):
         return None
     statuses = cols[5]
-    ordered = all(a < b for a, b in itertools.pairwise(steps)) and (last is None or steps[0] > last)
-    if not ordered or not STATUSES.issuperset(statuses) or not all(type(a) is dict for a in actions):
+    ordered = all(map(operator.lt, steps, itertools.islice(steps, 1, None))) and (last is None or steps[0] > last)
+    if not ordered or not STATUSES.issuperset(statuses) or set(map(type, actions)) != {dict}:
         return None
     reasons = cols[7] if width == len(COLUMNS) else itertools.repeat("")
     envs = ({} for _ in steps)  # each step its own (empty) env dict: read_env fills it
@@ -234,7 +235,9 @@ def _clean_chunk(block: list[list[str]], last: int | None) -> list[Step] | None:
 def _keys(texts: Sequence[str], actions: list[dict[str, Any]]) -> list[str]:
     """``action_key`` of each action: the cell itself when every cell of the chunk is already that text (a file
     cloudai wrote: one comparison, no encoding per row), else each action encoded."""
-    whole = _COMPACT.encode(actions)
+    orders = set(map(tuple, actions))  # each action's keys as the cell wrote them (json.loads keeps the order)
+    sorted_keys = all(list(order) == sorted(order) for order in orders)
+    whole = (_IN_ORDER if sorted_keys else _COMPACT).encode(actions)  # sorted already: the same text, unsorted
     if len(whole) == sum(map(len, texts)) + len(texts) + 1 and whole == f"[{','.join(texts)}]":
         return list(texts)  # each cell is one whole JSON value, so the cells split the array where its items do
     return list(map(action_key, actions))
