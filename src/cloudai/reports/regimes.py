@@ -13,6 +13,7 @@ worst-regime mean among those measured in every regime), if there is one.
 
 from __future__ import annotations
 
+import itertools
 import math
 from bisect import bisect_right
 from collections import Counter
@@ -74,15 +75,18 @@ def regimes(
     scored = traj.scored()
     keys, rewards = [s.key for s in scored], [s.reward for s in scored]
     repeated = _repeated(keys)
+    best_at = [i for i, k in enumerate(keys) if k == best.key]
     for param in traj.env_params:
-        groups = _groups(traj, scored, param, bins.get(param))
+        labels = _labels([s.env.get(param) for s in scored], _label_of(traj, param, bins.get(param)))
+        groups = _groups(labels, bins.get(param))
         declared = bins[param].labels() if param in bins else []
         empty += [f"{param}={label}" for label in declared if label not in groups]
-        all_means = {label: _means(index, keys, rewards, repeated) for label, index in groups.items()}
+        again = _measured(repeated, labels, keys, rewards)
+        all_means = {label: _means(index, keys, rewards, again.get(label, {})) for label, index in groups.items()}
         for label, means in all_means.items():
-            mine = [rewards[i] for i in groups[label] if keys[i] == best.key]
+            mine = [rewards[i] for i in best_at if labels[i] == label]
             best_mean = means.get(best.key, math.nan)
-            beaten = sum(m > best_mean for m in means.values()) / len(means) if mine else math.nan
+            beaten = sum(map(best_mean.__lt__, means.values())) / len(means) if mine else math.nan
             rows.append(
                 Regime(
                     param,
@@ -104,10 +108,14 @@ def regimes(
     return Regimes(rows, *_verdict(rows, empty, best, robust), empty=empty, guessed=guessed)
 
 
-def _groups(traj: Trajectory, scored: list[Step], param: str, bins: RegimeBins | None) -> dict[str, list[int]]:
-    """Per regime of ``param``, the positions in ``scored`` of the steps measured in it (in step order)."""
-    label_of = bins.label if bins else labeller([s.env.get(param) for s in traj.steps])
-    groups = group_index(_labels([s.env.get(param) for s in scored], label_of))
+def _label_of(traj: Trajectory, param: str, bins: RegimeBins | None) -> Callable[[object], str]:
+    """How a value of ``param`` is labelled: the run's own bins, else ``labeller`` of every step's value."""
+    return bins.label if bins else labeller([s.env.get(param) for s in traj.steps])
+
+
+def _groups(labels: list[str | None], bins: RegimeBins | None) -> dict[str, list[int]]:
+    """Per regime, the positions of the steps measured in it (``labels``: each step's), regimes in order."""
+    groups = group_index(labels)
     if bins:  # the declared order; a value outside every candidate (a hand-edited env.csv) goes last
         order = {label: i for i, label in enumerate(bins.labels())}
         return dict(sorted(groups.items(), key=lambda kv: (order.get(kv[0], len(order)), kv[0])))
@@ -131,22 +139,26 @@ def _repeated(keys: list[str]) -> list[int]:
     if len(set(keys)) == len(keys):
         return []
     counts = Counter(keys)
-    return [i for i, k in enumerate(keys) if counts[k] > 1]
+    return list(itertools.compress(range(len(keys)), map((1).__lt__, map(counts.__getitem__, keys))))
 
 
-def _means(index: list[int], keys: list[str], rewards: list[float], repeated: list[int]) -> dict[str, float]:
+def _measured(
+    repeated: list[int], labels: list[str | None], keys: list[str], rewards: list[float]
+) -> dict[str, dict[str, list[float]]]:
+    """Per regime, the rewards of each configuration ``repeated`` (``_repeated``) there, in step order."""
+    found: dict[str, dict[str, list[float]]] = {}
+    for i in repeated:
+        if (label := labels[i]) is not None:
+            found.setdefault(label, {}).setdefault(keys[i], []).append(rewards[i])
+    return found
+
+
+def _means(index: list[int], keys: list[str], rewards: list[float], again: dict[str, list[float]]) -> dict[str, float]:
     """Each configuration's mean reward (``fmean``) over the steps at ``index``, configurations in order of first
     step. Nearly all of a long run's are measured once: their mean is the reward itself (+ 0.0: ``fmean`` of one
-    -0.0 is 0.0), set for all at once; then those at ``repeated`` (``_repeated``) are averaged."""
+    -0.0 is 0.0), set for all at once; then those measured again (``again``: ``_measured``'s) are averaged."""
     means = dict(zip(map(keys.__getitem__, index), [rewards[i] + 0.0 for i in index], strict=True))
-    if len(means) == len(index):
-        return means
-    inside = set(index)
-    measured: dict[str, list[float]] = {}
-    for i in repeated:
-        if i in inside:
-            measured.setdefault(keys[i], []).append(rewards[i])
-    means.update((k, fmean(rs)) for k, rs in measured.items())  # fmean of one: as set above
+    means.update((k, fmean(rs)) for k, rs in again.items() if len(rs) > 1)  # measured once here: set above
     return means
 
 

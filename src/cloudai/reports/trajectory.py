@@ -34,7 +34,6 @@ Value = bool | int | float | str | None
 # Step.key: an action as compact JSON with sorted keys, as cloudai.trajectory.records writes it (so a row's own
 # text is its key); ``default=str``: a value JSON cannot carry (a hand-built action) still gets a key.
 _COMPACT = json.JSONEncoder(sort_keys=True, separators=(",", ":"), default=str)
-_IN_ORDER = json.JSONEncoder(separators=(",", ":"), default=str)  # _COMPACT without sorting: for sorted keys
 CHUNK_ROWS = 4096  # rows of trajectory.csv read at once: ~0.5-1 MB of text and its records
 
 
@@ -235,9 +234,7 @@ def _clean_chunk(block: list[list[str]], last: int | None) -> list[Step] | None:
 def _keys(texts: Sequence[str], actions: list[dict[str, Any]]) -> list[str]:
     """``action_key`` of each action: the cell itself when every cell of the chunk is already that text (a file
     cloudai wrote: one comparison, no encoding per row), else each action encoded."""
-    orders = set(map(tuple, actions))  # each action's keys as the cell wrote them (json.loads keeps the order)
-    sorted_keys = all(list(order) == sorted(order) for order in orders)
-    whole = (_IN_ORDER if sorted_keys else _COMPACT).encode(actions)  # sorted already: the same text, unsorted
+    whole = _COMPACT.encode(actions)
     if len(whole) == sum(map(len, texts)) + len(texts) + 1 and whole == f"[{','.join(texts)}]":
         return list(texts)  # each cell is one whole JSON value, so the cells split the array where its items do
     return list(map(action_key, actions))
