@@ -135,8 +135,11 @@ def read_trajectory(path: Path) -> Trajectory:
     traj = Trajectory()
     knobs: dict[str, None] = {}
     for steps in _chunks(path, traj.notes, CHUNK_ROWS):
+        if knobs.keys() >= set(itertools.chain.from_iterable(map(attrgetter("action"), steps))):
+            traj.steps += steps  # no knob not seen before (nearly every chunk: one set of its knobs, in C)
+            continue
         for step in steps:
-            if not knobs.keys() >= step.action.keys():  # a knob not seen before (one set comparison, in C)
+            if not knobs.keys() >= step.action.keys():  # a knob not seen before: in order of first appearance
                 knobs.update(dict.fromkeys(step.action))
         traj.steps += steps
     traj.knobs = list(knobs)
