@@ -13,16 +13,19 @@ from __future__ import annotations
 import json
 import math
 import random
+from pathlib import Path
 from statistics import fmean
 
 import pytest
 
+from cloudai.reports import trajectory
 from cloudai.reports.chartdata import Rows, finite, finites, scalar, scalars
 from cloudai.reports.plots_knobs import HALF, box_stats, knob_effects
 from cloudai.reports.plots_measure import _column, _value
 from cloudai.reports.regimes import labeller, regimes
-from cloudai.reports.trajectory import Step, Trajectory
+from cloudai.reports.trajectory import Step, Trajectory, read_steps_row_by_row, read_trajectory
 from cloudai.space import RegimeBins
+from cloudai.trajectory.records import TrajectoryWriter
 
 BINS = {"load": RegimeBins(candidates=("0.0", "0.5")), "mode": RegimeBins(candidates=("1", "true", "x"))}
 
@@ -114,3 +117,24 @@ def test_a_knob_box_is_of_the_finite_rewards_of_its_value() -> None:
         rewards = [s.reward for s in traj.scored() if s.action.get("algo") == label and math.isfinite(s.reward)]
         assert box == (x, HALF, *box_stats(rewards))
     assert any(math.isinf(s.reward) and s.action.get("algo") for s in traj.scored())  # one was left out
+
+
+def test_knobs_that_first_appear_in_a_later_chunk_are_listed_in_order(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    writer = TrajectoryWriter(tmp_path, ())
+    for n in range(1, 41):  # a new knob at steps 9, 17 and 30: chunks of 8 rows without one take the shortcut
+        action = {
+            "a": n,
+            **({"z": 1} if n >= 9 else {}),
+            **({"b": 2} if n >= 17 else {}),
+            **({"c": 3} if n == 30 else {}),
+        }
+        writer.append(step=n, episode=1, action=action, reward=1.0, observation=[1.0], status="ok", elapsed_s=0.1,
+                      env={}, reason="")  # fmt: skip
+    writer.close()
+    monkeypatch.setattr(trajectory, "CHUNK_ROWS", 8)
+    traj = read_trajectory(tmp_path / "trajectory.csv")
+    steps = read_steps_row_by_row(tmp_path / "trajectory.csv", [])
+    assert traj.knobs == list(dict.fromkeys(k for s in steps for k in s.action)) == ["a", "z", "b", "c"]
+    assert [repr(s) for s in traj.steps] == [repr(s) for s in steps]
