@@ -1,6 +1,7 @@
 """Report generation time for synthetic 10 000-step DSE trajectories and a 5 000-step live-RL run.
 
-    uv run python benchmarks/bench_report.py [--steps N] [--keep] [--big-steps N] [--dse-runs N] [--against REV]
+    uv run python benchmarks/bench_report.py [--steps N] [--keep] [--big-steps N] [--big-runs N] [--dse-runs N]
+        [--against REV]
 
 Writes a results dir in the layout `cloudai run` leaves (run.json, trajectory.csv, env.csv), times
 ``generate_report`` on it twice (cold: imports included; then warm) and prints wall and CPU seconds (CPU is
@@ -217,23 +218,33 @@ READ_ONLY = (
 )
 
 
-def big_report(root: Path, steps: int, srcs: dict[str, Path | None]) -> None:
+def big_report(root: Path, steps: int, srcs: dict[str, Path | None], runs: int = 3) -> None:
     """``cloudai generate-report`` of a ``steps``-step run in a fresh process, against reading its records, for
-    each tree of ``srcs`` (label -> its ``src/``, None: this one) in turn; their report.html and summary.csv must
-    be byte for byte the same (``PYTHONHASHSEED`` fixed: Optuna's importance order of equal knobs follows it)."""
+    each tree of ``srcs`` (label -> its ``src/``, None: this one): ``runs`` of each, the trees in turn within each
+    round (a busy minute weighs on both), their medians printed. Every tree's report.html and summary.csv must be
+    byte for byte the same (``PYTHONHASHSEED`` fixed: Optuna's importance order of equal knobs follows it)."""
     run = synthetic_run(root / "big", steps)
     pages: dict[str, bytes] = {}
-    for label, src in srcs.items():
-        env = {"PYTHONPATH": str(src)} if src else {}
-        in_child([sys.executable, "-m", "cloudai", "generate-report", str(run)], env)  # bytecode, page cache warm
-        in_child([sys.executable, "-c", READ_ONLY, str(run)], env)
-        wall, cpu, rss = in_child([sys.executable, "-m", "cloudai", "generate-report", str(run)], env)
-        floor_wall, floor_cpu, floor_rss = in_child([sys.executable, "-c", READ_ONLY, str(run)], env)
-        pages[label] = (run / "report.html").read_bytes() + (run / "summary.csv").read_bytes()
-        size = (run / "report.html").stat().st_size / 1024
-        print(f"[{label}] cloudai generate-report of {steps} steps (fresh process): {wall:.2f} s ({cpu:.2f} s CPU; "
-              f"aim <= 1 s), peak RSS {rss:.0f} MiB, {size:.0f} KiB report; reading the records alone: "
-              f"{floor_wall:.2f} s ({floor_cpu:.2f} s CPU), {floor_rss:.0f} MiB")  # fmt: skip
+    found: dict[str, list[tuple[float, ...]]] = {label: [] for label in srcs}
+    envs = {label: {"PYTHONPATH": str(src)} if src else {} for label, src in srcs.items()}
+    for label in srcs:
+        in_child([sys.executable, "-m", "cloudai", "generate-report", str(run)], envs[label])  # bytecode, page cache
+        in_child([sys.executable, "-c", READ_ONLY, str(run)], envs[label])
+    for _ in range(runs):
+        for label in srcs:
+            report = in_child([sys.executable, "-m", "cloudai", "generate-report", str(run)], envs[label])
+            floor = in_child([sys.executable, "-c", READ_ONLY, str(run)], envs[label])
+            found[label].append((*report, *floor))
+            pages[label] = (run / "report.html").read_bytes() + (run / "summary.csv").read_bytes()
+    size = (run / "report.html").stat().st_size / 1024
+    for label, rows in found.items():
+        medians = (statistics.median(column) for column in zip(*rows, strict=True))
+        wall, cpu, rss, floor_wall, floor_cpu, floor_rss = medians
+        cpus = sorted(r[1] for r in rows)
+        print(f"[{label}] cloudai generate-report of {steps} steps (fresh process, median of {runs}): {wall:.2f} s "
+              f"({cpu:.2f} s CPU, range {cpus[0]:.2f}-{cpus[-1]:.2f}; aim <= 1 s), peak RSS {rss:.0f} MiB, "
+              f"{size:.0f} KiB report; reading the records alone: {floor_wall:.2f} s ({floor_cpu:.2f} s CPU), "
+              f"{floor_rss:.0f} MiB")  # fmt: skip
     if len(pages) > 1:
         same = len(set(pages.values())) == 1
         print(f"report.html and summary.csv of every tree byte for byte the same: {'yes' if same else 'NO'}")
@@ -246,6 +257,7 @@ def main() -> None:
     parser.add_argument("--live-steps", type=int, default=5_000)
     parser.add_argument("--big-steps", type=int, default=100_000)
     parser.add_argument("--dse-runs", type=int, default=5, help="10-trial runs timed (their median is shown)")
+    parser.add_argument("--big-runs", type=int, default=3, help="generate-report runs per tree (median shown)")
     parser.add_argument("--against", default="main", help="git revision measured beside this tree ('' for none)")
     args = parser.parse_args()
     root = Path(tempfile.mkdtemp(prefix="cloudai-bench-report-"))
@@ -259,7 +271,7 @@ def main() -> None:
             ends = sorted(end_of_dse(root / "dse", src) for _ in range(args.dse_runs))
             print(f"[{label}] end of a 10-trial DSE (last trial to exit, {args.dse_runs} runs): median "
                   f"{statistics.median(ends):.2f} s, range {ends[0]:.2f}-{ends[-1]:.2f} s (aim <= 0.3 s)")  # fmt: skip
-        big_report(root, args.big_steps, srcs)
+        big_report(root, args.big_steps, srcs, args.big_runs)
         run = synthetic_run(root, args.steps)
         (cold, cold_cpu), (warm, warm_cpu) = timed(run), timed(run)
         size_kib = (run / "report.html").stat().st_size / 1024
