@@ -138,3 +138,16 @@ def test_knobs_that_first_appear_in_a_later_chunk_are_listed_in_order(
     steps = read_steps_row_by_row(tmp_path / "trajectory.csv", [])
     assert traj.knobs == list(dict.fromkeys(k for s in steps for k in s.action)) == ["a", "z", "b", "c"]
     assert [repr(s) for s in traj.steps] == [repr(s) for s in steps]
+
+
+def test_the_best_step_is_worked_out_again_when_steps_change() -> None:
+    traj = _trajectory(5)
+    traj.steps = [s for s in traj.steps if math.isfinite(s.reward) or s.status == "failed"]  # no inf: one to beat
+    first = traj.best()
+    assert first is not None and traj.best() is first
+    better = Step(81, 1, {"algo": "ring", "n": 8}, first.reward + 1, [0.0], "ok", 0.5, '{"algo":"ring","n":8}')
+    traj.steps.append(better)
+    assert traj.best() is better
+    traj.steps = traj.steps[:-1]
+    assert traj.best() is first
+    assert traj.episodes == 1

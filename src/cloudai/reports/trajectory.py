@@ -70,10 +70,11 @@ class Trajectory:
     # what ``by_status`` and ``scored`` worked out, and from which list of steps, how long (``_fresh``)
     _by_status: tuple[list[Step], int, dict[str, list[Step]]] | None = field(default=None, init=False, repr=False)
     _scored: tuple[list[Step], int, list[Step]] | None = field(default=None, init=False, repr=False)
+    _best: tuple[list[Step], int, Step | None] | None = field(default=None, init=False, repr=False)
 
     @property
     def episodes(self) -> int:
-        return len({s.episode for s in self.steps})
+        return len(set(map(attrgetter("episode"), self.steps)))
 
     def scored(self) -> list[Step]:
         cached = self._scored
@@ -82,10 +83,15 @@ class Trajectory:
         return list(cached[2])
 
     def best(self) -> Step | None:
-        """The highest-reward scored step (the earliest on ties), or None when no step scored."""
-        scored = self.scored()
-        rewards = list(map(attrgetter("reward"), scored))  # in step order: the first highest is the earliest
-        return scored[rewards.index(max(rewards))] if rewards else None
+        """The highest-reward scored step (the earliest on ties), or None when no step scored. Worked out once (the
+        page, its tables and the summary each ask), again only if ``steps`` changed length."""
+        cached = self._best
+        if cached is None or not self._fresh(cached):
+            scored = self.scored()
+            rewards = list(map(attrgetter("reward"), scored))  # in step order: the first highest is the earliest
+            best = scored[rewards.index(max(rewards))] if rewards else None
+            cached = self._best = (self.steps, len(self.steps), best)
+        return cached[2]
 
     def status_counts(self) -> dict[str, int]:
         return {status: len(steps) for status, steps in self.by_status().items()}
