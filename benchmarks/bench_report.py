@@ -15,7 +15,8 @@ Issue 39 item 6, what a user waits for, each the real CLI in a fresh process:
 - ``cloudai generate-report`` of a 100 000-step run: wall time and peak RSS, next to a process that only reads
   the same records (``load_run``: the floor); aim <= 1 s.
 ``--against REV`` (default ``main``; ``''`` for none) runs both of these with REV's ``src/`` (``git archive``,
-on PYTHONPATH) before this tree's, and says whether the two trees wrote byte-identical report.html and
+on PYTHONPATH) beside this tree's (the DSE ends: REV's first; generate-report: ``--big-runs`` rounds, each tree in
+turn, medians), and says whether the two trees wrote byte-identical report.html and
 summary.csv for the 100 000-step run (the fresh processes run with ``PYTHONHASHSEED=0``: Optuna's importance
 order of equally important knobs follows the hash seed).
 Issue 39 before -> after (this script on main 9d28f6b, then on the interactive report; 2 shared cores, same minute):
@@ -30,6 +31,15 @@ Then the exit and the imports (``--against main`` at dc59227, same conditions): 
 (2.65 -> 2.37 s in a busier minute), peak RSS 215 -> 209 MiB: ``generate-report`` leaves its records to the OS at
 exit instead of the collector's last passes (``gc.freeze`` at exit, ~0.3 s), and imports no pydantic; reports byte
 for byte the same; 10-trial DSE end 0.110 -> 0.102 s median (8 interleaved runs each).
+Then C passes over columns in the page's long loops and no young-generation pass over the records when the collector
+comes back on (``--against main`` at 4ea3eae, ``--big-runs 3`` interleaved, 2 shared cores at load 3-5): 100 000
+steps 2.13 -> 1.91 s CPU median (ranges 2.11-2.20 and 1.85-1.95), peak RSS 208 -> 205 MiB, reading the records
+alone 1.03 -> 0.94 s CPU; reports byte for byte the same; 10-trial DSE end unchanged (0.152 vs 0.145 s median of
+12 interleaved runs). Still ~2x the 1 s aim. Where the 1.9 s goes (py-spy): reading 100 000 rows into ``Step``
+records ~0.8 s (the actions' JSON 0.15, their key check by re-encoding 0.15, csv 0.1, env.csv 0.17), Optuna's
+import 0.15-0.2 s, the page ~0.9 s (regimes 0.2, knob charts 0.14, rows table 0.08, top table 0.07), each a few
+passes over 10^5 objects where cache misses cost more than the bytecode: the next step is column records (no
+object per step) through the report modules.
 The script uses only the CLI and the public API, so the same file measures any checkout (``--against``, or run
 it with that checkout's environment: ``cd /work/main && uv run python <this file>``). Its fresh
 processes use a bytecode cache (as an installed cloudai does; ``PYTHONDONTWRITEBYTECODE`` is dropped for them and
