@@ -1,4 +1,5 @@
-"""What ``cloudai generate-report`` costs besides the report: no pydantic, and no collector's walk at exit.
+"""What ``cloudai generate-report`` costs besides the report: no pydantic, and no collector's walk at exit (nor
+over the records once ``paused`` ends).
 
 The command's process leaves the report's records to the OS at exit (``report_cmd._leave_to_the_os``:
 ``gc.freeze`` from an atexit handler) rather than have the collector's last passes walk and free them one by
@@ -14,6 +15,7 @@ import gc
 import math
 import subprocess
 import sys
+import weakref
 from pathlib import Path
 
 from click.testing import CliRunner
@@ -22,6 +24,7 @@ from pydantic import BaseModel
 from cloudai.cli import cli
 from cloudai.display import toml_text
 from cloudai.reports.chartdata import scalar, scalars
+from cloudai.reports.collector import paused
 
 AT_EXIT = """
 import atexit, gc, sys
@@ -39,6 +42,37 @@ def test_the_command_imports_no_pydantic_and_leaves_its_records_to_the_os_at_exi
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines()[-1] == "frozen []"
     assert (dse_run / "report.html").is_file()
+
+
+class Node:
+    other: Node | None = None
+
+
+def test_leaving_a_pause_puts_what_was_allocated_in_the_oldest_generation() -> None:
+    """The first young-generation pass after ``paused`` walks what is young, not all that was allocated inside;
+    a cycle made inside is collected by a full collection (nothing stays frozen)."""
+    assert gc.get_freeze_count() == 0 and gc.isenabled()
+    young: list[int] = []
+
+    def watch(phase: str, info: dict[str, int]) -> None:
+        if phase == "start" and info["generation"] == 0:
+            young.append(len(gc.get_objects(generation=0)))
+
+    gc.callbacks.append(watch)
+    try:
+        with paused():
+            held = [[i] for i in range(50_000)]  # records: 50 000 tracked objects
+            a, b = Node(), Node()
+            a.other, b.other = b, a
+            cycle = weakref.ref(a)
+            del a, b
+        _ = [[] for _ in range(3000)]  # allocations after it: young-generation passes start
+    finally:
+        gc.callbacks.remove(watch)
+    assert young and max(young) < 10_000  # on the records: 50 000 and more
+    assert len(held) == 50_000 and gc.get_freeze_count() == 0 and gc.isenabled()
+    gc.collect()
+    assert cycle() is None
 
 
 def test_a_process_that_goes_on_after_the_command_still_collects(dse_run: Path) -> None:

@@ -108,7 +108,7 @@ def param_importance(traj: Trajectory) -> Importance:
     import optuna
     from optuna.distributions import CategoricalDistribution
 
-    distinct = {s.key: s for s in reversed([s for s in traj.steps if s.status == "ok" and s.scored])}
+    distinct = {s.key: s for s in reversed([s for s in traj.by_status().get("ok", []) if s.scored])}
     ok = list(distinct.values())
     if len(ok) < 2:
         return Importance(note=f"needs at least 2 distinct ok trials, found {len(ok)}")

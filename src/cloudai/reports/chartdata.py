@@ -16,13 +16,14 @@ observe, read from their job.json by the chart that draws it).
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 from collections.abc import Iterable, Sequence
 from html import escape
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
-from cloudai.display import clean, show_action
+from cloudai.display import DIGITS, clean, show_action
 
 if TYPE_CHECKING:
     from cloudai.reports.trajectory import Step
@@ -74,11 +75,11 @@ class Rows:
         cols: dict[str, list[object]] = {
             "step": [s.step for s in steps],
             "status": [code[s.status] for s in steps],
-            "reward": [finite(s.reward) for s in steps],
-            "elapsed": [finite(s.elapsed_s) for s in steps],
+            "reward": finites([s.reward for s in steps]),
+            "elapsed": finites([s.elapsed_s for s in steps]),
         }
         for i in range(len(self.metrics)):
-            cols[f"obs:{i}"] = [finite(s.observation[i]) if i < len(s.observation) else None for s in steps]
+            cols[f"obs:{i}"] = finites([s.observation[i] if i < len(s.observation) else None for s in steps])
         for j, knob in enumerate(self.knobs):
             cols[f"knob:{j}"] = scalars([s.action.get(knob) for s in steps])
         for j, param in enumerate(self.env):
@@ -101,6 +102,13 @@ def finite(value: object) -> float | None:
     return value
 
 
+def finites(values: list[object]) -> list[object]:
+    """``finite`` of each value: the list itself when every value is a finite float (checked in two C passes)."""
+    if set(map(type, values)) == {float} and all(map(math.isfinite, cast("list[float]", values))):
+        return values
+    return list(map(finite, values))
+
+
 def scalar(value: object) -> object:
     """A knob value as JSON shows it: scalars as they are (a non-finite float as its text), others as JSON text."""
     if isinstance(value, float) and not math.isfinite(value):
@@ -115,8 +123,11 @@ def scalar(value: object) -> object:
 def scalars(values: list[object]) -> list[object]:
     """``scalar`` of each value: the list itself when every value is one JSON shows as it is (ints, strings,
     bools, None: a knob such as ``threads`` or ``algo``, checked once per type rather than per value)."""
-    if set(map(type, values)) <= _AS_IS:
+    types = set(map(type, values))
+    if types <= _AS_IS:
         return values
+    if types == {float} and all(map(math.isfinite, floats := cast("list[float]", values))):
+        return list(map(float, map(format, floats, itertools.repeat(f".{DIGITS}g"))))  # clean's, in C calls
     return list(map(scalar, values))
 
 

@@ -34,12 +34,14 @@ STATUS_STYLE = {  # the tab10 colours the PNG figures had
     "timeout": "rgba(148,103,189,0.8)",
     "pruned": "rgba(188,189,34,0.8)",
 }
+Values = Callable[[list["Step"]], list[float]]  # the values of a list of steps (one per step), e.g. their rewards
 PAGE_WIDTH = 1100  # px: the page's 1150 px less its padding
 HEIGHT = 320
 
 
-def by_step(rows: Rows, traj: Trajectory, value: Callable[[Step], float], y: str) -> tuple[list[Spec], str]:
-    """One series per status of the steps with a finite ``value`` (the table's column ``y``), in
+def by_step(rows: Rows, traj: Trajectory, values_of: Values, y: str) -> tuple[list[Spec], str]:
+    """One series per status of the steps with a finite value (``values_of``: a list of steps' values, e.g.
+    ``attribute("reward")``; the table's column ``y``), in
     ``STATUS_STYLE`` order, each longer than ``MAX_POINTS`` as its envelope (``thin.envelope``, which the page's
     note explains). Returns the series and what to add to the title then ("" if nothing)."""
     groups = traj.by_status()
@@ -48,7 +50,7 @@ def by_step(rows: Rows, traj: Trajectory, value: Callable[[Step], float], y: str
     counts: list[int] = []
     for status, color in STATUS_STYLE.items():
         steps = groups.get(status, [])
-        values = list(map(value, steps))
+        values = values_of(steps)
         if not all(map(math.isfinite, values)):
             keep = [i for i, v in enumerate(values) if math.isfinite(v)]
             steps, values = [steps[i] for i in keep], [values[i] for i in keep]
@@ -59,6 +61,12 @@ def by_step(rows: Rows, traj: Trajectory, value: Callable[[Step], float], y: str
     if all(n <= MAX_POINTS for n in counts):
         return series, ""
     return series, f"{sum(counts)} points: their outline and an even sample drawn"
+
+
+def attribute(name: str) -> Values:
+    """The values of a float attribute of each step (``reward``, ``elapsed_s``), in one C pass."""
+    get = attrgetter(name)
+    return lambda steps: list(map(get, steps))
 
 
 def spec(rows: Rows | None, series: list[Spec], xlabel: str, ylabel: str, title: str = "", **layout: object) -> Spec:
@@ -110,7 +118,7 @@ def _best_changes(traj: Trajectory) -> tuple[list[float], list[float], list[Step
 
 def reward_curve(rows: Rows, traj: Trajectory, ylabel: str = "reward") -> Spec:
     """Reward per step coloured by status, with the best-so-far line: how fast the search converged."""
-    series, thinned = by_step(rows, traj, attrgetter("reward"), "reward")
+    series, thinned = by_step(rows, traj, attribute("reward"), "reward")
     return spec(rows, [*series, best_line(rows, traj)], "step", ylabel, thinned)
 
 

@@ -5,11 +5,12 @@ knob, a scatter for a range (log x for ``log = true``). Same conventions as ``pl
 
 from __future__ import annotations
 
+import itertools
 import math
 import random
 from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
-from operator import attrgetter, methodcaller
+from operator import attrgetter
 from typing import TYPE_CHECKING
 
 from cloudai.reports.analysis import knob_kind
@@ -37,8 +38,9 @@ def knob_effects(
     scored = traj.scored()
     charts: list[Spec] = []
     notes: list[str] = []
+    actions = list(map(attrgetter("action"), scored))
     for j, knob in enumerate(traj.knobs):
-        steps, values = _set(scored, knob)
+        steps, values = _set(scored, actions, knob)
         name = knob
         if knob_kind(values) == "categorical":
             chart, shown, of = categorical(rows, steps, list(map(str, values)))
@@ -59,9 +61,10 @@ def knob_effects(
     return charts, notes
 
 
-def _set(steps: list[Step], knob: str) -> tuple[list[Step], list]:
-    """The steps that set ``knob``, and its value in each (one pass, no pair per step: 10^5 steps a knob)."""
-    values = list(map(methodcaller("get", knob), map(attrgetter("action"), steps)))
+def _set(steps: list[Step], actions: list[dict[str, object]], knob: str) -> tuple[list[Step], list]:
+    """The steps that set ``knob``, and its value in each (``actions``: the steps' own; one pass, no pair per
+    step: 10^5 steps a knob)."""
+    values = list(map(dict.get, actions, itertools.repeat(knob)))
     if None not in values:
         return steps, values
     kept = [i for i, v in enumerate(values) if v is not None]
@@ -82,18 +85,22 @@ def categorical(rows: Rows, steps: list[Step], labels: list[str]) -> tuple[Spec,
     """Box (quartiles, whiskers at 1.5 IQR, median) + jittered points for the ``MAX_CATEGORIES`` most frequent
     values (``labels``: each step's), at x = 0, 1, ...; returns the chart, the values drawn and the values there
     are."""
-    groups = {label: [steps[i] for i in index] for label, index in group_index(labels).items()}
+    groups = group_index(labels)  # label -> positions in ``steps``
     order = sorted(groups, key=lambda g: -len(groups[g]))[:MAX_CATEGORIES]
+    all_rewards = list(map(attrgetter("reward"), steps))
     jitter = random.Random(0)
     drawn: list[Step] = []
     xs: list[float] = []
     boxes: list[Box] = []
     ticks: list[tuple[float, str, bool]] = []
     for i, label in enumerate(order):
-        rewards = [s.reward for s in groups[label] if math.isfinite(s.reward)]  # an infinite one has no place
+        rewards = list(map(all_rewards.__getitem__, groups[label]))
+        if not all(map(math.isfinite, rewards)):
+            rewards = [r for r in rewards if math.isfinite(r)]  # an infinite one has no place
         if rewards:
             boxes.append((i, HALF, *box_stats(rewards)))
-        strip = even(groups[label], MAX_POINTS // len(order))  # the box uses every point; the strip an even sample
+        # the box uses every point; the strip an even sample
+        strip = list(map(steps.__getitem__, even(groups[label], MAX_POINTS // len(order))))
         drawn += strip
         xs += [i + jitter.uniform(-JITTER, JITTER) for _ in strip]
         ticks.append((i, label if len(label) <= MAX_LABEL else label[: MAX_LABEL - 1] + "…", len(order) > 4))

@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from operator import attrgetter
+from operator import attrgetter, itemgetter
 from typing import TYPE_CHECKING
 
 from cloudai.reports.pareto import pareto_indices
-from cloudai.reports.plots import PAGE_WIDTH, Spec, by_step, spec
+from cloudai.reports.plots import PAGE_WIDTH, Spec, attribute, by_step, spec
 from cloudai.reports.thin import MAX_POINTS, even
 
 if TYPE_CHECKING:
@@ -28,13 +28,23 @@ def _value(step: Step, index: int) -> float:
     return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else math.nan
 
 
+def _column(steps: Sequence[Step], index: int) -> list[float]:
+    """``_value`` of each step: as the observations themselves when each has a float there (two C passes)."""
+    found = list(map(attrgetter("observation"), steps))
+    if min(map(len, found), default=0) > index:
+        column = list(map(itemgetter(index), found))
+        if set(map(type, column)) <= {float}:
+            return column  # float(v) of a float is v
+    return [_value(s, index) for s in steps]
+
+
 def observations(rows: Rows, traj: Trajectory, entry: Entry) -> list[Spec]:
     """One chart per observed metric, its value at each step coloured by status (named, with units); two to a row."""
     metrics = list(entry.agent_metrics)
     width = PAGE_WIDTH if len(metrics) == 1 else PAGE_WIDTH // 2 - 10
     charts = []
     for index, metric in enumerate(metrics):
-        series, thinned = by_step(rows, traj, lambda s, i=index: _value(s, i), f"obs:{index}")
+        series, thinned = by_step(rows, traj, lambda steps, i=index: _column(steps, i), f"obs:{index}")
         title = f"{metric} ({thinned})" if thinned else metric
         charts.append(spec(rows, series, "step", entry.label(metric), title, width=width, height=280))
     return charts
@@ -42,7 +52,7 @@ def observations(rows: Rows, traj: Trajectory, entry: Entry) -> list[Spec]:
 
 def durations(rows: Rows, traj: Trajectory) -> Spec:
     """Each trial's wall time against step, coloured by status (pruned trials should sit low)."""
-    series, thinned = by_step(rows, traj, attrgetter("elapsed_s"), "elapsed")
+    series, thinned = by_step(rows, traj, attribute("elapsed_s"), "elapsed")
     return spec(rows, series, "step", "trial duration [s]", thinned)
 
 

@@ -13,15 +13,17 @@ worst-regime mean among those measured in every regime), if there is one.
 
 from __future__ import annotations
 
+import itertools
 import math
 from bisect import bisect_right
+from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from statistics import fmean
 
 from cloudai.display import show_action
 from cloudai.reports.analysis import is_number
-from cloudai.reports.trajectory import Step, Trajectory
+from cloudai.reports.trajectory import Step, Trajectory, group_index
 from cloudai.space import RegimeBins
 
 
@@ -70,16 +72,21 @@ def regimes(
     rows: list[Regime] = []
     empty: list[str] = []
     worst_per_param: list[dict[str, float]] = []  # per param: config measured in all its regimes -> worst mean
+    scored = traj.scored()
+    keys, rewards = [s.key for s in scored], [s.reward for s in scored]
+    repeated = _repeated(keys)
+    best_at = [i for i, k in enumerate(keys) if k == best.key]
     for param in traj.env_params:
-        groups = _groups(traj, param, bins.get(param))
+        labels = _labels([s.env.get(param) for s in scored], _label_of(traj, param, bins.get(param)))
+        groups = _groups(labels, bins.get(param))
         declared = bins[param].labels() if param in bins else []
         empty += [f"{param}={label}" for label in declared if label not in groups]
-        for label, configs in groups.items():
-            # fmean of one reward is that reward (+ 0.0: fsum makes -0.0 0.0), without its call per configuration
-            means = {k: r[0] + 0.0 if len(r) == 1 else fmean(r) for k, r in configs.items()}
-            mine = configs.get(best.key, [])
+        again = _measured(repeated, labels, keys, rewards)
+        all_means = {label: _means(index, keys, rewards, again.get(label, {})) for label, index in groups.items()}
+        for label, means in all_means.items():
+            mine = [rewards[i] for i in best_at if labels[i] == label]
             best_mean = means.get(best.key, math.nan)
-            beaten = sum(m > best_mean for m in means.values()) / len(means) if mine else math.nan
+            beaten = sum(map(best_mean.__lt__, means.values())) / len(means) if mine else math.nan
             rows.append(
                 Regime(
                     param,
@@ -92,8 +99,8 @@ def regimes(
                     beaten,
                 )
             )
-        everywhere = set.intersection(*(set(c) for c in groups.values())) if groups else set()
-        worst_per_param.append({k: min(fmean(c[k]) for c in groups.values()) for k in everywhere})
+        everywhere = set.intersection(*(set(m) for m in all_means.values())) if groups else set()
+        worst_per_param.append({k: min(m[k] for m in all_means.values()) for k in everywhere})
     common = set.intersection(*(set(w) for w in worst_per_param))
     worst_of = {k: min(w[k] for w in worst_per_param) for k in common}
     guessed = [p for p in traj.env_params if p not in bins]
@@ -101,24 +108,58 @@ def regimes(
     return Regimes(rows, *_verdict(rows, empty, best, robust), empty=empty, guessed=guessed)
 
 
-def _groups(traj: Trajectory, param: str, bins: RegimeBins | None) -> dict[str, dict[str, list[float]]]:
-    label_of = bins.label if bins else labeller([s.env.get(param) for s in traj.steps])
-    labels: dict[tuple[type, object], str] = {}  # one label per distinct value (1 and True are different keys)
-    groups: dict[str, dict[str, list[float]]] = {}
-    for s in traj.scored():
-        value = s.env.get(param)
-        if value is not None:
-            key = (type(value), value)
-            label = labels[key] if key in labels else labels.setdefault(key, label_of(value))
-            configs = groups[label] if label in groups else groups.setdefault(label, {})
-            if s.key in configs:
-                configs[s.key].append(s.reward)
-            else:
-                configs[s.key] = [s.reward]
+def _label_of(traj: Trajectory, param: str, bins: RegimeBins | None) -> Callable[[object], str]:
+    """How a value of ``param`` is labelled: the run's own bins, else ``labeller`` of every step's value."""
+    return bins.label if bins else labeller([s.env.get(param) for s in traj.steps])
+
+
+def _groups(labels: list[str | None], bins: RegimeBins | None) -> dict[str, list[int]]:
+    """Per regime, the positions of the steps measured in it (``labels``: each step's), regimes in order."""
+    groups = group_index(labels)
     if bins:  # the declared order; a value outside every candidate (a hand-edited env.csv) goes last
         order = {label: i for i, label in enumerate(bins.labels())}
         return dict(sorted(groups.items(), key=lambda kv: (order.get(kv[0], len(order)), kv[0])))
     return dict(sorted(groups.items(), key=lambda kv: _order(kv[0])))
+
+
+def _labels(values: list[object], label_of: Callable[[object], str]) -> list[str | None]:
+    """The regime label of each value (None for none), ``label_of`` called once per distinct value (1 and True
+    are different values: of one type, the values themselves are the keys; of several, (type, value))."""
+    if len(set(map(type, values)) - {type(None)}) <= 1:
+        table: dict[object, str | None] = {v: label_of(v) for v in dict.fromkeys(values) if v is not None}
+        table[None] = None
+        return list(map(table.__getitem__, values))
+    pairs = list(zip(map(type, values), values, strict=True))
+    typed = {p: None if p[1] is None else label_of(p[1]) for p in dict.fromkeys(pairs)}
+    return list(map(typed.__getitem__, pairs))
+
+
+def _repeated(keys: list[str]) -> list[int]:
+    """The positions of the keys that occur more than once (a configuration scored more than once)."""
+    if len(set(keys)) == len(keys):
+        return []
+    counts = Counter(keys)
+    return list(itertools.compress(range(len(keys)), map((1).__lt__, map(counts.__getitem__, keys))))
+
+
+def _measured(
+    repeated: list[int], labels: list[str | None], keys: list[str], rewards: list[float]
+) -> dict[str, dict[str, list[float]]]:
+    """Per regime, the rewards of each configuration ``repeated`` (``_repeated``) there, in step order."""
+    found: dict[str, dict[str, list[float]]] = {}
+    for i in repeated:
+        if (label := labels[i]) is not None:
+            found.setdefault(label, {}).setdefault(keys[i], []).append(rewards[i])
+    return found
+
+
+def _means(index: list[int], keys: list[str], rewards: list[float], again: dict[str, list[float]]) -> dict[str, float]:
+    """Each configuration's mean reward (``fmean``) over the steps at ``index``, configurations in order of first
+    step. Nearly all of a long run's are measured once: their mean is the reward itself (+ 0.0: ``fmean`` of one
+    -0.0 is 0.0), set for all at once; then those measured again (``again``: ``_measured``'s) are averaged."""
+    means = dict(zip(map(keys.__getitem__, index), [rewards[i] + 0.0 for i in index], strict=True))
+    means.update((k, fmean(rs)) for k, rs in again.items() if len(rs) > 1)  # measured once here: set above
+    return means
 
 
 def _order(label: str) -> tuple[int, float, str]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 from datetime import UTC, datetime
+from operator import attrgetter
 from urllib.parse import quote
 
 from cloudai.display import show_action
@@ -145,7 +146,7 @@ def agent_section(run: RunData, ar: AgentRun) -> str:
 def _baseline(traj: Trajectory, entry: Entry, ar: AgentRun) -> list[str]:
     """The recommendation (or the best step) against the first trial, as the terminal says it."""
     top, best = confirm.winner(ar.confirmed), traj.best()
-    first = min(traj.scored(), key=lambda s: s.step, default=None)
+    first = min(traj.scored(), key=attrgetter("step"), default=None)
     if first is None or best is None:
         return []
     value, action = (top.mean, top.action) if top is not None else (best.reward, best.action)

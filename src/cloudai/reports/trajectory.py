@@ -70,10 +70,11 @@ class Trajectory:
     # what ``by_status`` and ``scored`` worked out, and from which list of steps, how long (``_fresh``)
     _by_status: tuple[list[Step], int, dict[str, list[Step]]] | None = field(default=None, init=False, repr=False)
     _scored: tuple[list[Step], int, list[Step]] | None = field(default=None, init=False, repr=False)
+    _best: tuple[list[Step], int, Step | None] | None = field(default=None, init=False, repr=False)
 
     @property
     def episodes(self) -> int:
-        return len({s.episode for s in self.steps})
+        return len(set(map(attrgetter("episode"), self.steps)))
 
     def scored(self) -> list[Step]:
         cached = self._scored
@@ -82,10 +83,15 @@ class Trajectory:
         return list(cached[2])
 
     def best(self) -> Step | None:
-        """The highest-reward scored step (the earliest on ties), or None when no step scored."""
-        scored = self.scored()
-        rewards = list(map(attrgetter("reward"), scored))  # in step order: the first highest is the earliest
-        return scored[rewards.index(max(rewards))] if rewards else None
+        """The highest-reward scored step (the earliest on ties), or None when no step scored. Worked out once (the
+        page, its tables and the summary each ask), again only if ``steps`` changed length."""
+        cached = self._best
+        if cached is None or not self._fresh(cached):
+            scored = self.scored()
+            rewards = list(map(attrgetter("reward"), scored))  # in step order: the first highest is the earliest
+            best = scored[rewards.index(max(rewards))] if rewards else None
+            cached = self._best = (self.steps, len(self.steps), best)
+        return cached[2]
 
     def status_counts(self) -> dict[str, int]:
         return {status: len(steps) for status, steps in self.by_status().items()}
@@ -135,8 +141,11 @@ def read_trajectory(path: Path) -> Trajectory:
     traj = Trajectory()
     knobs: dict[str, None] = {}
     for steps in _chunks(path, traj.notes, CHUNK_ROWS):
+        if knobs.keys() >= set(itertools.chain.from_iterable(map(attrgetter("action"), steps))):
+            traj.steps += steps  # no knob not seen before (nearly every chunk: one set of its knobs, in C)
+            continue
         for step in steps:
-            if not knobs.keys() >= step.action.keys():  # a knob not seen before (one set comparison, in C)
+            if not knobs.keys() >= step.action.keys():  # a knob not seen before: in order of first appearance
                 knobs.update(dict.fromkeys(step.action))
         traj.steps += steps
     traj.knobs = list(knobs)
@@ -209,7 +218,7 @@ def _clean_chunk(block: list[list[str]], last: int | None) -> list[Step] | None:
     """The steps of ``block`` read column by column, when every row parses as ``parse_row`` parses it and the
     steps rise above ``last``; None otherwise (the caller reads it row by row, noting what it drops)."""
     width = len(block[0])
-    if width not in (len(COLUMNS), len(LEGACY_COLUMNS)) or any(len(row) != width for row in block):
+    if width not in (len(COLUMNS), len(LEGACY_COLUMNS)) or set(map(len, block)) != {width}:
         return None
     cols = list(zip(*block, strict=True))
     try:
@@ -221,8 +230,8 @@ def _clean_chunk(block: list[list[str]], last: int | None) -> list[Step] | None:
     except (ValueError, TypeError, RecursionError):
         return None
     statuses = cols[5]
-    ordered = all(a < b for a, b in itertools.pairwise(steps)) and (last is None or steps[0] > last)
-    if not ordered or not STATUSES.issuperset(statuses) or not all(type(a) is dict for a in actions):
+    ordered = all(map(operator.lt, steps, itertools.islice(steps, 1, None))) and (last is None or steps[0] > last)
+    if not ordered or not STATUSES.issuperset(statuses) or set(map(type, actions)) != {dict}:
         return None
     reasons = cols[7] if width == len(COLUMNS) else itertools.repeat("")
     envs = ({} for _ in steps)  # each step its own (empty) env dict: read_env fills it

@@ -1,0 +1,153 @@
+"""The report's column shortcuts give what the plain per-step (or per-value) definition gives.
+
+Long runs take shortcuts through whole columns (``regimes``: a configuration's mean from one dict of the rewards,
+the repeated ones averaged apart; ``chartdata``: a column of finite floats as it is; ``plots_measure``: the
+observations by ``itemgetter``; ``plots_knobs``: the box rewards by position). Each is checked here against the
+definition written out step by step, on data with the cases the shortcuts must tell apart: configurations
+measured again in one regime and once in another, -0.0 and infinite rewards, ``1`` and ``True`` as env values,
+float noise, short observations.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+from pathlib import Path
+from statistics import fmean
+
+import pytest
+
+from cloudai.reports import trajectory
+from cloudai.reports.chartdata import Rows, finite, finites, scalar, scalars
+from cloudai.reports.plots_knobs import HALF, box_stats, knob_effects
+from cloudai.reports.plots_measure import _column, _value
+from cloudai.reports.regimes import labeller, regimes
+from cloudai.reports.trajectory import Step, Trajectory, read_steps_row_by_row, read_trajectory
+from cloudai.space import RegimeBins
+from cloudai.trajectory.records import TrajectoryWriter
+
+BINS = {"load": RegimeBins(candidates=("0.0", "0.5")), "mode": RegimeBins(candidates=("1", "true", "x"))}
+
+
+def _trajectory(seed: int) -> Trajectory:
+    """80 steps over 6 configurations (each measured several times, in one regime or several), every reward
+    status, rewards of -0.0 and +inf, a ``mode`` env param taking 1, True and "x", one step with no ``load``."""
+    rng = random.Random(seed)
+    actions = [{"algo": a, "n": n} for a in ("ring", "tree") for n in (1, 2, 4)]
+    steps = []
+    for n in range(1, 81):
+        action = rng.choice(actions)
+        status = rng.choice(["ok"] * 6 + ["cached", "failed"])
+        reward = math.nan if status == "failed" else rng.choice([-0.0, 0.0, 1.5, 2.25, rng.gauss(3, 1)])
+        reward = math.inf if n == 40 else reward
+        env: dict[str, object] = {"load": rng.choice([0.0, 0.5]), "mode": rng.choice([1, True, "x"])}
+        if n == 7:
+            del env["load"]
+        key = json.dumps(action, sort_keys=True, separators=(",", ":"))
+        steps.append(Step(n, 1, action, reward, [reward], status, 0.5, key, env))  # pyright: ignore[reportArgumentType]
+    return Trajectory(steps, ["algo", "n"], ["load", "mode"])
+
+
+def _naive_rows(traj: Trajectory, best: Step, bins: dict[str, RegimeBins] | None) -> list[tuple[object, ...]]:
+    """``regimes``' rows by their definition: every scored step into its regime and configuration, one by one."""
+    rows = []
+    for param in traj.env_params:
+        label_of = bins[param].label if bins else labeller([s.env.get(param) for s in traj.steps])
+        groups: dict[str, dict[str, list[float]]] = {}
+        for s in traj.scored():
+            if (value := s.env.get(param)) is not None:
+                groups.setdefault(label_of(value), {}).setdefault(s.key, []).append(s.reward)
+        order = {label: i for i, label in enumerate(bins[param].labels())} if bins else {}
+        for label in sorted(groups, key=lambda g: (order.get(g, len(order)), g)):
+            means = {k: fmean(r) for k, r in groups[label].items()}
+            mine = groups[label].get(best.key, [])
+            best_mean = means.get(best.key, math.nan)
+            beaten = sum(m > best_mean for m in means.values()) / len(means) if mine else math.nan
+            rows.append((param, label, best_mean, min(mine, default=math.nan), len(mine), fmean(means.values()),
+                         len(means), beaten))  # fmt: skip
+    return rows
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+@pytest.mark.parametrize("binned", [True, False])
+def test_regime_rows_are_those_of_each_step_grouped_one_by_one(seed: int, binned: bool) -> None:
+    traj = _trajectory(seed)
+    best = traj.best()
+    assert best is not None
+    found = regimes(traj, best, BINS if binned else None)
+    assert found is not None
+    rows = [(r.param, r.label, r.best_mean, r.best_min, r.best_n, r.all_mean, r.configs, r.beaten_by)
+            for r in found.rows]  # fmt: skip
+    assert repr(rows) == repr(_naive_rows(traj, best, BINS if binned else None))  # repr: -0.0 is not 0.0
+    assert len({r.label for r in found.rows if r.param == "mode"}) == 3  # 1 and True apart
+    assert any(r.configs < sum(1 for s in traj.scored() if s.env.get(r.param) is not None) for r in found.rows)
+
+
+NOISY = [0.6000000000000001, -0.0, 1e-320, 1e300, 3.0, 0.1 + 0.2]
+COLUMNS = [NOISY, [*NOISY, math.inf], [*NOISY, math.nan], [*NOISY, 2], [*NOISY, True], [*NOISY, None], [1, 2],
+           ["a", None], [{"b": 0.6000000000000001}, [1.5]], []]  # fmt: skip
+
+
+@pytest.mark.parametrize("values", COLUMNS)
+def test_chart_columns_are_each_value_as_finite_and_scalar_make_it(values: list[object]) -> None:
+    assert repr(finites(list(values))) == repr(list(map(finite, values)))
+    assert repr(scalars(list(values))) == repr(list(map(scalar, values)))
+
+
+def test_an_observation_column_is_each_step_value() -> None:
+    def at(n: int, observation: list[object]) -> Step:
+        return Step(n, 1, {}, 1.0, observation, "ok", 0.1, "{}")  # pyright: ignore[reportArgumentType]
+
+    whole = [at(1, [1.5, 2.0]), at(2, [math.nan, -0.0]), at(3, [0.25, 3.5])]
+    for steps in (whole, [*whole, at(4, [7.0])], [*whole, at(5, [7.0, 2])], [*whole, at(6, [7.0, True])]):
+        for index in (0, 1, 2):
+            assert repr(_column(steps, index)) == repr([_value(s, index) for s in steps])
+
+
+def test_a_knob_box_is_of_the_finite_rewards_of_its_value() -> None:
+    traj = _trajectory(4)
+    traj.steps[10].action.pop("algo")  # a step that does not set the knob is in no box
+    charts, _ = knob_effects(Rows("r", traj.knobs, ["m"], "reward"), traj)
+    boxes = charts[0]["boxes"]
+    assert isinstance(boxes, list)
+    ticks = charts[0]["ticks"]
+    assert isinstance(ticks, list)
+    for (x, label, _), box in zip(ticks, boxes, strict=True):
+        rewards = [s.reward for s in traj.scored() if s.action.get("algo") == label and math.isfinite(s.reward)]
+        assert box == (x, HALF, *box_stats(rewards))
+    assert any(math.isinf(s.reward) and s.action.get("algo") for s in traj.scored())  # one was left out
+
+
+def test_knobs_that_first_appear_in_a_later_chunk_are_listed_in_order(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    writer = TrajectoryWriter(tmp_path, ())
+    for n in range(1, 41):  # a new knob at steps 9, 17 and 30: chunks of 8 rows without one take the shortcut
+        action = {
+            "a": n,
+            **({"z": 1} if n >= 9 else {}),
+            **({"b": 2} if n >= 17 else {}),
+            **({"c": 3} if n == 30 else {}),
+        }
+        writer.append(step=n, episode=1, action=action, reward=1.0, observation=[1.0], status="ok", elapsed_s=0.1,
+                      env={}, reason="")  # fmt: skip
+    writer.close()
+    monkeypatch.setattr(trajectory, "CHUNK_ROWS", 8)
+    traj = read_trajectory(tmp_path / "trajectory.csv")
+    steps = read_steps_row_by_row(tmp_path / "trajectory.csv", [])
+    assert traj.knobs == list(dict.fromkeys(k for s in steps for k in s.action)) == ["a", "z", "b", "c"]
+    assert [repr(s) for s in traj.steps] == [repr(s) for s in steps]
+
+
+def test_the_best_step_is_worked_out_again_when_steps_change() -> None:
+    traj = _trajectory(5)
+    traj.steps = [s for s in traj.steps if math.isfinite(s.reward) or s.status == "failed"]  # no inf: one to beat
+    first = traj.best()
+    assert first is not None and traj.best() is first
+    better = Step(81, 1, {"algo": "ring", "n": 8}, first.reward + 1, [0.0], "ok", 0.5, '{"algo":"ring","n":8}')
+    traj.steps.append(better)
+    assert traj.best() is better
+    traj.steps = traj.steps[:-1]
+    assert traj.best() is first
+    assert traj.episodes == 1
