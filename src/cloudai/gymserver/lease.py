@@ -195,7 +195,7 @@ class LeaseClient:
     # -- the protocol ----------------------------------------------------------------------------
 
     def _wait_ready(self, sandbox: dict[str, Any], deadline: float) -> dict[str, Any]:
-        delay = 0.02
+        delay, polled = 0.02, False  # polled at least once: a slow POST alone (a loaded machine) is no timeout
         while True:
             if sandbox["status"] == "ready":
                 return sandbox
@@ -203,17 +203,18 @@ class LeaseClient:
                 error = printable(sandbox.get("error") or "no error given")
                 raise self._error(f"sandbox {sandbox['id']} failed to start: {error}", "lease")
             remaining = deadline - time.monotonic()
-            if remaining <= 0:
+            if remaining <= 0 and polled:
                 raise self._error(
                     f"sandbox {sandbox['id']} not ready after {self._lease_timeout_s:g}s (still "
                     f"{sandbox['status']}); raise cmd_args.env_lease_timeout_s if it needs longer",
                     "lease",
                 )
-            time.sleep(min(delay, remaining))
+            time.sleep(max(0.0, min(delay, remaining)))
             delay = min(delay * 2, POLL_MAX_S)
-            if time.monotonic() < deadline:  # else the loop says it is not ready
+            if time.monotonic() < deadline or not polled:  # else the loop says it is not ready
+                polled, until = True, max(deadline, time.monotonic() + POLL_MAX_S)
                 try:
-                    reply = self._call("GET", _path(sandbox["id"]), "lease", deadline=deadline)
+                    reply = self._call("GET", _path(sandbox["id"]), "lease", deadline=until)
                 except GymServerError:
                     if time.monotonic() < deadline:
                         raise
