@@ -128,10 +128,13 @@ def test_optuna_never_submits_an_invalid_point_and_learns_from_each_refusal() ->
     )
 
 
-def test_tpe_proposes_only_valid_points_after_its_random_startup() -> None:
+@pytest.mark.parametrize("changes", [{}, {"tp": {"low": 1, "high": 8, "dtype": "int"},
+                                          "mbs": {"low": 1, "high": 8, "dtype": "int"}}])  # fmt: skip
+def test_tpe_proposes_only_valid_points_after_its_random_startup(changes: dict[str, Any]) -> None:
     """TPE's candidates are judged by the vectorised rule (``optuna_valid``): once it models the space, no draw is
-    refused, so no ask/tell round trip is spent on one; its random startup trials still may be."""
-    env = ModelEnv(_space(), num_nodes=2)
+    refused, so no ask/tell round trip is spent on one; its random startup trials still may be. Integer ranges too
+    (tp 3, 5, 6, 7 and mbs 3, 5, 6, 7 break the rule here): their candidates are values, not grid positions."""
+    env = ModelEnv(_space(**changes), num_nodes=2)
     agent = OptunaAgent(env, OptunaConfig(seed=0), max_steps=40)
     assert agent.run() == 40
     trials = agent.study.get_trials(deepcopy=False)

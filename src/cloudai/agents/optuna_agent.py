@@ -31,7 +31,7 @@ it would keep proposing the region that broke. Why not the penalty alone: its va
 (with the ``negative`` reward every real reward may be below -1). As a violated constraint, TPE ranks the step
 below every feasible one and learns to avoid it whatever the penalty is.
 
-Where the rule is vectorised over a finite space, TPE's candidates are judged by it before TPE picks one
+Where the rule is vectorised (lists and ranges alike), TPE's candidates are judged by it before TPE picks one
 (``optuna_valid``): after its random startup trials TPE proposes valid points only, and no ask is spent on a
 refusal (``benchmarks/bench_constraints.py``: 98 % in 88 steps over 5 seeds, 135 before; drawing the startup
 trials from the valid set too cost 312: TPE learns from the refused random ones). What only the scalar rule can

@@ -13,7 +13,7 @@ from optuna.distributions import BaseDistribution, IntDistribution
 from cloudai.agents.neighbours import ordinal_values
 from cloudai.agents.optuna_valid import Validity
 from cloudai.envs.base import BaseGym
-from cloudai.space import Categorical, Space
+from cloudai.space import Categorical, Space, first_value
 
 _INDEX_DRAWS = 100_000  # grid indices drawn (and checked by the rule) for one valid point
 _DRAW_BATCH = 4096  # ... judged at once where the rule is vectorised
@@ -26,25 +26,27 @@ def validity(
     env: BaseGym, space: Space, distributions: Mapping[str, BaseDistribution], param: Callable[[str], str]
 ) -> Validity | None:
     """The mask of TPE's candidates (``optuna_valid``): each param's internal representation (a list's index;
-    with ``ordinal``, the index of its sorted values) mapped to the position of the value in the space, the
-    rule's vectorised mask over those. None: no vectorised rule over a finite space to ask. ``param``: the Optuna
-    param of a knob (``OptunaAgent._param``), ``distributions`` by param."""
+    with ``ordinal``, the index of its sorted values; a range's value) mapped to the knob's value, the rule's
+    vectorised mask over those. None: no vectorised rule to ask. ``param``: the Optuna param of a knob
+    (``OptunaAgent._param``), ``distributions`` by param."""
     rule = env.valid_points()
-    if rule is None or not all(isinstance(d, Categorical) for d in space.dims):
+    if rule is None or rule.mask_values({d.name: np.asarray([first_value(d)]) for d in space.dims}) is None:
         return None
-    if rule.mask_at({d.name: np.zeros(1, dtype=np.int64) for d in space.dims}) is None:
-        return None
-    where: dict[str, tuple[str, np.ndarray]] = {}
+    value_of: dict[str, tuple[str, Callable[[np.ndarray], np.ndarray]]] = {}
     for d in space.dims:
-        assert isinstance(d, Categorical)
         name = param(d.name)
-        values = ordinal_values(d) if isinstance(distributions[name], IntDistribution) else None
-        where[name] = (d.name, np.asarray([d.choices.index(v) for v in values or d.choices], dtype=np.int64))
+        if isinstance(d, Categorical):
+            values = ordinal_values(d) if isinstance(distributions[name], IntDistribution) else None
+            at = np.asarray([d.choices.index(v) for v in values or d.choices], dtype=np.int64)
+            table = rule.grid_array(d.name)[at]
+            value_of[name] = (d.name, lambda c, t=table: t[c.astype(np.int64)])
+        else:  # a range: TPE draws its values (an int range's as floats)
+            value_of[name] = (d.name, (lambda c: np.rint(c).astype(np.int64)) if d.dtype == "int" else np.asarray)
 
     def valid(candidates: dict[str, np.ndarray]) -> np.ndarray | None:
-        if candidates.keys() != where.keys():
+        if candidates.keys() != value_of.keys():
             return None  # one param at a time (independent sampling): not a whole point to judge
-        return rule.mask_at({name: at[candidates[p].astype(np.int64)] for p, (name, at) in where.items()})
+        return rule.mask_values({name: to(candidates[p]) for p, (name, to) in value_of.items()})
 
     return valid
 

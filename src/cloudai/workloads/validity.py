@@ -163,6 +163,20 @@ class ValidPoints:
             stride *= size
         return self._columns_at(positions, stop - start)
 
+    def mask_values(self, values: Mapping[str, np.ndarray]) -> np.ndarray | None:
+        """``mask_at`` given each dimension's values (arrays of equal length: a list's from ``grid_array``, a
+        range's as drawn) instead of grid positions: a sampler's candidates over ranges too."""
+        if not self.has_rule or self.env_names or not self.vectorised:
+            return None if self.has_rule else np.ones(len(next(iter(values.values()), ())), dtype=bool)
+        if any(d.name not in values for d in self.space.dims):
+            return None
+        size = len(next(iter(values.values()), ()))
+        return self._vector_mask(self._with_fixed({name: np.asarray(v) for name, v in values.items()}, size), size)
+
+    def grid_array(self, name: str) -> np.ndarray:
+        """Dimension ``name``'s grid values as an array (a list's values, in order)."""
+        return self._values[name]
+
     def _columns_at(self, positions: Mapping[str, np.ndarray], size: int) -> dict[str, np.ndarray]:
         """The columns of the ``size`` points at ``positions`` (each dimension's grid positions)."""
         columns: dict[str, np.ndarray] = {}
@@ -172,6 +186,10 @@ class ValidPoints:
                 columns[dim.name] = self._values[dim.name][at]
             else:  # a huge lazy range grid: only the values this chunk needs
                 columns[dim.name] = _array([dim.grid_values[int(p)] for p in at])
+        return self._with_fixed(columns, size)
+
+    def _with_fixed(self, columns: dict[str, np.ndarray], size: int) -> dict[str, np.ndarray]:
+        """``columns`` with the space's fixed knobs (and one node unless set) for ``size`` points."""
         for name, value in self.space.fixed.items():
             columns[name] = np.broadcast_to(_array([value]), (size,))
         columns.setdefault(NUM_NODES, np.ones(size, dtype=np.int64))
@@ -179,8 +197,10 @@ class ValidPoints:
 
     @cached_property
     def _values(self) -> dict[str, np.ndarray]:
-        """Each dimension's grid values as an array (ranges of more than ``BLOCK`` points are left out)."""
-        return {d.name: _array(list(d.grid_values)) for d in self.space.dims if len(d.grid_values) <= BLOCK}
+        """Each dimension's grid values as an array (ranges without a grid or of more than ``BLOCK`` points are left
+        out)."""
+        gridded = [d for d in self.space.dims if isinstance(d, Categorical) or d.grid_points is not None]
+        return {d.name: _array(list(d.grid_values)) for d in gridded if len(d.grid_values) <= BLOCK}
 
     def is_valid(self, index: int) -> bool:
         """One grid index (from the walk's cached chunk when it holds it: random access costs one evaluation)."""
