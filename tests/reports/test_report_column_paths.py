@@ -10,6 +10,7 @@ float noise, short observations.
 
 from __future__ import annotations
 
+import csv
 import json
 import math
 import random
@@ -151,3 +152,45 @@ def test_the_best_step_is_worked_out_again_when_steps_change() -> None:
     traj.steps = traj.steps[:-1]
     assert traj.best() is first
     assert traj.episodes == 1
+
+
+def _repeating_file(path: Path) -> None:
+    """trajectory.csv and env.csv with repeated cells: actions as cloudai writes them and (in the second half)
+    with spaces and unsorted keys, observations of a few outcomes (null among them), env values 1, True, "x"."""
+    rng = random.Random(9)
+    actions = [{"algo": a, "n": n} for a in ("ring", "tree") for n in (1, 2.5)]
+    outcomes = ["[1.5,null]", "[2.0,3.0]", "[]", "[-0.0,1]"]
+    rows, env_rows = [], []
+    for n in range(1, 61):
+        action = rng.choice(actions)
+        text = json.dumps(action, sort_keys=True, separators=(",", ":"))
+        if n > 30 and rng.random() < 0.5:
+            text = json.dumps(dict(reversed(action.items())))
+        status = rng.choice(["ok", "ok", "cached", "failed"])
+        rows.append([n, 1, text, rng.choice(["1.5", "", "-0.0"]), rng.choice(outcomes), status, 0.5, ""])
+        env_rows.append([n, rng.choice(["0.5", "0.25"]), rng.choice(["1", "true", "x", ""]), rng.choice(["2", "3"])])
+    with path.open("w", newline="") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(["step", "episode", "action", "reward", "observation", "status", "elapsed_s", "reason"])
+        writer.writerows(rows)
+    with (path.parent / "env.csv").open("w", newline="") as fh:
+        csv.writer(fh).writerows([["step", "load", "mode", "k"], *env_rows])
+
+
+@pytest.mark.parametrize("chunk", [3, 16, 4096])
+def test_repeated_cells_read_once_give_each_row_own_reading(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, chunk: int
+) -> None:
+    path = tmp_path / "trajectory.csv"
+    _repeating_file(path)
+    rows = read_steps_row_by_row(path, [])
+    assert len({s.key for s in rows}) == 4 and len({json.dumps(s.observation) for s in rows}) == 4
+    assert [s.key for s in rows] == [trajectory.action_key(s.action) for s in rows]  # spaces: keys re-encoded
+    monkeypatch.setattr(trajectory, "CHUNK_ROWS", chunk)
+    traj = read_trajectory(path)
+    assert [repr(s) for s in traj.steps] == [repr(s) for s in rows]
+    trajectory.read_env(path.parent / "env.csv", traj)
+    expected = [{"load": float(r[1]), "mode": {"1": 1, "true": True, "x": "x", "": None}[r[2]], "k": int(r[3])}
+                for r in list(csv.reader((path.parent / "env.csv").open()))[1:]]  # fmt: skip
+    assert repr([s.env for s in traj.steps]) == repr(expected)
+    assert len({id(s.env) for s in traj.steps}) == len(traj.steps)  # each step its own env dict

@@ -43,7 +43,15 @@ def json_cells(texts: Sequence[str]) -> list[Any]:
 
 def observation_cells(texts: Sequence[str]) -> list[list[float]]:
     """The observation cells as ``parse_row`` reads them (a list of floats, NaN for null; an empty cell: no
-    values); ``ValueError`` or ``TypeError`` where it would not read one."""
+    values); ``ValueError`` or ``TypeError`` where it would not read one. Each distinct cell is read once: the
+    steps of a repeated one share its (never modified) list (a workload's few outcomes, a cached step's)."""
+    distinct = list(dict.fromkeys(texts))
+    if len(distinct) == len(texts):
+        return _observations(texts)
+    return list(map(dict(zip(distinct, _observations(distinct), strict=True)).__getitem__, texts))
+
+
+def _observations(texts: Sequence[str]) -> list[list[float]]:
     if not all(texts):
         return list(map(_observation, texts))
     values = json_cells(texts)
