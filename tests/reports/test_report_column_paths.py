@@ -194,3 +194,32 @@ def test_repeated_cells_read_once_give_each_row_own_reading(
                 for r in list(csv.reader((path.parent / "env.csv").open()))[1:]]  # fmt: skip
     assert repr([s.env for s in traj.steps]) == repr(expected)
     assert len({id(s.env) for s in traj.steps}) == len(traj.steps)  # each step its own env dict
+
+
+@pytest.mark.parametrize("regimes_seen", [0, 1, 3])
+def test_pair_means_and_worst_regime_are_those_of_each_step(regimes_seen: int) -> None:
+    """``regime_means``: each (regime, configuration) pair's mean is ``fmean`` of its rewards (one reward: itself
+    + 0.0), the worst regime mean is kept for the configurations measured in every regime (none without one)."""
+    import numpy as np
+
+    from cloudai.reports.regime_means import pair_means
+
+    rng = random.Random(regimes_seen)
+    steps = [(rng.randrange(regimes_seen) if regimes_seen else -1, rng.randrange(9),
+              rng.choice([-0.0, 0.1, 0.2, 0.7, math.inf, rng.gauss(0, 1)])) for _ in range(200)]  # fmt: skip
+    steps += [(r, 9, -0.0) for r in range(regimes_seen)]  # configuration 9: once in each regime, a -0.0
+    regime, config, rewards = (np.array(column) for column in zip(*steps, strict=True))
+    found = pair_means(regime.astype(np.intp), config.astype(np.intp), rewards.astype(np.float64), regimes_seen, 10)
+    groups: dict[tuple[int, int], list[float]] = {}
+    for r, c, value in steps:
+        if r >= 0:
+            groups.setdefault((r, c), []).append(value)
+    for r in range(regimes_seen):
+        codes, means = found.regime(r)
+        expected = {c: fmean(v) for (g, c), v in sorted(groups.items()) if g == r}
+        assert repr(dict(zip(codes.tolist(), means.tolist(), strict=True))) == repr(expected)
+    worst = {c: min(fmean(v) for (_, k), v in groups.items() if k == c) for c in range(10)
+             if regimes_seen and all((r, c) in groups for r in range(regimes_seen))}  # fmt: skip
+    assert repr(found.worst(regimes_seen, 10)) == repr(worst)
+    if regimes_seen:
+        assert 9 in worst and found.mean_of(0, 99) is None
