@@ -223,3 +223,20 @@ def test_pair_means_and_worst_regime_are_those_of_each_step(regimes_seen: int) -
     assert repr(found.worst(regimes_seen, 10)) == repr(worst)
     if regimes_seen:
         assert 9 in worst and found.mean_of(0, 99) is None
+
+
+def test_a_long_box_and_its_groups_are_those_of_sorted_and_group_index(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``box_stats`` sorts a long list of floats in numpy (stable: -0.0 and 0.0 keep their order, so a quartile
+    that lands on one is the one ``sorted`` gives); ``plots_knobs._positions`` is ``group_index`` of a column."""
+    from cloudai.reports import plots_knobs
+
+    rng = random.Random(3)
+    for values in ([rng.choice([-0.0, 0.0, 1.5, rng.gauss(0, 1)]) for _ in range(2001)], [-0.0, 0.0] * 600):
+        assert len(values) >= plots_knobs.SORT_IN_C
+        assert repr(plots_knobs._sorted(values)) == repr(sorted(values))
+        in_numpy = plots_knobs.box_stats(values)
+        monkeypatch.setattr(plots_knobs, "SORT_IN_C", len(values) + 1)
+        assert repr(in_numpy) == repr(plots_knobs.box_stats(values))
+        monkeypatch.undo()
+    labels = [rng.choice(["a", "b", "c", "1", "True"]) for _ in range(500)]
+    assert plots_knobs._positions(labels) == trajectory.group_index(labels)
