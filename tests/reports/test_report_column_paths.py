@@ -189,6 +189,9 @@ def test_repeated_cells_read_once_give_each_row_own_reading(
     monkeypatch.setattr(trajectory, "CHUNK_ROWS", chunk)
     traj = read_trajectory(path)
     assert [repr(s) for s in traj.steps] == [repr(s) for s in rows]
+    for column in ("status", "observation"):  # one object per distinct cell of a chunk
+        values = [getattr(s, column) for s in traj.steps[:chunk]]
+        assert len({id(v) for v in values}) == len({json.dumps(v) for v in values}), column
     trajectory.read_env(path.parent / "env.csv", traj)
     expected = [{"load": float(r[1]), "mode": {"1": 1, "true": True, "x": "x", "": None}[r[2]], "k": int(r[3])}
                 for r in list(csv.reader((path.parent / "env.csv").open()))[1:]]  # fmt: skip
