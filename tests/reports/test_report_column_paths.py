@@ -243,3 +243,36 @@ def test_a_long_box_and_its_groups_are_those_of_sorted_and_group_index(monkeypat
         monkeypatch.undo()
     labels = [rng.choice(["a", "b", "c", "1", "True"]) for _ in range(500)]
     assert plots_knobs._positions(labels) == trajectory.group_index(labels)
+
+
+CANONICAL = ['{"algo":"ring","n":1}', '{"algo":"tree","n":2.5,"x":[{"a":1}]}', "{}", '{"s":"a b"}', '{"s":"\\u00e9"}']
+SPLIT_ELSEWHERE = [  # each array reads as as many objects as there are cells, but not each cell's own
+    ['{"a":[{"b":1}', '{"c":1}]}', '{"x":1},{"y":1}'],
+    ['{"a":1} , {"b":2}', '{"c":[{"d":1}', '{"e":1}]}'],
+]
+NOT_CANONICAL = [
+    '{"n": 1}',
+    '{"n":1,"algo":"ring"}',
+    '{"n":1.50}',
+    '{"n":-0}',
+    '{"s":"é"}',
+    '{"n":1,"n":2}',
+    '{"n":1e3}',
+    '{"s":"},{"}',
+    '{"x":[{"a":1},{"b":null}]}',
+]  # the last two: canonical, but "},{" inside
+
+
+def test_action_cells_read_as_one_array_only_when_that_is_each_cell_reading() -> None:
+    from cloudai.reports.trajectory_cells import action_cells
+
+    actions, keys = action_cells(CANONICAL)
+    assert actions == [json.loads(t) for t in CANONICAL] and keys == CANONICAL
+    assert next(iter(actions[0])) is next(iter(actions[1])) == "algo"  # one key string for the chunk
+    for cells in SPLIT_ELSEWHERE:
+        with pytest.raises(ValueError):
+            action_cells(cells)  # the cell-by-cell reading: not JSON, so the chunk is read row by row
+    for text in NOT_CANONICAL:
+        cells = [CANONICAL[0], text, CANONICAL[1]]
+        actions, keys = action_cells(cells)
+        assert actions == [json.loads(t) for t in cells] and keys is None, text

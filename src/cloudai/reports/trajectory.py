@@ -16,7 +16,6 @@ from __future__ import annotations
 import contextlib
 import csv
 import itertools
-import json
 import math
 import operator
 import os
@@ -28,18 +27,15 @@ from typing import Any
 
 from cloudai.readfile import open_text
 from cloudai.recordfiles import COLUMNS, LEGACY_COLUMNS, SCORED, STATUSES, parse_row
-from cloudai.reports.trajectory_cells import json_cells, number_cells, observation_cells
+from cloudai.reports.trajectory_cells import COMPACT, action_cells, number_cells, observation_cells
 
 Value = bool | int | float | str | None
-# Step.key: an action as compact JSON with sorted keys, as cloudai.trajectory.records writes it (so a row's own
-# text is its key); ``default=str``: a value JSON cannot carry (a hand-built action) still gets a key.
-_COMPACT = json.JSONEncoder(sort_keys=True, separators=(",", ":"), default=str)
 CHUNK_ROWS = 4096  # rows of trajectory.csv read at once: ~0.5-1 MB of text and its records
 
 
 def action_key(action: Mapping[str, Any]) -> str:
     """An action as one string: equal configurations, equal keys (``Step.key``; confirm.csv's candidates)."""
-    return _COMPACT.encode(action)
+    return COMPACT.encode(action)
 
 
 @dataclass(slots=True)
@@ -225,7 +221,7 @@ def _clean_chunk(block: list[list[str]], last: int | None) -> list[Step] | None:
     try:
         steps = list(map(int, cols[0]))
         episodes = list(map(int, cols[1]))  # an empty cell (0 for parse_row) takes the row-by-row path
-        distinct = json_cells(texts)
+        distinct, distinct_keys = action_cells(texts)
         observations = observation_cells(cols[4])
         rewards, elapsed = number_cells(cols[3]), number_cells(cols[6])
     except (ValueError, TypeError, RecursionError):
@@ -234,11 +230,12 @@ def _clean_chunk(block: list[list[str]], last: int | None) -> list[Step] | None:
     ordered = all(map(operator.lt, steps, itertools.islice(steps, 1, None))) and (last is None or steps[0] > last)
     if not ordered or not STATUSES.issuperset(statuses) or set(map(type, distinct)) != {dict}:
         return None
+    distinct_keys = distinct_keys or _keys(texts, distinct)
     if len(texts) == len(block):
-        actions, keys = distinct, _keys(texts, distinct)
+        actions, keys = distinct, distinct_keys
     else:  # a repeated cell's steps share its (never modified) action dict
         actions = list(map(dict(zip(texts, distinct, strict=True)).__getitem__, cols[2]))
-        keys = list(map(dict(zip(texts, _keys(texts, distinct), strict=True)).__getitem__, cols[2]))
+        keys = list(map(dict(zip(texts, distinct_keys, strict=True)).__getitem__, cols[2]))
     reasons = _shared(cols[7]) if width == len(COLUMNS) else itertools.repeat("")
     envs = ({} for _ in steps)  # each step its own (empty) env dict: read_env fills it
     found = list(map(Step, steps, episodes, actions, rewards, observations, statuses, elapsed, keys, envs,
@@ -256,7 +253,7 @@ def _shared(texts: Sequence[str]) -> list[str]:
 def _keys(texts: Sequence[str], actions: list[dict[str, Any]]) -> list[str]:
     """``action_key`` of each action: the cell itself when every cell is already that text (a file cloudai
     wrote: one comparison, no encoding per row), else each action encoded."""
-    whole = _COMPACT.encode(actions)
+    whole = COMPACT.encode(actions)
     if len(whole) == sum(map(len, texts)) + len(texts) + 1 and whole == f"[{','.join(texts)}]":
         return list(texts)  # each cell is one whole JSON value, so the cells split the array where its items do
     return list(map(action_key, actions))
