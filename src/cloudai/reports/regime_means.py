@@ -43,8 +43,11 @@ class PairMeans:
         if not regimes:
             return {}
         everywhere = np.flatnonzero(np.bincount(self.config, minlength=configs) == regimes)
+        if not len(everywhere):  # a long run's usual case: no configuration was measured in every regime
+            return {}
+        kept = np.isin(self.config, everywhere)
         lowest = np.full(configs, np.inf)
-        np.minimum.at(lowest, self.config, self.mean)
+        np.minimum.at(lowest, self.config[kept], self.mean[kept])
         return dict(zip(everywhere.tolist(), lowest[everywhere].tolist(), strict=True))
 
 
