@@ -276,3 +276,21 @@ def test_action_cells_read_as_one_array_only_when_that_is_each_cell_reading() ->
         cells = [CANONICAL[0], text, CANONICAL[1]]
         actions, keys = action_cells(cells)
         assert actions == [json.loads(t) for t in cells] and keys is None, text
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_an_envelope_keeps_each_bin_first_lowest_and_highest(seed: int) -> None:
+    """``thin.envelope_index`` finds a bin's extremes by ``min``/``max`` of its slice and ``index``: the positions
+    ``min(rows, key=ys.__getitem__)`` gives, on ties, -0.0 beside 0.0, shared float objects and NaN."""
+    from cloudai.reports.thin import envelope_index
+
+    rng = random.Random(seed)
+    shared = 0.5
+    ys = [rng.choice([rng.gauss(0, 1), -0.0, 0.0, 1.0, shared, math.nan]) for _ in range(5003)]
+    ys[:3] = [math.nan, shared, -0.0]
+    bins, limit = 1500 // 4, 1500
+    keep = set(range(0, len(ys), -(-len(ys) // (limit - 2 * bins))))
+    for b in range(bins):
+        rows = range(len(ys) * b // bins, len(ys) * (b + 1) // bins)
+        keep |= {min(rows, key=ys.__getitem__), max(rows, key=ys.__getitem__)}
+    assert envelope_index(ys, limit) == sorted(keep)
