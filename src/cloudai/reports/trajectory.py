@@ -75,7 +75,7 @@ class Trajectory:
     def scored(self) -> list[Step]:
         cached = self._scored
         if cached is None or not self._fresh(cached):  # once: every chart and table asks
-            cached = self._scored = (self.steps, len(self.steps), [s for s in self.steps if s.scored])
+            cached = self._scored = (self.steps, len(self.steps), list(filter(attrgetter("scored"), self.steps)))
         return list(cached[2])
 
     def best(self) -> Step | None:
