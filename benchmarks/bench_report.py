@@ -40,6 +40,23 @@ records ~0.8 s (the actions' JSON 0.15, their key check by re-encoding 0.15, csv
 import 0.15-0.2 s, the page ~0.9 s (regimes 0.2, knob charts 0.14, rows table 0.08, top table 0.07), each a few
 passes over 10^5 objects where cache misses cost more than the bytecode: the next step is column records (no
 object per step) through the report modules.
+Then fewer objects per step and regimes over columns (``--against main`` at 6605985, ``--big-runs 5`` interleaved,
+2 shared cores at load 3-4): 100 000 steps 1.89 -> 1.50 s CPU median (ranges 1.84-1.93 and 1.46-1.56), peak RSS
+206 -> 161 MiB, reading the records alone 0.92 -> 0.71 s CPU and 166 -> 112 MiB; reports byte for byte the same;
+10-trial DSE end unchanged (0.12 vs 0.12 s median of 12). What did it: a chunk's action cells read as one
+JSON array (key strings made once per chunk, not per cell; ~0.06 s), one str per distinct status and reason (every
+``status in SCORED`` and group by status then compares one object: ~0.06 s), each distinct observation cell decoded
+once, env.csv's dicts built a column at a time, regimes' per-configuration means by ``np.unique``/``np.bincount``
+(0.24 -> 0.15 s), knob boxes grouped by one stable sort and sorted in numpy (0.165 -> 0.135 s), the top table
+skipping configurations with fewer steps than regimes without a call each (0.08 -> 0.06 s), a step chart's
+envelope by ``min``/``max`` of each bin's slice (a 90 000-point series 6.7 -> 3.8 ms). Tried and dropped
+(measured no faster): more C passes instead of one Python loop (each pass over 10^5 ``Step`` objects costs ~5-10 ms
+in cache misses, whatever does it), a decoded-once float column, a hand-written ``Step.__init__``. Where the 1.5 s
+goes now: imports ~0.25 s (numpy 0.1, which Optuna needs anyway, Optuna 0.07, the CLI 0.05), reading ~0.65 s (csv 0.1,
+the actions' JSON and their key check ~0.2, ``Step`` objects ~0.1, env.csv ~0.1), the page ~0.6 s (regimes 0.15,
+knob charts 0.13, importance 0.07, rows table 0.07, top table 0.06, the three step charts 0.09). The 1 s aim needs
+the trajectory held as columns (one list or array per field, ``Step`` objects made only for the few rows a table
+shows) through every report module: the reader already has the columns; the page's modules do not take them yet.
 The script uses only the CLI and the public API, so the same file measures any checkout (``--against``, or run
 it with that checkout's environment: ``cd /work/main && uv run python <this file>``). Its fresh
 processes use a bytecode cache (as an installed cloudai does; ``PYTHONDONTWRITEBYTECODE`` is dropped for them and

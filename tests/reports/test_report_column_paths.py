@@ -10,6 +10,7 @@ float noise, short observations.
 
 from __future__ import annotations
 
+import csv
 import json
 import math
 import random
@@ -151,3 +152,145 @@ def test_the_best_step_is_worked_out_again_when_steps_change() -> None:
     traj.steps = traj.steps[:-1]
     assert traj.best() is first
     assert traj.episodes == 1
+
+
+def _repeating_file(path: Path) -> None:
+    """trajectory.csv and env.csv with repeated cells: actions as cloudai writes them and (in the second half)
+    with spaces and unsorted keys, observations of a few outcomes (null among them), env values 1, True, "x"."""
+    rng = random.Random(9)
+    actions = [{"algo": a, "n": n} for a in ("ring", "tree") for n in (1, 2.5)]
+    outcomes = ["[1.5,null]", "[2.0,3.0]", "[]", "[-0.0,1]"]
+    rows, env_rows = [], []
+    for n in range(1, 61):
+        action = rng.choice(actions)
+        text = json.dumps(action, sort_keys=True, separators=(",", ":"))
+        if n > 30 and rng.random() < 0.5:
+            text = json.dumps(dict(reversed(action.items())))
+        status = rng.choice(["ok", "ok", "cached", "failed"])
+        rows.append([n, 1, text, rng.choice(["1.5", "", "-0.0"]), rng.choice(outcomes), status, 0.5, ""])
+        env_rows.append([n, rng.choice(["0.5", "0.25"]), rng.choice(["1", "true", "x", ""]), rng.choice(["2", "3"])])
+    with path.open("w", newline="") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(["step", "episode", "action", "reward", "observation", "status", "elapsed_s", "reason"])
+        writer.writerows(rows)
+    with (path.parent / "env.csv").open("w", newline="") as fh:
+        csv.writer(fh).writerows([["step", "load", "mode", "k"], *env_rows])
+
+
+@pytest.mark.parametrize("chunk", [3, 16, 4096])
+def test_repeated_cells_read_once_give_each_row_own_reading(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, chunk: int
+) -> None:
+    path = tmp_path / "trajectory.csv"
+    _repeating_file(path)
+    rows = read_steps_row_by_row(path, [])
+    assert len({s.key for s in rows}) == 4 and len({json.dumps(s.observation) for s in rows}) == 4
+    assert [s.key for s in rows] == [trajectory.action_key(s.action) for s in rows]  # spaces: keys re-encoded
+    monkeypatch.setattr(trajectory, "CHUNK_ROWS", chunk)
+    traj = read_trajectory(path)
+    assert [repr(s) for s in traj.steps] == [repr(s) for s in rows]
+    for column in ("status", "observation"):  # one object per distinct cell of a chunk
+        values = [getattr(s, column) for s in traj.steps[:chunk]]
+        assert len({id(v) for v in values}) == len({json.dumps(v) for v in values}), column
+    trajectory.read_env(path.parent / "env.csv", traj)
+    expected = [{"load": float(r[1]), "mode": {"1": 1, "true": True, "x": "x", "": None}[r[2]], "k": int(r[3])}
+                for r in list(csv.reader((path.parent / "env.csv").open()))[1:]]  # fmt: skip
+    assert repr([s.env for s in traj.steps]) == repr(expected)
+    assert len({id(s.env) for s in traj.steps}) == len(traj.steps)  # each step its own env dict
+
+
+@pytest.mark.parametrize("regimes_seen", [0, 1, 3])
+def test_pair_means_and_worst_regime_are_those_of_each_step(regimes_seen: int) -> None:
+    """``regime_means``: each (regime, configuration) pair's mean is ``fmean`` of its rewards (one reward: itself
+    + 0.0), the worst regime mean is kept for the configurations measured in every regime (none without one)."""
+    import numpy as np
+
+    from cloudai.reports.regime_means import pair_means
+
+    rng = random.Random(regimes_seen)
+    steps = [(rng.randrange(regimes_seen) if regimes_seen else -1, rng.randrange(9),
+              rng.choice([-0.0, 0.1, 0.2, 0.7, math.inf, rng.gauss(0, 1)])) for _ in range(200)]  # fmt: skip
+    steps += [(r, 9, -0.0) for r in range(regimes_seen)]  # configuration 9: once in each regime, a -0.0
+    regime, config, rewards = (np.array(column) for column in zip(*steps, strict=True))
+    found = pair_means(regime.astype(np.intp), config.astype(np.intp), rewards.astype(np.float64), regimes_seen, 10)
+    groups: dict[tuple[int, int], list[float]] = {}
+    for r, c, value in steps:
+        if r >= 0:
+            groups.setdefault((r, c), []).append(value)
+    for r in range(regimes_seen):
+        codes, means = found.regime(r)
+        expected = {c: fmean(v) for (g, c), v in sorted(groups.items()) if g == r}
+        assert repr(dict(zip(codes.tolist(), means.tolist(), strict=True))) == repr(expected)
+    worst = {c: min(fmean(v) for (_, k), v in groups.items() if k == c) for c in range(10)
+             if regimes_seen and all((r, c) in groups for r in range(regimes_seen))}  # fmt: skip
+    assert repr(found.worst(regimes_seen, 10)) == repr(worst)
+    if regimes_seen:
+        assert 9 in worst and found.mean_of(0, 99) is None
+
+
+def test_a_long_box_and_its_groups_are_those_of_sorted_and_group_index(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``box_stats`` sorts a long list of floats in numpy (stable: -0.0 and 0.0 keep their order, so a quartile
+    that lands on one is the one ``sorted`` gives); ``plots_knobs._positions`` is ``group_index`` of a column."""
+    from cloudai.reports import plots_knobs
+
+    rng = random.Random(3)
+    for values in ([rng.choice([-0.0, 0.0, 1.5, rng.gauss(0, 1)]) for _ in range(2001)], [-0.0, 0.0] * 600):
+        assert len(values) >= plots_knobs.SORT_IN_C
+        assert repr(plots_knobs._sorted(values)) == repr(sorted(values))
+        in_numpy = plots_knobs.box_stats(values)
+        monkeypatch.setattr(plots_knobs, "SORT_IN_C", len(values) + 1)
+        assert repr(in_numpy) == repr(plots_knobs.box_stats(values))
+        monkeypatch.undo()
+    labels = [rng.choice(["a", "b", "c", "1", "True"]) for _ in range(500)]
+    assert plots_knobs._positions(labels) == trajectory.group_index(labels)
+
+
+CANONICAL = ['{"algo":"ring","n":1}', '{"algo":"tree","n":2.5,"x":[{"a":1}]}', "{}", '{"s":"a b"}', '{"s":"\\u00e9"}']
+SPLIT_ELSEWHERE = [  # each array reads as as many objects as there are cells, but not each cell's own
+    ['{"a":[{"b":1}', '{"c":1}]}', '{"x":1},{"y":1}'],
+    ['{"a":1} , {"b":2}', '{"c":[{"d":1}', '{"e":1}]}'],
+]
+NOT_CANONICAL = [
+    '{"n": 1}',
+    '{"n":1,"algo":"ring"}',
+    '{"n":1.50}',
+    '{"n":-0}',
+    '{"s":"é"}',
+    '{"n":1,"n":2}',
+    '{"n":1e3}',
+    '{"s":"},{"}',
+    '{"x":[{"a":1},{"b":null}]}',
+]  # the last two: canonical, but "},{" inside
+
+
+def test_action_cells_read_as_one_array_only_when_that_is_each_cell_reading() -> None:
+    from cloudai.reports.trajectory_cells import action_cells
+
+    actions, keys = action_cells(CANONICAL)
+    assert actions == [json.loads(t) for t in CANONICAL] and keys == CANONICAL
+    assert next(iter(actions[0])) is next(iter(actions[1])) == "algo"  # one key string for the chunk
+    for cells in SPLIT_ELSEWHERE:
+        with pytest.raises(ValueError):
+            action_cells(cells)  # the cell-by-cell reading: not JSON, so the chunk is read row by row
+    for text in NOT_CANONICAL:
+        cells = [CANONICAL[0], text, CANONICAL[1]]
+        actions, keys = action_cells(cells)
+        assert actions == [json.loads(t) for t in cells] and keys is None, text
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_an_envelope_keeps_each_bin_first_lowest_and_highest(seed: int) -> None:
+    """``thin.envelope_index`` finds a bin's extremes by ``min``/``max`` of its slice and ``index``: the positions
+    ``min(rows, key=ys.__getitem__)`` gives, on ties, -0.0 beside 0.0, shared float objects and NaN."""
+    from cloudai.reports.thin import envelope_index
+
+    rng = random.Random(seed)
+    shared = 0.5
+    ys = [rng.choice([rng.gauss(0, 1), -0.0, 0.0, 1.0, shared, math.nan]) for _ in range(5003)]
+    ys[:3] = [math.nan, shared, -0.0]
+    bins, limit = 1500 // 4, 1500
+    keep = set(range(0, len(ys), -(-len(ys) // (limit - 2 * bins))))
+    for b in range(bins):
+        rows = range(len(ys) * b // bins, len(ys) * (b + 1) // bins)
+        keep |= {min(rows, key=ys.__getitem__), max(rows, key=ys.__getitem__)}
+    assert envelope_index(ys, limit) == sorted(keep)

@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING
 from cloudai.reports.analysis import knob_kind
 from cloudai.reports.plots import PAGE_WIDTH, Spec, spec
 from cloudai.reports.thin import MAX_POINTS, even
-from cloudai.reports.trajectory import group_index
 
 if TYPE_CHECKING:
     from cloudai.reports.chartdata import Rows
@@ -28,6 +27,7 @@ MAX_LABEL = 14  # characters of a category shown under its box
 JITTER = 0.3  # a strip point's offset from its box's centre, at most, in categories
 HALF = 0.25  # a box's half width, in categories
 POINTS = "rgba(31,119,180,0.45)"
+SORT_IN_C = 512  # values in a box from which numpy sorts them
 Box = tuple[float, float, float, float, float, float, float]  # x, half width, q1, q3, median, low and high whisker
 
 
@@ -85,7 +85,7 @@ def categorical(rows: Rows, steps: list[Step], labels: list[str]) -> tuple[Spec,
     """Box (quartiles, whiskers at 1.5 IQR, median) + jittered points for the ``MAX_CATEGORIES`` most frequent
     values (``labels``: each step's), at x = 0, 1, ...; returns the chart, the values drawn and the values there
     are."""
-    groups = group_index(labels)  # label -> positions in ``steps``
+    groups = _positions(labels)  # label -> positions in ``steps``
     order = sorted(groups, key=lambda g: -len(groups[g]))[:MAX_CATEGORIES]
     all_rewards = list(map(attrgetter("reward"), steps))
     jitter = random.Random(0)
@@ -109,15 +109,35 @@ def categorical(rows: Rows, steps: list[Step], labels: list[str]) -> tuple[Spec,
     return chart, len(order), len(groups)
 
 
+def _positions(labels: list[str]) -> dict[str, list[int]]:
+    """Each label's positions in ``labels``, labels in order of first appearance: one stable sort of their codes
+    (numpy) rather than a pass over the column per label (a knob of 8 values over 10^5 steps: 8 passes)."""
+    import numpy as np  # only for a page with knobs: a plain run's report imports no numpy
+
+    distinct = list(dict.fromkeys(labels))
+    code = dict(zip(distinct, range(len(distinct)), strict=True))
+    codes = np.fromiter(map(code.__getitem__, labels), np.intp, len(labels))
+    order: list[int] = np.argsort(codes, kind="stable").tolist()
+    ends: list[int] = np.cumsum(np.bincount(codes, minlength=len(distinct))).tolist()
+    return {label: order[start:end] for label, start, end in zip(distinct, [0, *ends], ends, strict=False)}
+
+
 def box_stats(values: list[float]) -> tuple[float, float, float, float, float]:
     """q1, q3, median (linear interpolation between ranks, as numpy's percentile), and the whiskers: the most
-    extreme values within 1.5 IQR of the quartiles (Tukey's; matplotlib's boxplot default)."""
-    ordered = sorted(values)
+    extreme values within 1.5 IQR of the quartiles (Tukey's; matplotlib's boxplot default). A long list of floats
+    is sorted by numpy (stable, as ``sorted``: -0.0 and 0.0 keep their order), ~10x faster."""
+    ordered = sorted(values) if len(values) < SORT_IN_C or set(map(type, values)) != {float} else _sorted(values)
     q1, med, q3 = (_quantile(ordered, q) for q in (0.25, 0.5, 0.75))
     reach = 1.5 * (q3 - q1)
     low = ordered[bisect_left(ordered, q1 - reach)]  # the quartiles lie within the values: both exist
     high = ordered[bisect_right(ordered, q3 + reach) - 1]
     return q1, q3, med, min(low, q1), max(high, q3)
+
+
+def _sorted(values: list[float]) -> list[float]:
+    import numpy as np
+
+    return np.sort(np.array(values, dtype=np.float64), kind="stable").tolist()
 
 
 def _quantile(ordered: list[float], q: float) -> float:

@@ -74,7 +74,8 @@ def regime_top(
     heads = [k for k in order if k in scored]
     top = [replace(row(k), rank=f"candidate {number[k]}") for k in heads]
     others = [k for k in shown if k not in order]
-    found = [row(k) for k in others if _everywhere(mine[k], regime, len(spec.weights))]
+    n = len(spec.weights)  # fewer steps than regimes (nearly every configuration of a long run): no value
+    found = [row(k) for k in others if len(mine[k]) >= n and _everywhere(mine[k], regime, n)]
     top += [replace(r, rank="searched") for r in sorted((r for r in found if math.isfinite(r.value)), key=_key)]
     room = len(shown) if limit is None else max(limit - len(top), 0)
     rest = (r for k in others if not math.isfinite((r := row(k)).value))  # no value: some regime never measured
@@ -95,6 +96,4 @@ def _key(r: Row) -> tuple[float, float, int]:
 def _everywhere(steps: list[Step], regime: Callable[[Mapping[str, Any]], Regime | None], regimes: int) -> bool:
     """Whether ``steps`` measured every one of the ``regimes`` (as ``cells`` counts: not cached, not pruned);
     without that a configuration has no value (``regime_value.value``)."""
-    if len(steps) < regimes:  # nearly every configuration of a long run: one step, several regimes
-        return False
     return len({r for s in steps if s.status not in NOT_MEASURED and (r := regime(s.env)) is not None}) == regimes

@@ -13,17 +13,15 @@ worst-regime mean among those measured in every regime), if there is one.
 
 from __future__ import annotations
 
-import itertools
 import math
 from bisect import bisect_right
-from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from statistics import fmean
 
 from cloudai.display import show_action
 from cloudai.reports.analysis import is_number
-from cloudai.reports.trajectory import Step, Trajectory, group_index
+from cloudai.reports.trajectory import Step, Trajectory
 from cloudai.space import RegimeBins
 
 
@@ -72,35 +70,36 @@ def regimes(
     rows: list[Regime] = []
     empty: list[str] = []
     worst_per_param: list[dict[str, float]] = []  # per param: config measured in all its regimes -> worst mean
+    import numpy as np  # only for a page with regimes: a plain run's report imports no numpy
+
+    from cloudai.reports.regime_means import pair_means
+
     scored = traj.scored()
     keys, rewards = [s.key for s in scored], [s.reward for s in scored]
-    repeated = _repeated(keys)
-    best_at = [i for i, k in enumerate(keys) if k == best.key]
+    configs = list(dict.fromkeys(keys))  # in order of first step
+    code = dict(zip(configs, range(len(configs)), strict=True))
+    config = np.fromiter(map(code.__getitem__, keys), np.intp, len(keys))
+    reward = np.array(rewards, dtype=np.float64)
+    best_code, best_at = code.get(best.key, -1), [i for i, k in enumerate(keys) if k == best.key]
     for param in traj.env_params:
         labels = _labels([s.env.get(param) for s in scored], _label_of(traj, param, bins.get(param)))
-        groups = _groups(labels, bins.get(param))
+        order = _order_of(labels, bins.get(param))
+        position: dict[str | None, int] = {label: i for i, label in enumerate(order)}
+        position[None] = -1
+        regime = np.fromiter(map(position.__getitem__, labels), np.intp, len(labels))
+        pairs = pair_means(regime, config, reward, len(order), len(configs))
         declared = bins[param].labels() if param in bins else []
-        empty += [f"{param}={label}" for label in declared if label not in groups]
-        again = _measured(repeated, labels, keys, rewards)
-        all_means = {label: _means(index, keys, rewards, again.get(label, {})) for label, index in groups.items()}
-        for label, means in all_means.items():
-            mine = [rewards[i] for i in best_at if labels[i] == label]
-            best_mean = means.get(best.key, math.nan)
-            beaten = sum(map(best_mean.__lt__, means.values())) / len(means) if mine else math.nan
-            rows.append(
-                Regime(
-                    param,
-                    label,
-                    best_mean,
-                    min(mine, default=math.nan),
-                    len(mine),
-                    fmean(means.values()),
-                    len(means),
-                    beaten,
-                )
-            )
-        everywhere = set.intersection(*(set(m) for m in all_means.values())) if groups else set()
-        worst_per_param.append({k: min(m[k] for m in all_means.values()) for k in everywhere})
+        empty += [f"{param}={label}" for label in declared if label not in position]
+        for i, label in enumerate(order):
+            means = pairs.regime(i)[1]
+            mine = [rewards[j] for j in best_at if labels[j] == label]
+            found = pairs.mean_of(i, best_code)
+            best_mean = math.nan if found is None else found
+            beaten = int(np.count_nonzero(means > best_mean)) / len(means) if mine else math.nan
+            rows.append(Regime(param, label, best_mean, min(mine, default=math.nan), len(mine),
+                               fmean(means.tolist()), len(means), beaten))  # fmt: skip
+        worst = pairs.worst(len(order), len(configs))
+        worst_per_param.append({configs[c]: value for c, value in worst.items()})
     common = set.intersection(*(set(w) for w in worst_per_param))
     worst_of = {k: min(w[k] for w in worst_per_param) for k in common}
     guessed = [p for p in traj.env_params if p not in bins]
@@ -113,13 +112,13 @@ def _label_of(traj: Trajectory, param: str, bins: RegimeBins | None) -> Callable
     return bins.label if bins else labeller([s.env.get(param) for s in traj.steps])
 
 
-def _groups(labels: list[str | None], bins: RegimeBins | None) -> dict[str, list[int]]:
-    """Per regime, the positions of the steps measured in it (``labels``: each step's), regimes in order."""
-    groups = group_index(labels)
+def _order_of(labels: list[str | None], bins: RegimeBins | None) -> list[str]:
+    """The regimes the steps were measured in (``labels``: each step's), in order: the declared one, else by value."""
+    found = [label for label in dict.fromkeys(labels) if label is not None]
     if bins:  # the declared order; a value outside every candidate (a hand-edited env.csv) goes last
         order = {label: i for i, label in enumerate(bins.labels())}
-        return dict(sorted(groups.items(), key=lambda kv: (order.get(kv[0], len(order)), kv[0])))
-    return dict(sorted(groups.items(), key=lambda kv: _order(kv[0])))
+        return sorted(found, key=lambda label: (order.get(label, len(order)), label))
+    return sorted(found, key=_order)
 
 
 def _labels(values: list[object], label_of: Callable[[object], str]) -> list[str | None]:
@@ -132,34 +131,6 @@ def _labels(values: list[object], label_of: Callable[[object], str]) -> list[str
     pairs = list(zip(map(type, values), values, strict=True))
     typed = {p: None if p[1] is None else label_of(p[1]) for p in dict.fromkeys(pairs)}
     return list(map(typed.__getitem__, pairs))
-
-
-def _repeated(keys: list[str]) -> list[int]:
-    """The positions of the keys that occur more than once (a configuration scored more than once)."""
-    if len(set(keys)) == len(keys):
-        return []
-    counts = Counter(keys)
-    return list(itertools.compress(range(len(keys)), map((1).__lt__, map(counts.__getitem__, keys))))
-
-
-def _measured(
-    repeated: list[int], labels: list[str | None], keys: list[str], rewards: list[float]
-) -> dict[str, dict[str, list[float]]]:
-    """Per regime, the rewards of each configuration ``repeated`` (``_repeated``) there, in step order."""
-    found: dict[str, dict[str, list[float]]] = {}
-    for i in repeated:
-        if (label := labels[i]) is not None:
-            found.setdefault(label, {}).setdefault(keys[i], []).append(rewards[i])
-    return found
-
-
-def _means(index: list[int], keys: list[str], rewards: list[float], again: dict[str, list[float]]) -> dict[str, float]:
-    """Each configuration's mean reward (``fmean``) over the steps at ``index``, configurations in order of first
-    step. Nearly all of a long run's are measured once: their mean is the reward itself (+ 0.0: ``fmean`` of one
-    -0.0 is 0.0), set for all at once; then those measured again (``again``: ``_measured``'s) are averaged."""
-    means = dict(zip(map(keys.__getitem__, index), [rewards[i] + 0.0 for i in index], strict=True))
-    means.update((k, fmean(rs)) for k, rs in again.items() if len(rs) > 1)  # measured once here: set above
-    return means
 
 
 def _order(label: str) -> tuple[int, float, str]:

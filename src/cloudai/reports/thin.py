@@ -43,9 +43,10 @@ def envelope_index(ys: Sequence[float], limit: int = MAX_POINTS) -> list[int]:
     bins = max(1, limit // 4)
     keep = set(range(0, len(ys), -(-len(ys) // max(1, limit - 2 * bins))))
     for b in range(bins):
-        rows = range(len(ys) * b // bins, len(ys) * (b + 1) // bins)
-        keep.add(min(rows, key=ys.__getitem__))
-        keep.add(max(rows, key=ys.__getitem__))
+        lo = len(ys) * b // bins
+        part = ys[lo : len(ys) * (b + 1) // bins]  # the bin's first lowest and first highest, found in C:
+        keep.add(lo + part.index(min(part)))  # min and max keep the first of equal values, index finds the first
+        keep.add(lo + part.index(max(part)))
     return sorted(keep)
 
 

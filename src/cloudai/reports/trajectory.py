@@ -16,7 +16,6 @@ from __future__ import annotations
 import contextlib
 import csv
 import itertools
-import json
 import math
 import operator
 import os
@@ -28,18 +27,15 @@ from typing import Any
 
 from cloudai.readfile import open_text
 from cloudai.recordfiles import COLUMNS, LEGACY_COLUMNS, SCORED, STATUSES, parse_row
-from cloudai.reports.trajectory_cells import json_cells, number_cells, observation_cells
+from cloudai.reports.trajectory_cells import COMPACT, action_cells, number_cells, observation_cells
 
 Value = bool | int | float | str | None
-# Step.key: an action as compact JSON with sorted keys, as cloudai.trajectory.records writes it (so a row's own
-# text is its key); ``default=str``: a value JSON cannot carry (a hand-built action) still gets a key.
-_COMPACT = json.JSONEncoder(sort_keys=True, separators=(",", ":"), default=str)
 CHUNK_ROWS = 4096  # rows of trajectory.csv read at once: ~0.5-1 MB of text and its records
 
 
 def action_key(action: Mapping[str, Any]) -> str:
     """An action as one string: equal configurations, equal keys (``Step.key``; confirm.csv's candidates)."""
-    return _COMPACT.encode(action)
+    return COMPACT.encode(action)
 
 
 @dataclass(slots=True)
@@ -79,7 +75,7 @@ class Trajectory:
     def scored(self) -> list[Step]:
         cached = self._scored
         if cached is None or not self._fresh(cached):  # once: every chart and table asks
-            cached = self._scored = (self.steps, len(self.steps), [s for s in self.steps if s.scored])
+            cached = self._scored = (self.steps, len(self.steps), list(filter(attrgetter("scored"), self.steps)))
         return list(cached[2])
 
     def best(self) -> Step | None:
@@ -221,29 +217,43 @@ def _clean_chunk(block: list[list[str]], last: int | None) -> list[Step] | None:
     if width not in (len(COLUMNS), len(LEGACY_COLUMNS)) or set(map(len, block)) != {width}:
         return None
     cols = list(zip(*block, strict=True))
+    texts = list(dict.fromkeys(cols[2]))  # each distinct action cell decoded (and its key checked) once
     try:
         steps = list(map(int, cols[0]))
         episodes = list(map(int, cols[1]))  # an empty cell (0 for parse_row) takes the row-by-row path
-        actions = json_cells(cols[2])
+        distinct, distinct_keys = action_cells(texts)
         observations = observation_cells(cols[4])
         rewards, elapsed = number_cells(cols[3]), number_cells(cols[6])
     except (ValueError, TypeError, RecursionError):
         return None
-    statuses = cols[5]
+    statuses = _shared(cols[5])
     ordered = all(map(operator.lt, steps, itertools.islice(steps, 1, None))) and (last is None or steps[0] > last)
-    if not ordered or not STATUSES.issuperset(statuses) or set(map(type, actions)) != {dict}:
+    if not ordered or not STATUSES.issuperset(statuses) or set(map(type, distinct)) != {dict}:
         return None
-    reasons = cols[7] if width == len(COLUMNS) else itertools.repeat("")
+    distinct_keys = distinct_keys or _keys(texts, distinct)
+    if len(texts) == len(block):
+        actions, keys = distinct, distinct_keys
+    else:  # a repeated cell's steps share its (never modified) action dict
+        actions = list(map(dict(zip(texts, distinct, strict=True)).__getitem__, cols[2]))
+        keys = list(map(dict(zip(texts, distinct_keys, strict=True)).__getitem__, cols[2]))
+    reasons = _shared(cols[7]) if width == len(COLUMNS) else itertools.repeat("")
     envs = ({} for _ in steps)  # each step its own (empty) env dict: read_env fills it
-    found = list(map(Step, steps, episodes, actions, rewards, observations, statuses, elapsed,
-                     _keys(cols[2], actions), envs, reasons))  # fmt: skip
+    found = list(map(Step, steps, episodes, actions, rewards, observations, statuses, elapsed, keys, envs,
+                     reasons))  # fmt: skip
     return found if len(found) == len(block) else None  # map stops at its shortest column
 
 
+def _shared(texts: Sequence[str]) -> list[str]:
+    """``texts`` with one str object per distinct text (csv makes one per cell): a status, a failure's reason. Every
+    later ``status in SCORED`` or group by status then hashes and compares one object, not 10^5 fresh copies
+    (reading 100 000 steps and their page ~0.05-0.1 s faster)."""
+    return list(map({text: text for text in set(texts)}.__getitem__, texts))
+
+
 def _keys(texts: Sequence[str], actions: list[dict[str, Any]]) -> list[str]:
-    """``action_key`` of each action: the cell itself when every cell of the chunk is already that text (a file
-    cloudai wrote: one comparison, no encoding per row), else each action encoded."""
-    whole = _COMPACT.encode(actions)
+    """``action_key`` of each action: the cell itself when every cell is already that text (a file cloudai
+    wrote: one comparison, no encoding per row), else each action encoded."""
+    whole = COMPACT.encode(actions)
     if len(whole) == sum(map(len, texts)) + len(texts) + 1 and whole == f"[{','.join(texts)}]":
         return list(texts)  # each cell is one whole JSON value, so the cells split the array where its items do
     return list(map(action_key, actions))
@@ -277,7 +287,7 @@ def read_env(path: Path, traj: Trajectory) -> None:
         envs += values
     if steps == [s.step for s in traj.steps]:  # one row per step, in order: as cloudai writes them
         for s, env in zip(traj.steps, envs, strict=True):
-            s.env.update(env)  # each step's own (empty) env dict, filled in place
+            s.env = env  # in place of the step's own empty one: each row's dict is its own
     else:
         by_step: dict[int, dict[str, Value]] = {}
         for step, env in zip(steps, envs, strict=True):
@@ -338,8 +348,18 @@ def _env_chunks(
             if not params:  # a header of ``step`` alone: every row's env is empty
                 yield steps, [{} for _ in kept]
                 continue
-            columns = [list(map(_values(column).__getitem__, column)) for column in cells]
-            yield steps, list(map(dict, map(zip, itertools.repeat(params), zip(*columns, strict=True))))
+            yield steps, _env_dicts(params, [list(map(_values(column).__getitem__, column)) for column in cells])
+
+
+def _env_dicts(params: list[str], columns: list[list[Value]]) -> list[dict[str, Value]]:
+    """One ``{param: value}`` per row of ``columns`` (one per param), built a column at a time: a dict per row
+    from the first column, then each other column set into them (~2x faster than ``dict(zip(...))`` per row)."""
+    first = params[0]
+    envs = [{first: value} for value in columns[0]]
+    for param, column in zip(params[1:], columns[1:], strict=True):
+        for env, value in zip(envs, column, strict=True):
+            env[param] = value
+    return envs
 
 
 def _env_rows_whole(block: list[list[str]], width: int) -> bool:

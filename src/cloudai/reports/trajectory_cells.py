@@ -16,6 +16,9 @@ from typing import Any
 
 from cloudai.recordfiles import parse_number
 
+# Step.key: an action as compact JSON with sorted keys, as cloudai.trajectory.records writes it (so a row's own
+# text is its key); ``default=str``: a value JSON cannot carry (a hand-built action) still gets a key.
+COMPACT = json.JSONEncoder(sort_keys=True, separators=(",", ":"), default=str)
 # json.loads's own scanner (C), without its per-call checks; typeshed types the decoder argument as the scanner
 _scan = make_scanner(json.JSONDecoder())  # pyright: ignore[reportArgumentType]
 
@@ -41,9 +44,40 @@ def json_cells(texts: Sequence[str]) -> list[Any]:
     return list(map(itemgetter(0), found))
 
 
+def action_cells(texts: Sequence[str]) -> tuple[list[Any], list[str] | None]:
+    """``json.loads`` of each (distinct) action cell, and their keys (``action_key``) when that is each cell itself.
+
+    Cells as cloudai writes them (each an object in ``COMPACT``'s text) are read as one JSON array: one scan in C,
+    whose key strings are made once for the chunk, not once per cell. That is each cell's own reading when every
+    cell is an object (``{`` ... ``}``), the text ``},{`` occurs only between cells, and the array re-encodes to its
+    own text: then no whitespace stands outside a string, each boundary between items is a ``},{`` between cells,
+    and the n items split the array where the n cells do. Any other chunk is read cell by cell (``json_cells``;
+    keys None: the caller encodes them)."""
+    joined = f"[{','.join(texts)}]"
+    objects = all(map(str.startswith, texts, itertools.repeat("{"))) and all(
+        map(str.endswith, texts, itertools.repeat("}"))
+    )
+    if objects and joined.count("},{") == len(texts) - 1:
+        try:
+            found = json.loads(joined)
+        except (ValueError, RecursionError):
+            found = None
+        if found is not None and len(found) == len(texts) and COMPACT.encode(found) == joined:
+            return found, list(texts)
+    return json_cells(texts), None
+
+
 def observation_cells(texts: Sequence[str]) -> list[list[float]]:
     """The observation cells as ``parse_row`` reads them (a list of floats, NaN for null; an empty cell: no
-    values); ``ValueError`` or ``TypeError`` where it would not read one."""
+    values); ``ValueError`` or ``TypeError`` where it would not read one. Each distinct cell is read once: the
+    steps of a repeated one share its (never modified) list (a workload's few outcomes, a cached step's)."""
+    distinct = list(dict.fromkeys(texts))
+    if len(distinct) == len(texts):
+        return _observations(texts)
+    return list(map(dict(zip(distinct, _observations(distinct), strict=True)).__getitem__, texts))
+
+
+def _observations(texts: Sequence[str]) -> list[list[float]]:
     if not all(texts):
         return list(map(_observation, texts))
     values = json_cells(texts)
