@@ -4,6 +4,8 @@ refusals in a row (``valid_draw``). Plain functions of the env's rule, the space
 
 from __future__ import annotations
 
+import itertools
+import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -44,11 +46,50 @@ def validity(
             value_of[name] = (d.name, (lambda c: np.rint(c).astype(np.int64)) if d.dtype == "int" else np.asarray)
 
     def valid(candidates: dict[str, np.ndarray]) -> np.ndarray | None:
-        if candidates.keys() != value_of.keys():
+        if candidates.keys() == value_of.keys():
+            return rule.mask_values({name: to(candidates[p]) for p, (name, to) in value_of.items()})
+        if not space.when or not candidates or not candidates.keys() <= value_of.keys():
             return None  # one param at a time (independent sampling): not a whole point to judge
-        return rule.mask_values({name: to(candidates[p]) for p, (name, to) in value_of.items()})
+        return _group_mask(rule, space, {value_of[p][0]: to(c) for p, c in candidates.items()
+                                         for to in [value_of[p][1]]})  # fmt: skip
 
     return valid
+
+
+_GROUP_FILLS = 16  # values of the other groups' knobs a group's candidates are judged with, at most
+
+
+def _group_mask(rule: Any, space: Space, columns: dict[str, np.ndarray]) -> np.ndarray | None:
+    """The mask of one group's candidates in a space with branches (TPE's ``group=True`` samples each branch's
+    knobs apart from the others, ``OptunaAgent._ask``): the branch they belong to fixes its selector, a knob of a
+    branch not chosen sits at its first value (as the env records it, ``Space.canonical``), and a point is valid
+    when it is for some value of each remaining knob (the shared ones: quantisation modes), so the mask never
+    refuses a point the rule allows. None: too many such values (``_GROUP_FILLS``)."""
+    size = len(next(iter(columns.values())))
+    chosen = {space.when[name] for name in columns if name in space.when}  # (selector, value) of the branch
+    selectors = dict(chosen) if len({sel for sel, _ in chosen}) == len(chosen) else {}
+    free: list[Categorical] = []
+    for d in space.dims:
+        if d.name in columns:
+            continue
+        if d.name in selectors:
+            columns[d.name] = np.full(size, selectors[d.name])
+        elif d.name in space.when and space.when[d.name] not in chosen and space.when[d.name][0] in selectors:
+            columns[d.name] = np.full(size, first_value(d))  # another branch's knob: inactive here
+        elif isinstance(d, Categorical):
+            free.append(d)
+        else:
+            return None
+    if math.prod(len(d.choices) for d in free) > _GROUP_FILLS:
+        return None
+    out = np.zeros(size, dtype=bool)
+    for values in itertools.product(*(d.choices for d in free)):
+        fill = {d.name: np.full(size, v) for d, v in zip(free, values, strict=True)}
+        mask = rule.mask_values({**columns, **fill})
+        if mask is None:
+            return None
+        out |= mask
+    return out
 
 
 def valid_draw(
