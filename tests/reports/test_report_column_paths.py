@@ -20,6 +20,7 @@ from statistics import fmean
 import pytest
 
 from cloudai.reports import plots, trajectory
+from cloudai.reports import regimes as regimes_module
 from cloudai.reports.chartdata import Rows, finite, finites, scalar, scalars
 from cloudai.reports.plots_knobs import HALF, box_stats, knob_effects
 from cloudai.reports.plots_measure import _column, _value
@@ -316,3 +317,19 @@ def test_best_so_far_by_columns_is_that_of_each_step_in_turn(seed: int) -> None:
     assert list(map(repr, columns[1])) == list(map(repr, one_by_one[1]))  # NaN and the sign of zero too
     assert list(map(repr, columns[3])) == list(map(repr, one_by_one[3]))
     assert math.isnan(columns[1][0]) and columns[2][0] is None and columns[1][1] == -math.inf
+
+
+@pytest.mark.parametrize(("low", "high", "count"), [(0.0, 1.0, 3), (5.0, 25.0, 3), (-2.5, 7.0, 4), (0.1, 0.3, 3)])
+def test_range_labels_by_columns_are_each_value_label(low: float, high: float, count: int) -> None:
+    """A range param's floats labelled by numpy columns get ``RegimeBins.label`` of each: at and next to every
+    edge, below and above the range, -0.0; a log scale and a list param are left to ``label``."""
+    bins = RegimeBins(low=low, high=high, count=count)
+    rng = random.Random(count)
+    edges = [low + (high - low) * i / count for i in range(count + 1)]
+    values = [rng.uniform(low - 1, high + 1) for _ in range(500)] + [-0.0, 0.0, low - 1e9, high + 1e9]
+    values += [v for e in edges for v in (e, math.nextafter(e, -math.inf), math.nextafter(e, math.inf))]
+    assert bins.label_floats(values) == list(map(bins.label, values))
+    assert RegimeBins(low=0.1, high=10.0, log=True).label_floats(values) is None
+    assert RegimeBins(candidates=("0.0", "0.5")).label_floats(values) is None
+    many = values * 2 + [None] * 3
+    assert regimes_module._labels(many, bins.label, bins) == [None if v is None else bins.label(v) for v in many]
