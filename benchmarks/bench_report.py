@@ -57,6 +57,19 @@ the actions' JSON and their key check ~0.2, ``Step`` objects ~0.1, env.csv ~0.1)
 knob charts 0.13, importance 0.07, rows table 0.07, top table 0.06, the three step charts 0.09). The 1 s aim needs
 the trajectory held as columns (one list or array per field, ``Step`` objects made only for the few rows a table
 shows) through every report module: the reader already has the columns; the page's modules do not take them yet.
+Then a few more C passes (``--against main`` at ee8e3bc, ``--big-runs 5`` interleaved, 2 shared cores at load 2-4):
+100 000 steps 1.55 -> 1.52 s CPU median (ranges 1.49-1.63 and 1.46-1.57; 7 interleaved runs of the bare CLI: 1.55 ->
+1.50), peak RSS 161 -> 157 MiB; reports byte for byte the same; 10-trial DSE end 0.17 vs 0.14 s median of 5. What
+did it: the best-so-far line by numpy columns (24 -> 16 ms), a range param's ~2 10^4 distinct env floats labelled
+by numpy (``RegimeBins.label_floats``; regimes 0.138 -> 0.129 s), the importance's distinct configurations by one
+``dict(zip(...))``, the actions' key check without the encoder's cycle check (0.092 -> 0.081 s). Where the 1.5 s
+goes now (py-spy, ``--nonblocking``): reading 0.64 s (csv 0.08, the actions' JSON 0.06 and their key check by
+re-encoding 0.13, numbers 0.04, ``Step`` objects 0.03, env.csv 0.14), the page 0.70 s (regimes 0.15, knob charts
+0.14, importance 0.12 with Optuna's import 0.05, best line and reward chart 0.08, top table 0.06, the rows table's
+JSON 0.07), imports and start-up the rest. No single item left is over 10%; the 1 s aim still needs the columns
+held on ``Trajectory`` through the page's modules (each pass over 10^5 ``Step`` objects ~5-10 ms of cache misses,
+~30 such passes), and a key check cheaper than re-encoding every action (tried on paper: per-knob templates save
+~20 ms at much risk).
 The script uses only the CLI and the public API, so the same file measures any checkout (``--against``, or run
 it with that checkout's environment: ``cd /work/main && uv run python <this file>``). Its fresh
 processes use a bytecode cache (as an installed cloudai does; ``PYTHONDONTWRITEBYTECODE`` is dropped for them and

@@ -19,7 +19,8 @@ from statistics import fmean
 
 import pytest
 
-from cloudai.reports import trajectory
+from cloudai.reports import plots, trajectory
+from cloudai.reports import regimes as regimes_module
 from cloudai.reports.chartdata import Rows, finite, finites, scalar, scalars
 from cloudai.reports.plots_knobs import HALF, box_stats, knob_effects
 from cloudai.reports.plots_measure import _column, _value
@@ -294,3 +295,41 @@ def test_an_envelope_keeps_each_bin_first_lowest_and_highest(seed: int) -> None:
         rows = range(len(ys) * b // bins, len(ys) * (b + 1) // bins)
         keep |= {min(rows, key=ys.__getitem__), max(rows, key=ys.__getitem__)}
     assert envelope_index(ys, limit) == sorted(keep)
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_best_so_far_by_columns_is_that_of_each_step_in_turn(seed: int) -> None:
+    """The long run's best-so-far line (numpy columns) equals the step-by-step one: the first scored step sets it
+    even at -inf, ties keep the earliest (-0.0 before 0.0), +inf stays, NaN before any scored step, time spent
+    skips non-finite durations (a -0.0 one sums to 0.0)."""
+    rng = random.Random(seed)
+    traj = _trajectory(seed)
+    for s in traj.steps[:3]:
+        s.status, s.scored = "failed", False  # no best yet: NaN, no setter
+    traj.steps[3].reward, traj.steps[3].status, traj.steps[3].scored = -math.inf, "ok", True
+    for s in traj.steps:
+        s.elapsed_s = rng.choice([0.5, -0.0, 0.0, math.nan, math.inf, rng.random()])
+    traj.steps[0].elapsed_s = -0.0
+    columns = plots._best_changes_columns(traj.steps)
+    one_by_one = plots._best_changes(traj)  # 80 steps: the step-by-step path
+    assert len(traj.steps) < plots.COLUMNS_FROM
+    assert columns[0] == one_by_one[0] and columns[2] == one_by_one[2]
+    assert list(map(repr, columns[1])) == list(map(repr, one_by_one[1]))  # NaN and the sign of zero too
+    assert list(map(repr, columns[3])) == list(map(repr, one_by_one[3]))
+    assert math.isnan(columns[1][0]) and columns[2][0] is None and columns[1][1] == -math.inf
+
+
+@pytest.mark.parametrize(("low", "high", "count"), [(0.0, 1.0, 3), (5.0, 25.0, 3), (-2.5, 7.0, 4), (0.1, 0.3, 3)])
+def test_range_labels_by_columns_are_each_value_label(low: float, high: float, count: int) -> None:
+    """A range param's floats labelled by numpy columns get ``RegimeBins.label`` of each: at and next to every
+    edge, below and above the range, -0.0; a log scale and a list param are left to ``label``."""
+    bins = RegimeBins(low=low, high=high, count=count)
+    rng = random.Random(count)
+    edges = [low + (high - low) * i / count for i in range(count + 1)]
+    values = [rng.uniform(low - 1, high + 1) for _ in range(500)] + [-0.0, 0.0, low - 1e9, high + 1e9]
+    values += [v for e in edges for v in (e, math.nextafter(e, -math.inf), math.nextafter(e, math.inf))]
+    assert bins.label_floats(values) == list(map(bins.label, values))
+    assert RegimeBins(low=0.1, high=10.0, log=True).label_floats(values) is None
+    assert RegimeBins(candidates=("0.0", "0.5")).label_floats(values) is None
+    many = values * 2 + [None] * 3
+    assert regimes_module._labels(many, bins.label, bins) == [None if v is None else bins.label(v) for v in many]

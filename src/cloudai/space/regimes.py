@@ -45,6 +45,20 @@ class RegimeBins:
         index = int(((math.log(value) if self.log else value) - lo) / width * self.count) if inside else 0
         return self._texts[min(max(index, 0), self.count - 1)]
 
+    def label_floats(self, values: list[float]) -> list[str] | None:
+        """``label`` of each of ``values`` (finite floats) by numpy columns: the same sums, quotients and
+        products as ``label`` (IEEE, one rounding each), the bin index clipped then truncated (as ``int`` then
+        ``min``/``max``). None where that would not be ``label``'s own arithmetic (a list param, a log scale:
+        numpy's ``log`` may round otherwise than ``math.log``; zero width)."""
+        lo, width = self._extent
+        if self.candidates is not None or self.log or not width > 0:
+            return None
+        import numpy as np
+
+        scaled = (np.array(values, dtype=np.float64) - lo) / width * self.count
+        index = np.clip(scaled, 0, self.count - 1).astype(np.intp)
+        return list(map(self._texts.__getitem__, index.tolist()))
+
     def labels(self) -> list[str]:
         """Every regime, in order: the candidates, or the bins from low to high."""
         return list(dict.fromkeys(self.candidates)) if self.candidates is not None else list(self._texts)
