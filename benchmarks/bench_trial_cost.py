@@ -49,6 +49,21 @@ cloudai's own CPU per trial apart from its jobs' (RUSAGE_SELF against RUSAGE_CHI
 three quietest of six rounds): 0.52-0.58 ms, main 0.62-0.66 ms, the bare loop 0.30 ms; the jobs 0.82 ms against
 0.81 ms. The rest is ~550 Python calls per trial (was ~700) through the agent, the env, the system, the records and
 three log records: the aim holds on the disk, and on tmpfs but for the busiest of the two runs.
+
+Fourth pass (the same command, ``--repeat 3``, load 1.9-3.5; main's tree and this pass's in the same rounds): Python
+calls per trial (cProfile around the agent's loop, 1 000 trials on tmpfs) 541 -> 501 (spawn encodes each argv word
+in one call, ``Space.names`` cached and ``Space.full`` ordered without a key call per knob, the debug.log handler
+without ``Handler.handle``'s filter pass and lock wrappers nor a ``formatTime`` call, the group kill without
+``contextlib.suppress``); cloudai's own CPU 0.48 ms per trial either way (in-process, 1 000 trials, RUSAGE_SELF):
+the difference is within the noise. CPU ratio, cgroup and subreaper, main -> this:
+
+* on the disk (the floor 1.1-3.6 ms): 1.19x -> 1.23x and 1.12x -> 1.15x;
+* on tmpfs (the floor 1.10 ms): 1.26x -> 1.25x and 1.19x -> 1.19x; again (the floor 1.06 ms): 1.36x -> 1.36x and
+  1.19x -> 1.19x.
+
+What is left on tmpfs is the cgroup move itself: cgroup against subreaper is +0.06-0.17x in both trees, kernel time of
+the ``cgroup.procs`` write (``contain.adopt``), not Python; the way down is a child born in its cgroup
+(``clone3`` with ``CLONE_INTO_CGROUP``; glibc >= 2.39's ``posix_spawnattr_setcgroup_np``; this VM has 2.36).
 """
 
 from __future__ import annotations

@@ -36,16 +36,11 @@ class _Formatter(logging.Formatter):
         if record.exc_info or record.exc_text or record.stack_info or self._fmt != FILE_FORMAT:
             return super().format(record)
         record.message = record.getMessage()
-        record.asctime = self.formatTime(record)
-        return f"{record.asctime} {record.levelname} {record.name}: {record.message}"
-
-    def formatTime(self, record: logging.LogRecord, datefmt: str | None = None) -> str:
-        if datefmt is not None:
-            return super().formatTime(record, datefmt)
-        second = int(record.created)
+        second = int(record.created)  # ``formatTime``'s text, the date and time formatted once a second
         if second != self._second[0]:
             self._second = (second, time.strftime(self.default_time_format, self.converter(record.created)))
-        return f"{self._second[1]},{int(record.msecs):03d}"  # logging's default_msec_format, "%s,%03d"
+        record.asctime = f"{self._second[1]},{int(record.msecs):03d}"  # logging's default_msec_format, "%s,%03d"
+        return f"{record.asctime} {record.levelname} {record.name}: {record.message}"
 
 
 FILE_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"  # debug.log and --log-file
@@ -54,7 +49,15 @@ FILE_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"  # debug.log and
 class _LogFile(logging.FileHandler):
     """``debug.log`` and ``--log-file``: each record written and flushed as ``FileHandler`` does (a killed run
     keeps every line it logged), without ``StreamHandler.emit`` taking the handler's lock a second time to
-    flush (``handle`` holds it already)."""
+    flush (``handle`` holds it already), and without ``Handler.handle``'s filter pass and lock wrappers when it
+    has no filters (a run logs three records per trial)."""
+
+    def handle(self, record: logging.LogRecord) -> bool:
+        if self.filters:
+            return bool(super().handle(record))
+        with self.lock:  # pyright: ignore[reportOptionalContextManager]  # Handler.__init__ made it
+            self.emit(record)
+        return True
 
     def emit(self, record: logging.LogRecord) -> None:
         if self.stream is None:  # closed (or opened with delay): FileHandler's own path reopens it

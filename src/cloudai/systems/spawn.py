@@ -20,6 +20,7 @@ from __future__ import annotations
 import ctypes
 import os
 import signal
+import sys
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -70,6 +71,13 @@ class _Libc:
 
 
 _LIBC: dict[str, _Libc | None] = {}
+_FS_ENCODING, _FS_ERRORS = sys.getfilesystemencoding(), sys.getfilesystemencodeerrors()  # os.fsencode's
+
+
+def _words(argv: Sequence[str]) -> list[bytes]:
+    """``argv`` as ``os.fsencode`` encodes it, a ``str`` in one call (not ``fsencode``'s four: once per word per
+    trial); anything else (a path) through ``os.fsencode``."""
+    return [w.encode(_FS_ENCODING, _FS_ERRORS) if type(w) is str else os.fsencode(w) for w in argv]
 
 
 def _libc() -> _Libc | None:
@@ -119,11 +127,11 @@ def spawn(argv: Sequence[str], cwd: Path, env: Sequence[bytes] | CEnviron, stdin
     twice) and the three descriptors as its stdin/stdout/stderr; its pid. ``path``: the job's ``PATH``, searched
     for a program without a ``/``. None where this cannot start it as ``Popen`` would (see the module docstring)."""
     libc = _libc()
-    program = os.fsencode(argv[0]) if argv else b""
+    words = _words(argv)
+    program = words[0] if words else b""
     search = b"/" not in program
-    if libc is None or not program or (search and (path is None or os.fsencode(path) != libc.get_path(b"PATH"))):
+    if libc is None or not program or (search and (path is None or _words((path,))[0] != libc.get_path(b"PATH"))):
         return None
-    words = [program, *map(os.fsencode, argv[1:])]
     if b"\0" in b"".join(words):  # C would cut the word there: Popen refuses it (ValueError)
         return None
     args = (ctypes.c_char_p * (len(words) + 1))(*words, None)
@@ -150,7 +158,7 @@ def _spawn(
     pid = ctypes.c_int()
     try:
         codes = [libc.dup2(actions, fd, target) for target, fd in enumerate(fds)]
-        codes += (libc.chdir(actions, os.fsencode(cwd)), libc.closefrom(actions, 3))
+        codes += (libc.chdir(actions, _words((str(cwd),))[0]), libc.closefrom(actions, 3))
         _check(max(codes))  # 0, or an errno
         code = (libc.spawnp if search else libc.spawn)(ctypes.byref(pid), program, actions, libc.attr, args, envp)
     finally:
