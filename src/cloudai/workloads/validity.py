@@ -135,11 +135,10 @@ class ValidPoints:
         equal length, one per dimension): a sampler's candidates judged at once. None when only the scalar rule
         could tell (no vectorised rule, env params, a dimension missing)."""
         if not self.has_rule or self.env_names or not self.vectorised:
-            return None if self.has_rule else np.ones(len(next(iter(positions.values()), ())), dtype=bool)
+            return self.mask_values(positions)  # all valid, or None: the positions need no values
         if any(d.name not in positions or d.name not in self._values for d in self.space.dims):
             return None
-        size = len(next(iter(positions.values()), ()))
-        return self._vector_mask(self._columns_at(positions, size), size)
+        return self.mask_values({d.name: self._values[d.name][positions[d.name]] for d in self.space.dims})
 
     def _vector_mask(self, columns: dict[str, np.ndarray], size: int) -> np.ndarray | None:
         nodes = np.asarray(columns[NUM_NODES], dtype=np.int64)
