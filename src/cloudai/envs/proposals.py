@@ -21,6 +21,7 @@ class Proposals:
         self.rule, self.workload, self.constraints, self.space = rule, workload, constraints, space
         self.active = type(workload).proposals is not Workload.proposals
         self._measured: list[tuple[dict[str, Any], dict[str, float], float]] = []
+        self._found: tuple[int, list[dict[str, Any]]] = (0, [])  # ``points`` for that many measured steps
         self._choices = {**{k: [v] for k, v in space.fixed.items()},
                          **{d.name: list(d.choices) for d in space.dims if isinstance(d, Categorical)}}  # fmt: skip
 
@@ -38,14 +39,16 @@ class Proposals:
             self._measured.append((self.rule.point_values(action), dict(metrics), reward))
 
     def points(self) -> list[dict[str, Any]]:
-        """The workload's proposals that are points of the space (each knob at one of its values), best first."""
-        if not self._measured:
-            return []
+        """The workload's proposals that are points of the space (each knob at one of its values), best first;
+        worked out again only after a new measured step (the agent asks at every local-search turn)."""
+        if self._found[0] == len(self._measured):
+            return self._found[1]
         found = []
         for proposal in self.workload.proposals(self._measured, self._meets, self._choices):
             point = {name: proposal[name] for name in self.space.names if name in proposal}
             if point_problem(self.space, point) is None:
                 found.append(self.space.canonical(point))
+        self._found = (len(self._measured), found)
         return found
 
     def _meets(self, metric: str, value: float) -> bool:
