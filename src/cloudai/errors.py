@@ -18,7 +18,6 @@ Python's own, so every ``except KeyboardInterrupt`` stops the run the same way a
 
 from __future__ import annotations
 
-import difflib
 import signal
 import sys
 from collections.abc import Iterable
@@ -142,6 +141,8 @@ def raise_stopped(signum: int, frame: object) -> None:
 
 def did_you_mean(word: str, choices: Iterable[str]) -> str:
     """A hint listing the known choices, leading with the closest one when there is one."""
+    import difflib  # here: only a misspelt name needs it, and every command imports this module
+
     known = sorted(choices)
     close = difflib.get_close_matches(word, known, n=1, cutoff=0.7)  # 0.6 offered agent_steps for git_repos
     if close:

@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 
 from cloudai.reports.analysis import best_so_far, episode_returns, knob_kind, param_importance
+from cloudai.reports.env_csv import read_env
 from cloudai.reports.regimes import regimes
-from cloudai.reports.trajectory import Step, Trajectory, read_env, read_trajectory
+from cloudai.reports.trajectory import Step, Trajectory, read_trajectory
 
 
 def step(n: int, action: dict, reward: float, status: str = "ok", episode: int = 1, **env: object) -> Step:

@@ -19,7 +19,7 @@ from statistics import fmean
 
 import pytest
 
-from cloudai.reports import plots, trajectory
+from cloudai.reports import env_csv, plots, trajectory
 from cloudai.reports import regimes as regimes_module
 from cloudai.reports.chartdata import Rows, finite, finites, scalar, scalars
 from cloudai.reports.plots_knobs import HALF, box_stats, knob_effects
@@ -193,7 +193,7 @@ def test_repeated_cells_read_once_give_each_row_own_reading(
     for column in ("status", "observation"):  # one object per distinct cell of a chunk
         values = [getattr(s, column) for s in traj.steps[:chunk]]
         assert len({id(v) for v in values}) == len({json.dumps(v) for v in values}), column
-    trajectory.read_env(path.parent / "env.csv", traj)
+    env_csv.read_env(path.parent / "env.csv", traj)
     expected = [{"load": float(r[1]), "mode": {"1": 1, "true": True, "x": "x", "": None}[r[2]], "k": int(r[3])}
                 for r in list(csv.reader((path.parent / "env.csv").open()))[1:]]  # fmt: skip
     assert repr([s.env for s in traj.steps]) == repr(expected)

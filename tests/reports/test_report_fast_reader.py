@@ -21,17 +21,11 @@ import pytest
 
 from cloudai.reports import regimes
 from cloudai.reports.confirm import ConfirmRow, write_confirm
+from cloudai.reports.env_csv import read_env
 from cloudai.reports.load import AgentRun, load_run
 from cloudai.reports.regime_top import regime_top
 from cloudai.reports.render import run_page
-from cloudai.reports.trajectory import (
-    Trajectory,
-    action_key,
-    iter_steps,
-    read_env,
-    read_steps_row_by_row,
-    read_trajectory,
-)
+from cloudai.reports.trajectory import Trajectory, action_key, iter_steps, read_steps_row_by_row, read_trajectory
 from cloudai.trajectory.records import TrajectoryWriter
 
 ENV = ("load", "jitter")

@@ -34,16 +34,18 @@ OUTPUTS: dict[str, str] = {
 }
 
 
-def generate_report(run_dirs: list[Path], output: Path | None = None, compare_by: str = "test_name") -> Path:
+def generate_report(
+    run_dirs: list[Path], output: Path | None = None, compare_by: str = "test_name", keep: list[object] | None = None
+) -> Path:
     """One self-contained ``report.html`` + ``summary.csv`` per dir; a comparison page for several dirs.
 
     Returns the page to open: the report for one dir, the comparison (``output`` or ``comparison.html``
-    beside the first dir) for several, matching agent runs by ``compare_by`` (``"test_name"``, ``"test_id"``).
-    See ``cloudai.reports.generate.generate_report``.
+    beside the first dir) for several, matching agent runs by ``compare_by`` (``"test_name"``, ``"test_id"``);
+    ``keep``: a list the records read are appended to, not freed. See ``cloudai.reports.generate.generate_report``.
     """
     from cloudai.reports.generate import generate_report as generate
 
-    return generate(run_dirs, output, compare_by)
+    return generate(run_dirs, output, compare_by, keep)
 
 
 def print_summary(run_dir: Path, console: Console | None = None, *, rendering: int | None = None) -> None:

@@ -17,13 +17,15 @@ from operator import attrgetter
 from statistics import fmean, stdev
 from typing import TYPE_CHECKING, Literal, TypeGuard
 
+from cloudai.reports import aide
 from cloudai.reports.trajectory import Trajectory
 
 if TYPE_CHECKING:
-    from optuna.distributions import BaseDistribution
+    from cloudai.reports.aide import Pending
 
 KnobKind = Literal["categorical", "int", "float"]
 Choice = bool | int | float | str | None
+Spec = tuple[str, list[Choice]] | tuple[str, int, int] | tuple[str, float, float]  # see _distribution
 MAX_IMPORTANCE_TRIALS = 500  # Optuna deep-copies every trial into its study: an even sample ranks as well
 # A categorical knob with more distinct values than this is left out of the importance: Optuna's cost is
 # trials x categories (each trial copies and compares the whole choice list), and with ~1 trial per
@@ -106,33 +108,47 @@ class Importance:
 
 def param_importance(traj: Trajectory) -> Importance:
     """Optuna importance over distinct ``ok`` configurations; needs >= 2 of them and a knob that varies."""
-    import optuna
-    from optuna.distributions import CategoricalDistribution
+    return importance_later(traj).result()
 
+
+def importance_later(traj: Trajectory) -> Pending[Importance]:
+    """``param_importance(traj)``, its Optuna part (the import and the ranking, ~0.1 s) done by a big report's aide
+    when one runs (``reports.aide``): the trials to rank are chosen here, a few hundred at most."""
     ok = [s for s in traj.by_status().get("ok", []) if s.scored]
     # each configuration's earliest step, in order of its latest: one dict built in C (10^5 keys: ~2x a dictcomp)
     ok = list(dict(zip(map(attrgetter("key"), reversed(ok)), reversed(ok), strict=True)).values())
     if len(ok) < 2:
-        return Importance(note=f"needs at least 2 distinct ok trials, found {len(ok)}")
+        return aide.done(Importance(note=f"needs at least 2 distinct ok trials, found {len(ok)}"))
     total = len(ok)
     ok = ok[:: math.ceil(total / MAX_IMPORTANCE_TRIALS)]  # every k-th: spread evenly over the search
-    dists = {k: d for k in traj.knobs if (d := _distribution([s.action.get(k) for s in ok])) is not None}
-    wide = {k: len(d.choices) for k, d in dists.items() if isinstance(d, CategoricalDistribution)}
+    specs = {k: d for k in traj.knobs if (d := _distribution([s.action.get(k) for s in ok])) is not None}
+    wide = {k: len(d[1]) for k, d in specs.items() if isinstance(d[1], list)}  # categorical: its choices
     wide = {k: n for k, n in wide.items() if n > MAX_IMPORTANCE_CATEGORIES}
-    dists = {k: d for k, d in dists.items() if k not in wide}
+    specs = {k: d for k, d in specs.items() if k not in wide}
     left_out = "; ".join(
         f"{k} left out: {n} distinct values (more than {MAX_IMPORTANCE_CATEGORIES}), too few trials per value to rank"
         for k, n in wide.items()
     )
-    if not dists:
-        return Importance(note=left_out or "no knob took more than one value in the ok trials")
-    trials = [
-        optuna.trial.create_trial(params={k: _choice(s.action[k]) for k in dists}, distributions=dists, value=s.reward)
-        for s in ok
-        if all(s.action.get(k) is not None for k in dists)
-    ]
-    if len(trials) < 2:
-        return Importance(note="fewer than 2 ok trials set every varying knob")
+    if not specs:
+        return aide.done(Importance(note=left_out or "no knob took more than one value in the ok trials"))
+    knobs = list(specs)
+    rows = [({k: _choice(s.action[k]) for k in knobs}, s.reward) for s in ok if None not in map(s.action.get, knobs)]
+    if len(rows) < 2:
+        return aide.done(Importance(note="fewer than 2 ok trials set every varying knob"))
+    return aide.later(rank_knobs, specs, rows, total, left_out)
+
+
+def rank_knobs(
+    specs: dict[str, Spec], rows: list[tuple[dict[str, Choice], float]], total: int, left_out: str
+) -> Importance:
+    """Optuna's ``get_param_importances`` of ``rows`` (each trial's params and reward) over the knobs of ``specs``
+    (``_distribution``); ``total``: the distinct ok configurations sampled from; ``left_out``: why knobs are not."""
+    import optuna
+    from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
+
+    kinds = {"categorical": CategoricalDistribution, "int": IntDistribution, "float": FloatDistribution}
+    dists = {k: kinds[kind](*bounds) for k, (kind, *bounds) in specs.items()}
+    trials = [optuna.trial.create_trial(params=params, distributions=dists, value=value) for params, value in rows]
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     study = optuna.create_study(direction="maximize")
     study.add_trials(trials)
@@ -148,19 +164,19 @@ def param_importance(traj: Trajectory) -> Importance:
     return Importance(values, ". ".join(notes), len(trials), total)
 
 
-def _distribution(values: list[object]) -> BaseDistribution | None:
-    from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
-
+def _distribution(values: list[object]) -> Spec | None:
+    """A knob's Optuna distribution over its sampled values as plain data (it may go to the aide):
+    ``("categorical", choices)``, ``("int", low, high)`` or ``("float", low, high)``; None under 2 values."""
     present = [_choice(v) for v in values if v is not None]
     distinct = list(dict.fromkeys(present))
     if len(distinct) < 2:
         return None
     kind = knob_kind(present)
     if kind == "categorical":
-        return CategoricalDistribution(sorted(distinct, key=lambda v: (type(v).__name__, str(v))))
+        return ("categorical", sorted(distinct, key=lambda v: (type(v).__name__, str(v))))
     numbers = [float(v) for v in present if is_number(v)]
     lo, hi = min(numbers), max(numbers)
-    return IntDistribution(int(lo), int(hi)) if kind == "int" else FloatDistribution(lo, hi)
+    return ("int", int(lo), int(hi)) if kind == "int" else ("float", lo, hi)
 
 
 def _choice(value: object) -> Choice:

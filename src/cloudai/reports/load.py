@@ -18,10 +18,12 @@ from typing import Any
 from cloudai.errors import ConfigError
 from cloudai.readfile import read_regular
 from cloudai.recordfiles import ENV_FILE, SCORED, TRAJECTORY_FILE
+from cloudai.reports import aide
 from cloudai.reports.collector import paused
 from cloudai.reports.confirm import Estimate, confirmed_in
+from cloudai.reports.env_csv import env_columns, join_env
 from cloudai.reports.regime_value import Objective, RegimeSpec
-from cloudai.reports.trajectory import Trajectory, read_env, read_trajectory
+from cloudai.reports.trajectory import Trajectory, noncanonical_actions, read_trajectory
 from cloudai.space import RegimeBins
 
 RUN_MANIFEST = "run.json"
@@ -313,11 +315,14 @@ def _job_record(test_id: str, iteration: int, job_dir: Path) -> JobRecord:
 
 
 def _agent_run(entry: Entry, it_dir: Path, iteration: int) -> AgentRun:
-    traj_path = it_dir / TRAJECTORY_FILE
+    traj_path, env_path = it_dir / TRAJECTORY_FILE, it_dir / ENV_FILE
     if traj_path.exists():
-        trajectory = read_trajectory(traj_path)
-        if (it_dir / ENV_FILE).exists():
-            read_env(it_dir / ENV_FILE, trajectory)
+        # with an aide (a big run, reports.aide): env.csv's columns and the action cells' check read beside this
+        env = aide.later(env_columns, env_path) if env_path.exists() else None
+        trajectory = read_trajectory(traj_path, aide.later(noncanonical_actions, traj_path) if aide.running() else None)
+        if env is not None:
+            join_env(trajectory, env.result())
+        aide.preload("optuna")  # for the knobs' importance (``analysis.importance_later``), once the aide is free
     else:
         trajectory = Trajectory(notes=["no trajectory.csv: the agent completed no step"])
     failure = (it_dir / FAILURE_FILE).read_text(errors="replace") if (it_dir / FAILURE_FILE).exists() else ""

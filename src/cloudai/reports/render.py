@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import math
 from datetime import UTC, datetime
+from functools import partial
 from operator import attrgetter
 from urllib.parse import quote
 
 from cloudai.display import show_action
-from cloudai.reports import analysis, confirm, plots, plots_knobs, plots_serving, regimes, thin
+from cloudai.reports import analysis, confirm, forked, plots, plots_knobs, plots_serving, regimes, thin
 from cloudai.reports import html as h
 from cloudai.reports import measure_sections as ms
 from cloudai.reports.baseline import versus_first
@@ -26,6 +27,8 @@ from cloudai.reports.load import BEST_FILE, AgentRun, Entry, RunData
 from cloudai.reports.regime_top import value_in
 from cloudai.reports.trajectory import Trajectory
 from cloudai.space import REGIME_BINS
+
+FORK_STEPS = 20_000  # from here a run's sections are built in two processes (``forked``): the fork pays
 
 
 def run_page(run: RunData) -> str:
@@ -80,6 +83,7 @@ def agent_section(run: RunData, ar: AgentRun) -> str:
     parts.append(h.para(f"{len(traj.steps)} steps: {counts}."))
     if not traj.steps:
         return h.section(base, title, parts, data="agent")
+    importance = analysis.importance_later(traj)  # first: a big run's aide ranks the knobs while the rest is built
     if thinned := thin.envelope_note(max(by_status.values())):
         parts.append(h.note(thinned))
     best = traj.best()
@@ -99,10 +103,47 @@ def agent_section(run: RunData, ar: AgentRun) -> str:
     if ar.finished:
         href = "/".join(quote(p) for p in (ar.test_id, str(ar.iteration), BEST_FILE))
         parts.append(f"<p>The recommended configuration as a test TOML, ready to run: {h.link(href, href)}</p>")
+    uncharted = partial(_uncharted_sections, traj, entry, base, ar.confirmed)
+    charted = partial(_charted_sections, run, ar, entry, base)
+    (top, regime), (charts, time, script) = forked.beside(uncharted, charted, fork=len(traj.steps) >= FORK_STEPS)
+    parts += [*charts, _importance(importance.result(), base), top, time, ms.trials_section(ar, base)]
+    if regime:
+        parts.append(regime)
+    if entry.live_rl or traj.episodes > 1:
+        confirming = {step for e in ar.confirmed for step in e.steps}
+        returns = analysis.episode_returns(traj, confirming)
+        table = h.table(["episode", "return", "steps"], [(ep, ret, n) for ep, (ret, n) in returns.items()])
+        chart = h.chart(f"{base}--episodes-chart", plots.episode_returns(returns), "episode returns")
+        shown = [h.note(analysis.returns_summary(returns)), chart, table]
+        if confirming:
+            shown.append(
+                h.note(
+                    f"The {len(confirming)} confirmation re-runs (steps {min(confirming)}-{max(confirming)}) are not"
+                    " an episode of the policy: they are under Confirmed candidates."
+                )
+            )
+        parts.append(h.section(f"{base}--episodes", "Episode returns", shown, 3))
+    parts.append(script)
+    return h.section(base, title, parts, data="agent")
+
+
+def _uncharted_sections(
+    traj: Trajectory, entry: Entry, base: str, confirmed: list[confirm.Estimate]
+) -> tuple[str, str]:
+    """The top configurations and, with env params, the regimes ("" without): sections that draw no chart (so add no
+    row to the page's table) and change nothing, so a big run's are built beside the rest (``forked``)."""
+    regime = _regimes(traj, entry, base, confirmed) if traj.env_params else ""
+    return ms.top_section(traj, entry, base, confirmed), regime
+
+
+def _charted_sections(run: RunData, ar: AgentRun, entry: Entry, base: str) -> tuple[list[str], str, str]:
+    """The sections with charts of the steps (reward, observations, latency, Pareto, knob effects), the time spent,
+    and the script holding the rows they drew (after every chart in the page)."""
+    traj = ar.trajectory
     drawn = Rows(base, traj.knobs, [entry.label(m) for m in entry.agent_metrics], entry.reward_label, traj.env_params)
     reward_chart = h.chart(f"{base}--reward-chart", plots.reward_curve(drawn, traj, entry.reward_label),
                            f"{entry.reward_label} per step")  # fmt: skip
-    parts.append(h.section(f"{base}--reward", f"Reward per step ({entry.reward_label})", [reward_chart], 3))
+    parts = [h.section(f"{base}--reward", f"Reward per step ({entry.reward_label})", [reward_chart], 3)]
     if not entry.live_rl or entry.agent_metrics != ("default",):
         parts.append(ms.observations_section(drawn, traj, entry, base))
     latency = plots_serving.latency_section(drawn, traj, entry, run.path / ar.test_id / str(ar.iteration), base)
@@ -119,28 +160,8 @@ def agent_section(run: RunData, ar: AgentRun) -> str:
         knob_parts = [knob_charts, *(h.note(n) for n in partly)]
         knob_parts += [h.note(f"Log axes: {', '.join(logs)} (ranges with log = true).")] if logs else []
         parts.append(h.section(f"{base}--knobs", "Knob effects", knob_parts, 3))
-    parts.append(_importance(traj, base))
-    parts.append(ms.top_section(traj, entry, base, ar.confirmed))
-    parts.append(ms.time_section(drawn, traj, base))
-    parts.append(ms.trials_section(ar, base))
-    if traj.env_params:
-        parts.append(_regimes(traj, entry, base, ar.confirmed))
-    if entry.live_rl or traj.episodes > 1:
-        confirming = {step for e in ar.confirmed for step in e.steps}
-        returns = analysis.episode_returns(traj, confirming)
-        table = h.table(["episode", "return", "steps"], [(ep, ret, n) for ep, (ret, n) in returns.items()])
-        chart = h.chart(f"{base}--episodes-chart", plots.episode_returns(returns), "episode returns")
-        shown = [h.note(analysis.returns_summary(returns)), chart, table]
-        if confirming:
-            shown.append(
-                h.note(
-                    f"The {len(confirming)} confirmation re-runs (steps {min(confirming)}-{max(confirming)}) are not"
-                    " an episode of the policy: they are under Confirmed candidates."
-                )
-            )
-        parts.append(h.section(f"{base}--episodes", "Episode returns", shown, 3))
-    parts.append(drawn.script())  # after every chart: the rows they asked for
-    return h.section(base, title, parts, data="agent")
+    time = ms.time_section(drawn, traj, base)
+    return parts, time, drawn.script()
 
 
 def _baseline(traj: Trajectory, entry: Entry, ar: AgentRun) -> list[str]:
@@ -162,8 +183,7 @@ def _baseline(traj: Trajectory, entry: Entry, ar: AgentRun) -> list[str]:
     )
 
 
-def _importance(traj: Trajectory, base: str) -> str:
-    imp = analysis.param_importance(traj)
+def _importance(imp: analysis.Importance, base: str) -> str:
     if not imp.values:
         return h.section(f"{base}--importance", "Parameter importance", [h.note(f"Not computed: {imp.note}.")], 3)
     parts = [

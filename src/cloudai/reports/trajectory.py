@@ -21,13 +21,16 @@ import operator
 import os
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from operator import attrgetter, itemgetter
+from operator import attrgetter
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cloudai.readfile import open_text
 from cloudai.recordfiles import COLUMNS, LEGACY_COLUMNS, SCORED, STATUSES, parse_row
-from cloudai.reports.trajectory_cells import COMPACT, action_cells, number_cells, observation_cells
+from cloudai.reports.trajectory_cells import COMPACT, action_cells, canonical_cell, number_cells, observation_cells
+
+if TYPE_CHECKING:
+    from cloudai.reports.aide import Pending
 
 Value = bool | int | float | str | None
 CHUNK_ROWS = 4096  # rows of trajectory.csv read at once: ~0.5-1 MB of text and its records
@@ -132,11 +135,16 @@ def group_index(labels: Sequence[str | None]) -> dict[str, list[int]]:
 FEW_LABELS = 8
 
 
-def read_trajectory(path: Path) -> Trajectory:
-    """Parse ``path``; rows that do not parse are dropped with a note (a torn last line is expected)."""
+def read_trajectory(path: Path, canonical: Pending[set[str]] | None = None) -> Trajectory:
+    """Parse ``path``; rows that do not parse are dropped with a note (a torn last line is expected).
+
+    ``canonical``: ``noncanonical_actions(path)`` being worked out by the report's aide (``reports.aide``). The
+    action cells are then taken as their own keys without re-encoding each (~0.1 s of 10^5 steps), and checked
+    against its answer at the end: a file with a cell that is not its own key (never one cloudai wrote) is read
+    again the usual way."""
     traj = Trajectory()
     knobs: dict[str, None] = {}
-    for steps in _chunks(path, traj.notes, CHUNK_ROWS):
+    for steps in _chunks(path, traj.notes, CHUNK_ROWS, trusted=canonical is not None):
         if knobs.keys() >= set(itertools.chain.from_iterable(map(attrgetter("action"), steps))):
             traj.steps += steps  # no knob not seen before (nearly every chunk: one set of its knobs, in C)
             continue
@@ -145,7 +153,23 @@ def read_trajectory(path: Path) -> Trajectory:
                 knobs.update(dict.fromkeys(step.action))
         traj.steps += steps
     traj.knobs = list(knobs)
+    if canonical is not None and not canonical.result().isdisjoint(map(attrgetter("key"), traj.steps)):
+        return read_trajectory(path)
     return traj
+
+
+def noncanonical_actions(path: Path) -> set[str]:
+    """The action cells of ``path`` that are not ``action_key`` of their own JSON (none in a file cloudai wrote;
+    a cell that is no JSON object is one): what ``read_trajectory``'s ``canonical`` checks its keys against."""
+    bad: set[str] = set()
+    with contextlib.suppress(OSError), open_text(path) as fh:
+        rows = csv.reader(fh)
+        next(rows, None)  # the header: whatever it is (the reader keeps no row of a file with another)
+        while block := list(itertools.islice(rows, CHUNK_ROWS)):
+            texts = list(dict.fromkeys(row[2] for row in block if len(row) > 2))
+            if texts and not _all_canonical(texts):
+                bad.update(text for text in texts if not canonical_cell(text))
+    return bad
 
 
 def iter_steps(path: Path, notes: list[str], chunk: int = CHUNK_ROWS) -> Iterator[Step]:
@@ -159,8 +183,16 @@ def iter_steps(path: Path, notes: list[str], chunk: int = CHUNK_ROWS) -> Iterato
         yield from steps
 
 
-def _chunks(path: Path, notes: list[str], chunk: int) -> Iterator[list[Step]]:
-    """``iter_steps``'s steps, a list per ``chunk`` rows of the file."""
+def _all_canonical(texts: list[str]) -> bool:
+    """Whether every text is its own ``action_key``, checked at once (``action_cells``); False: look one by one."""
+    try:
+        return action_cells(texts)[1] is not None
+    except (ValueError, TypeError, RecursionError):  # a cell that is no JSON
+        return False
+
+
+def _chunks(path: Path, notes: list[str], chunk: int, *, trusted: bool = False) -> Iterator[list[Step]]:
+    """``iter_steps``'s steps, a list per ``chunk`` rows of the file (``trusted``: see ``_clean_chunk``)."""
     try:
         fh = open_text(path)
     except OSError as exc:  # not a regular file (a device, a FIFO), unreadable
@@ -181,7 +213,7 @@ def _chunks(path: Path, notes: list[str], chunk: int) -> Iterator[list[Step]]:
             following = list(itertools.islice(rows, chunk))
             if not following and torn:  # no newline: the writer never committed the last row, parseable or not
                 block[-1] = []
-            steps = None if chunk <= 1 else _clean_chunk(block, last)
+            steps = None if chunk <= 1 else _clean_chunk(block, last, trusted=trusted)
             if steps is None:
                 steps = list(_row_by_row(block, lineno, last, not following, path.name, notes))
             if steps:
@@ -210,9 +242,10 @@ def _row_by_row(
             yield step
 
 
-def _clean_chunk(block: list[list[str]], last: int | None) -> list[Step] | None:
+def _clean_chunk(block: list[list[str]], last: int | None, *, trusted: bool = False) -> list[Step] | None:
     """The steps of ``block`` read column by column, when every row parses as ``parse_row`` parses it and the
-    steps rise above ``last``; None otherwise (the caller reads it row by row, noting what it drops)."""
+    steps rise above ``last``; None otherwise (the caller reads it row by row, noting what it drops). ``trusted``:
+    the action cells are taken as their own keys unchecked (``action_cells``), for the caller to check after."""
     width = len(block[0])
     if width not in (len(COLUMNS), len(LEGACY_COLUMNS)) or set(map(len, block)) != {width}:
         return None
@@ -221,7 +254,7 @@ def _clean_chunk(block: list[list[str]], last: int | None) -> list[Step] | None:
     try:
         steps = list(map(int, cols[0]))
         episodes = list(map(int, cols[1]))  # an empty cell (0 for parse_row) takes the row-by-row path
-        distinct, distinct_keys = action_cells(texts)
+        distinct, distinct_keys = action_cells(texts, checked=not trusted)
         observations = observation_cells(cols[4])
         rewards, elapsed = number_cells(cols[3]), number_cells(cols[6])
     except (ValueError, TypeError, RecursionError):
@@ -272,120 +305,3 @@ def _parse_row(row: list[str]) -> Step | None:
     p = parsed
     return Step(p.step, p.episode, p.action, p.reward, p.observation, p.status, p.elapsed_s, action_key(p.action),
                 reason=p.reason)  # fmt: skip
-
-
-def read_env(path: Path, traj: Trajectory) -> None:
-    """Join ``env.csv`` onto ``traj`` by step (a step's first row). Unparseable rows (a torn last line) are skipped
-    with a note."""
-    params = env_params(path, traj.notes)
-    if params is None:
-        return
-    steps: list[int] = []
-    envs: list[dict[str, Value]] = []
-    for found, values in _env_chunks(path, params, traj.notes, CHUNK_ROWS):
-        steps += found
-        envs += values
-    if steps == [s.step for s in traj.steps]:  # one row per step, in order: as cloudai writes them
-        for s, env in zip(traj.steps, envs, strict=True):
-            s.env = env  # in place of the step's own empty one: each row's dict is its own
-    else:
-        by_step: dict[int, dict[str, Value]] = {}
-        for step, env in zip(steps, envs, strict=True):
-            by_step.setdefault(step, env)
-        missing = sum(1 for s in traj.steps if s.step not in by_step)
-        if missing:
-            traj.notes.append(f"{path.name}: {missing} step(s) have no env row")
-        for s in traj.steps:
-            s.env.update(by_step.get(s.step, {}))
-    traj.env_params = params
-
-
-def env_params(path: Path, notes: list[str]) -> list[str] | None:
-    """The params ``env.csv``'s header names; None (and a note) when it does not start with ``step``."""
-    try:
-        with open_text(path) as fh:
-            header = next(csv.reader(fh), None)
-    except OSError as exc:
-        notes.append(f"{path.name}: not read: {exc}")
-        return None
-    if not header or header[0] != "step":
-        notes.append(f"{path.name}: expected a header starting with 'step'; regimes not shown")
-        return None
-    return header[1:]
-
-
-def iter_env(
-    path: Path, params: list[str], notes: list[str], chunk: int = CHUNK_ROWS
-) -> Iterator[tuple[int, dict[str, Value]]]:
-    """``env.csv``'s rows as ``(step, {param: value})`` in file order, ``chunk`` rows read at a time;
-    unparseable ones noted."""
-    for steps, envs in _env_chunks(path, params, notes, chunk):
-        yield from zip(steps, envs, strict=True)
-
-
-def _env_chunks(
-    path: Path, params: list[str], notes: list[str], chunk: int
-) -> Iterator[tuple[list[int], list[dict[str, Value]]]]:
-    """``iter_env``'s rows, a pair of lists (steps, their env values) per ``chunk`` rows of the file. Each distinct
-    cell of a chunk is converted once (an env param takes few values)."""
-    with open_text(path) as fh:  # a regular file: ``env_params`` opened it already
-        rows = csv.reader(fh)
-        next(rows, None)  # the header (``env_params``)
-        lineno = 2
-        while block := list(itertools.islice(rows, chunk)):
-            kept = block if _env_rows_whole(block, len(params) + 1) else []
-            if not kept:
-                for i, row in enumerate(block):
-                    if len(row) != len(params) + 1 or not row[0].strip().isdigit():
-                        notes.append(f"{path.name} line {lineno + i}: unparseable row; dropped")
-                    else:
-                        kept.append(row)
-            lineno += len(block)
-            if not kept:
-                continue
-            first, *cells = zip(*kept, strict=True)
-            steps = list(map(int, first))
-            if not params:  # a header of ``step`` alone: every row's env is empty
-                yield steps, [{} for _ in kept]
-                continue
-            yield steps, _env_dicts(params, [list(map(_values(column).__getitem__, column)) for column in cells])
-
-
-def _env_dicts(params: list[str], columns: list[list[Value]]) -> list[dict[str, Value]]:
-    """One ``{param: value}`` per row of ``columns`` (one per param), built a column at a time: a dict per row
-    from the first column, then each other column set into them (~2x faster than ``dict(zip(...))`` per row)."""
-    first = params[0]
-    envs = [{first: value} for value in columns[0]]
-    for param, column in zip(params[1:], columns[1:], strict=True):
-        for env, value in zip(envs, column, strict=True):
-            env[param] = value
-    return envs
-
-
-def _env_rows_whole(block: list[list[str]], width: int) -> bool:
-    """Whether every row of ``block`` has ``width`` cells and a step number (checked a column at a time)."""
-    return set(map(len, block)) == {width} and all(map(str.isdigit, map(str.strip, map(itemgetter(0), block))))
-
-
-def _values(cells: Sequence[str]) -> dict[str, Value]:
-    """Each distinct cell of ``cells`` and its value (``_value``)."""
-    distinct = list(dict.fromkeys(cells))
-    if all(map(operator.contains, distinct, itertools.repeat("."))):  # a continuous param: floats (see _value)
-        with contextlib.suppress(ValueError):
-            return dict(zip(distinct, map(float, distinct), strict=True))
-    return {text: _value(text) for text in distinct}
-
-
-def _value(text: str) -> Value:
-    """An env cell as the number or word it is: ``4`` -> 4, ``0.5`` -> 0.5, ``true`` -> True, else the text."""
-    lowered = text.strip().lower()
-    if lowered in ("true", "false"):
-        return lowered == "true"
-    if lowered == "":
-        return None
-    for kind in (float,) if "." in text else (int, float):  # no int has a '.': skip the failing int()
-        try:
-            return kind(text)
-        except ValueError:
-            pass
-    return text

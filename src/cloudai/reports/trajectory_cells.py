@@ -46,7 +46,7 @@ def json_cells(texts: Sequence[str]) -> list[Any]:
     return list(map(itemgetter(0), found))
 
 
-def action_cells(texts: Sequence[str]) -> tuple[list[Any], list[str] | None]:
+def action_cells(texts: Sequence[str], *, checked: bool = True) -> tuple[list[Any], list[str] | None]:
     """``json.loads`` of each (distinct) action cell, and their keys (``action_key``) when that is each cell itself.
 
     Cells as cloudai writes them (each an object in ``COMPACT``'s text) are read as one JSON array: one scan in C,
@@ -54,7 +54,9 @@ def action_cells(texts: Sequence[str]) -> tuple[list[Any], list[str] | None]:
     cell is an object (``{`` ... ``}``), the text ``},{`` occurs only between cells, and the array re-encodes to its
     own text: then no whitespace stands outside a string, each boundary between items is a ``},{`` between cells,
     and the n items split the array where the n cells do. Any other chunk is read cell by cell (``json_cells``;
-    keys None: the caller encodes them)."""
+    keys None: the caller encodes them). ``checked=False`` skips the re-encoding, for a caller that checks each
+    cell's text (``canonical_cell``) elsewhere: a cell that is its own key is one JSON object, so the array
+    splits where the cells do when every cell is, and the caller reads it again when one is not."""
     joined = f"[{','.join(texts)}]"
     objects = all(map(str.startswith, texts, itertools.repeat("{"))) and all(
         map(str.endswith, texts, itertools.repeat("}"))
@@ -64,9 +66,18 @@ def action_cells(texts: Sequence[str]) -> tuple[list[Any], list[str] | None]:
             found = json.loads(joined)
         except (ValueError, RecursionError):
             found = None
-        if found is not None and len(found) == len(texts) and CHECK.encode(found) == joined:
+        if found is not None and len(found) == len(texts) and (not checked or CHECK.encode(found) == joined):
             return found, list(texts)
     return json_cells(texts), None
+
+
+def canonical_cell(text: str) -> bool:
+    """Whether ``text`` is one JSON object written as ``COMPACT`` writes it (its own ``action_key``)."""
+    try:
+        value = _json_value(text)
+    except (ValueError, RecursionError):
+        return False
+    return type(value) is dict and COMPACT.encode(value) == text
 
 
 def observation_cells(texts: Sequence[str]) -> list[list[float]]:

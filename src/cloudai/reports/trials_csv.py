@@ -20,7 +20,8 @@ from pathlib import Path
 
 from cloudai.atomicfile import atomic_write
 from cloudai.recordfiles import ENV_FILE, TRAJECTORY_FILE
-from cloudai.reports.trajectory import Value, env_params, iter_env, iter_steps
+from cloudai.reports.env_csv import env_params, iter_env
+from cloudai.reports.trajectory import Value, iter_steps
 
 TRIALS_FILE = "trials.csv"
 CHUNK_CHARS = 1 << 16  # the text goes out in pieces of about this size

@@ -211,9 +211,10 @@ def regime_verdict(out_dir: Path) -> str | None:
     verdict is a caveat on the recommendation (its re-runs already weighed the regimes), naming no other
     configuration."""
     from cloudai.reports.confirm import confirmed_in, headline_step
+    from cloudai.reports.env_csv import read_env
     from cloudai.reports.load import entry_of
     from cloudai.reports.regimes import regimes
-    from cloudai.reports.trajectory import read_env, read_trajectory
+    from cloudai.reports.trajectory import read_trajectory
 
     path = out_dir / TRAJECTORY_FILE
     if not (out_dir / ENV_FILE).is_file() or not path.is_file():

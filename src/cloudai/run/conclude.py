@@ -85,7 +85,8 @@ def conclude(
 def _recorded(out_dir: Path) -> Trajectory:
     """The iteration's trajectory.csv with env.csv: every step, as the report reads it."""
     from cloudai.recordfiles import ENV_FILE
-    from cloudai.reports.trajectory import read_env, read_trajectory
+    from cloudai.reports.env_csv import read_env
+    from cloudai.reports.trajectory import read_trajectory
 
     traj = read_trajectory(out_dir / TRAJECTORY_FILE)
     read_env(out_dir / ENV_FILE, traj)

@@ -1,0 +1,224 @@
+"""``Aide``: a second process that does part of a big report's work beside this one.
+
+Why: a 100 000-step report is ~1.3 s of one core. Some of that work needs little from the records this process
+holds: checking that the action cells are canonical JSON, reading ``env.csv``'s columns, Optuna's importance over
+500 sampled trials (with its ~0.07 s import). A process forked before anything is read (a small heap: nothing to
+copy) does them on a second core from the files themselves or from a few KiB of input, while this process reads
+``trajectory.csv`` and builds the page.
+
+Contract: ``later(fn, *args)`` returns a ``Pending`` whose ``result()`` is ``fn(*args)``, always: computed by the
+aide when it is running and answers, else here (no aide: ``started`` found it not worth it or not safe; or it
+failed in any way: killed, an exception, an answer that does not unpickle). So ``fn`` must be a pure function of
+its arguments and of files that do not change meanwhile (it may run twice, or in either process); it and its
+arguments and result must pickle (a module-level function). Requests are answered in order, one at a time.
+
+Started only where it pays and is safe: a big run (``AIDE_BYTES`` of trajectory.csv), more than one CPU of ours,
+``os.fork`` (POSIX), and no other thread (a fork copies the calling thread alone: a lock another holds, the logging
+module's or an import's, would never be released in the child).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import mmap
+import os
+import pickle
+import signal
+import struct
+import threading
+from collections.abc import Callable, Iterator
+from contextvars import ContextVar
+from typing import Generic, TypeVar, cast
+
+T = TypeVar("T")
+AIDE_BYTES = 2_000_000  # trajectory.csv of ~20 000 steps: below, the fork costs more than it saves
+SHARED_BYTES = 1 << 28  # room for the answers: address space only, a page is used when written
+_HEADER = struct.Struct("<Q")  # a request's length
+_NOTE = struct.Struct("<?QQ")  # an answer: answered, its offset in the shared memory, its length
+_current: ContextVar[Aide | None] = ContextVar("cloudai_report_aide", default=None)
+
+
+class Pending(Generic[T]):
+    """``fn(*args)``, from the aide when it answers, else computed here when ``result`` is asked (ask once)."""
+
+    def __init__(self, fn: Callable[..., T], args: tuple[object, ...], ticket: int | None, aide: Aide | None) -> None:
+        self._fn, self._args, self._ticket, self._aide = fn, args, ticket, aide
+
+    def result(self) -> T:
+        if self._aide is not None and self._ticket is not None:
+            answer = self._aide.answer(self._ticket)
+            self._aide = None
+            if answer is not None:
+                return cast("T", answer[0])
+        return self._fn(*self._args)
+
+
+def done(value: T) -> Pending[T]:
+    """``value`` as a ``Pending`` (for a caller that has the answer without the work)."""
+    return Pending(_same, (value,), None, None)
+
+
+def _same(value: T) -> T:
+    return value
+
+
+def preload(*modules: str) -> None:
+    """Have the running aide import ``modules`` now (no answer asked): a later request that needs them waits less."""
+    for module in modules:
+        later(importlib.import_module, module)
+
+
+def running() -> bool:
+    """Whether an aide takes the ``later`` calls (else they are computed here, at ``result()``)."""
+    return _current.get() is not None
+
+
+def later(fn: Callable[..., T], *args: object) -> Pending[T]:
+    """``fn(*args)`` as a ``Pending``: sent to the running aide (``started``), else computed at ``result()``."""
+    aide = _current.get()
+    ticket = aide.send(fn, args) if aide is not None else None
+    return Pending(fn, args, ticket, aide if ticket is not None else None)
+
+
+@contextlib.contextmanager
+def started(worth: bool) -> Iterator[Aide | None]:
+    """An aide for the ``later`` calls inside, when ``worth`` it and safe (see the module's docstring)."""
+    aide = Aide.fork() if worth and forkable() else None
+    token = _current.set(aide)
+    try:
+        yield aide
+    finally:
+        _current.reset(token)
+        if aide is not None:
+            aide.close()
+
+
+def leave() -> None:
+    """In a process forked from one with an aide: none here (its pipes are the parent's)."""
+    _current.set(None)
+
+
+def forkable() -> bool:
+    """Whether a fork may pay and is safe here (see the module's docstring)."""
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return cpus > 1 and hasattr(os, "fork") and threading.active_count() == 1
+
+
+class Aide:
+    """The parent's end. Requests go down a pipe; answers come back through memory shared with the aide
+    (``SHARED_BYTES``, mapped before the fork, touched only where written), with a fixed-size note of where each
+    is on another pipe: the aide never waits for this process to read a big answer, and this process reads none it
+    does not ask for (a pipe alone would stall the aide at 64 KiB until this process came to read)."""
+
+    def __init__(self, pid: int, requests: int, answers: int, shared: mmap.mmap) -> None:
+        self.pid, self._requests, self._answers, self._shared = pid, requests, answers, shared
+        self._sent = self._read = 0
+        self._found: dict[int, tuple[bool, int, int]] = {}  # ticket -> (answered, offset, length)
+
+    @classmethod
+    def fork(cls) -> Aide | None:
+        try:
+            shared = mmap.mmap(-1, SHARED_BYTES)
+            down_r, down_w = os.pipe()
+            up_r, up_w = os.pipe()
+            pid = os.fork()
+        except OSError:
+            return None
+        if pid == 0:  # pragma: no cover - the aide (coverage does not follow a fork)
+            os.close(down_w)
+            os.close(up_r)
+            _serve(down_r, up_w, shared)
+        os.close(down_r)
+        os.close(up_w)
+        return cls(pid, down_w, up_r, shared)
+
+    def send(self, fn: Callable[..., object], args: tuple[object, ...]) -> int | None:
+        """The ticket of a request, or None when it could not be sent (the aide is gone)."""
+        try:
+            _write_all(self._requests, _frame(pickle.dumps((fn, args), protocol=pickle.HIGHEST_PROTOCOL)))
+        except (OSError, pickle.PicklingError, TypeError, AttributeError):
+            return None
+        self._sent += 1
+        return self._sent
+
+    def answer(self, ticket: int) -> tuple[object] | None:
+        """``(value,)`` of request ``ticket``, waiting for it; None when the aide could not answer it."""
+        while ticket not in self._found and self._read < self._sent:
+            note = _read_exactly(self._answers, _NOTE.size)
+            if note is None:  # the aide is gone: no more answers
+                self._read = self._sent
+                break
+            self._read += 1
+            self._found[self._read] = _NOTE.unpack(note)
+        answered, offset, length = self._found.pop(ticket, (False, 0, 0))
+        if not answered:
+            return None
+        try:
+            return (pickle.loads(self._shared[offset : offset + length]),)
+        except Exception:  # an answer that does not unpickle: computed here instead
+            return None
+
+    def close(self) -> None:
+        """End the aide and reap it: killed, since nothing it holds is wanted once this process asks no more (a
+        request still running, such as ``preload``, would otherwise hold up the exit)."""
+        for fd in (self._requests, self._answers):
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(self.pid, signal.SIGKILL)
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(self.pid, 0)
+        self._shared.close()
+
+
+def _serve(requests: int, answers: int, shared: mmap.mmap) -> None:  # pragma: no cover - runs in the aide
+    """The aide's loop until the requests' pipe closes: each answer pickled into ``shared`` after the last, and a
+    note of where (answered False: it raised, or it did not fit). Exits without running anything of the parent's
+    (atexit handlers, buffered output)."""
+    status, offset = 1, 0
+    try:
+        while (frame := _read_frame(requests)) is not None:
+            try:
+                fn, args = pickle.loads(frame)
+                data = pickle.dumps(fn(*args), protocol=pickle.HIGHEST_PROTOCOL)
+            except Exception:  # the parent computes it itself
+                data = None
+            if data is None or offset + len(data) > len(shared):
+                _write_all(answers, _NOTE.pack(False, 0, 0))
+                continue
+            shared[offset : offset + len(data)] = data
+            _write_all(answers, _NOTE.pack(True, offset, len(data)))
+            offset += len(data)
+        status = 0
+    except BaseException:  # Ctrl-C, a closed pipe: the parent computes what is left
+        pass
+    finally:
+        os._exit(status)
+
+
+def _frame(data: bytes) -> bytes:
+    return _HEADER.pack(len(data)) + data
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def _read_frame(fd: int) -> bytes | None:
+    """One length-prefixed frame, None at the pipe's end (a torn frame too)."""
+    head = _read_exactly(fd, _HEADER.size)
+    return None if head is None else _read_exactly(fd, _HEADER.unpack(head)[0])
+
+
+def _read_exactly(fd: int, size: int) -> bytes | None:
+    chunks, left = [], size
+    while left:
+        chunk = os.read(fd, min(left, 1 << 20))
+        if not chunk:
+            return None
+        chunks.append(chunk)
+        left -= len(chunk)
+    return b"".join(chunks)
