@@ -24,6 +24,7 @@ from tests.conftest import cloudai
 from tests.reliability.procs import alive, start_cli, wait_until
 
 from cloudai.config.system import StandaloneSystemConfig
+from cloudai.systems import contain
 from cloudai.systems.base import Job, JobSpec, JobStatus
 from cloudai.systems.contain import Contained, Containment
 from cloudai.systems.standalone import StandaloneSystem
@@ -186,6 +187,40 @@ def test_a_child_forked_before_the_cgroup_move_dies_with_its_trial(tmp_path: Pat
     finally:
         if escaped and alive(escaped):
             os.kill(escaped, signal.SIGKILL)
+
+
+def test_the_early_children_are_looked_for_unless_the_kernels_last_pid_is_the_jobs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``_created_since``: /proc/loadavg's last pid is the job's -> nothing forked since, no lookup in /proc; any
+    other pid, or a file that cannot be read -> look."""
+    loadavg = tmp_path / "loadavg"
+    loadavg.write_text("0.10 0.20 0.30 1/80 4321\n")
+    fd = os.open(loadavg, os.O_RDONLY)
+    try:
+        monkeypatch.setitem(contain._LOADAVG, "fd", fd)
+        assert not contain._created_since(4321)
+        assert contain._created_since(4320)  # the job's process forked 4321
+        monkeypatch.setitem(contain._LOADAVG, "fd", None)
+        assert contain._created_since(4321)
+    finally:
+        os.close(fd)
+    child = os.fork()
+    if child == 0:  # pragma: no cover - a child that forks once, then waits to be killed
+        if os.fork() == 0:
+            os.pause()
+        os.pause()
+    try:
+        monkeypatch.delitem(contain._LOADAVG, "fd", raising=False)
+        wait_until(lambda: contain._main_thread_descendants(child), None, "the child's fork")
+        assert contain._created_since(child)  # the real file: its fork came after it
+    finally:
+        grandchildren = contain._main_thread_descendants(child)
+        for pid in [*grandchildren, child]:
+            os.kill(pid, signal.SIGKILL)
+        for pid in [child, *grandchildren]:  # the orphan is ours to reap where this process is a subreaper
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(pid, 0)
 
 
 class _SignalledWhileAdopting(Containment):
