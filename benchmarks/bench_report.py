@@ -70,6 +70,15 @@ JSON 0.07), imports and start-up the rest. No single item left is over 10%; the 
 held on ``Trajectory`` through the page's modules (each pass over 10^5 ``Step`` objects ~5-10 ms of cache misses,
 ~30 such passes), and a key check cheaper than re-encoding every action (tried on paper: per-knob templates save
 ~20 ms at much risk).
+Then two cores (``--against 6c03414``, ``--big-runs 7`` interleaved, the 2-core VM idle, load 0.6-1.1): 100 000
+steps 1.41 -> 0.98 s wall median (1.51 -> 1.70 s CPU), peak RSS 157 -> 143 MiB; reports byte for byte the same;
+10-trial DSE end 0.11 vs 0.13 s (no second process below ~20 000 steps). One process reading the records (0.42 s)
+while an aide forked at the start (``reports.aide``) reads env.csv's columns and checks the action cells (0.40 s:
+the reader takes each cell as its key unchecked, the ~0.1 s re-encoding) and ranks the importance (Optuna's import
+off the path); the top table and the regimes built in a child forked once the records are read (``reports.forked``,
+~0.29 s beside the charts' ~0.30 s; copy-on-write faults cost each side ~0.05 s, the CPU's rise); numpy imported
+once before the forks; the records left to the OS at exit (their freeing, ~0.05 s, had moved to the return once
+Optuna no longer held them). On one CPU (``taskset -c 0``) no fork: 1.37-1.40 -> 1.31-1.34 s.
 The script uses only the CLI and the public API, so the same file measures any checkout (``--against``, or run
 it with that checkout's environment: ``cd /work/main && uv run python <this file>``). Its fresh
 processes use a bytecode cache (as an installed cloudai does; ``PYTHONDONTWRITEBYTECODE`` is dropped for them and
