@@ -97,6 +97,15 @@ def test_beside_returns_what_the_child_built_and_rebuilds_what_it_failed() -> No
     assert forked.beside(whose, whose, fork=False) == (os.getpid(), os.getpid())
 
 
+def test_a_fork_refused_by_the_system_builds_everything_here(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refused() -> int:
+        raise OSError(11, "Resource temporarily unavailable")
+
+    monkeypatch.setattr(os, "fork", refused)
+    assert forked.beside(whose, whose, fork=True) == (os.getpid(), os.getpid())
+    assert aide.Aide.fork() is None
+
+
 def test_beside_kills_and_reaps_its_child_when_here_raises(monkeypatch: pytest.MonkeyPatch) -> None:
     children: list[int] = []
     fork = os.fork

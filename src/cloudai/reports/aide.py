@@ -120,11 +120,19 @@ class Aide:
     def fork(cls) -> Aide | None:
         try:
             shared = mmap.mmap(-1, SHARED_BYTES)
-            down_r, down_w = os.pipe()
-            up_r, up_w = os.pipe()
-            pid = os.fork()
-        except OSError:
+        except OSError:  # no room for it (a strict overcommit policy): one process it is
             return None
+        fds: list[int] = []
+        try:
+            fds += os.pipe()
+            fds += os.pipe()
+            pid = os.fork()
+        except OSError:  # out of descriptors, processes or memory
+            for fd in fds:
+                os.close(fd)
+            shared.close()
+            return None
+        down_r, down_w, up_r, up_w = fds
         if pid == 0:  # pragma: no cover - the aide (coverage does not follow a fork)
             os.close(down_w)
             os.close(up_r)
@@ -136,7 +144,7 @@ class Aide:
     def send(self, fn: Callable[..., object], args: tuple[object, ...]) -> int | None:
         """The ticket of a request, or None when it could not be sent (the aide is gone)."""
         try:
-            _write_all(self._requests, _frame(pickle.dumps((fn, args), protocol=pickle.HIGHEST_PROTOCOL)))
+            write_all(self._requests, _frame(pickle.dumps((fn, args), protocol=pickle.HIGHEST_PROTOCOL)))
         except (OSError, pickle.PicklingError, TypeError, AttributeError):
             return None
         self._sent += 1
@@ -185,10 +193,10 @@ def _serve(requests: int, answers: int, shared: mmap.mmap) -> None:  # pragma: n
             except Exception:  # the parent computes it itself
                 data = None
             if data is None or offset + len(data) > len(shared):
-                _write_all(answers, _NOTE.pack(False, 0, 0))
+                write_all(answers, _NOTE.pack(False, 0, 0))
                 continue
             shared[offset : offset + len(data)] = data
-            _write_all(answers, _NOTE.pack(True, offset, len(data)))
+            write_all(answers, _NOTE.pack(True, offset, len(data)))
             offset += len(data)
         status = 0
     except BaseException:  # Ctrl-C, a closed pipe: the parent computes what is left
@@ -201,7 +209,8 @@ def _frame(data: bytes) -> bytes:
     return _HEADER.pack(len(data)) + data
 
 
-def _write_all(fd: int, data: bytes) -> None:
+def write_all(fd: int, data: bytes) -> None:
+    """All of ``data`` to ``fd`` (a pipe takes it in pieces)."""
     view = memoryview(data)
     while view:
         view = view[os.write(fd, view) :]

@@ -29,8 +29,16 @@ def beside(away: Callable[[], A], here: Callable[[], B], *, fork: bool) -> tuple
     """``(away(), here())``, ``away`` in a forked child when ``fork``."""
     if not fork or not aide.forkable():
         return away(), here()
-    read_end, write_end = os.pipe()
-    pid = os.fork()
+    try:
+        read_end, write_end = os.pipe()
+    except OSError:  # out of descriptors: one process it is
+        return away(), here()
+    try:
+        pid = os.fork()
+    except OSError:  # out of processes or memory
+        os.close(read_end)
+        os.close(write_end)
+        return away(), here()
     if pid == 0:  # pragma: no cover - the child (coverage does not follow a fork)
         _child(away, read_end, write_end)
     os.close(write_end)
@@ -59,10 +67,7 @@ def _child(away: Callable[[], object], read_end: int, write_end: int) -> None:  
     try:
         os.close(read_end)
         aide.leave()  # the parent's aide answers the parent alone
-        data = pickle.dumps(away(), protocol=pickle.HIGHEST_PROTOCOL)
-        view = memoryview(data)
-        while view:
-            view = view[os.write(write_end, view) :]
+        aide.write_all(write_end, pickle.dumps(away(), protocol=pickle.HIGHEST_PROTOCOL))
         status = 0
     except BaseException:
         pass
