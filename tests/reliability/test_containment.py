@@ -223,6 +223,23 @@ def test_the_early_children_are_looked_for_unless_the_kernels_last_pid_is_the_jo
                 os.waitpid(pid, 0)
 
 
+def test_a_stale_cgroup_root_removed_by_another_process_meanwhile_is_no_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two cloudai processes starting at once both clean the same dead process's cgroup root: the second's listing
+    finds it gone (``glob`` raises FileNotFoundError when the dir vanishes under it; a CI run failed on it)."""
+    root = tmp_path / "cloudai-2"
+    (root / "job-1").mkdir(parents=True)
+    contain._remove_cgroups(root)
+    assert not root.exists()
+
+    def vanished(self: Path, pattern: str) -> list[Path]:
+        raise FileNotFoundError(2, "No such file or directory", str(self))
+
+    monkeypatch.setattr(Path, "glob", vanished)
+    contain._remove_cgroups(root)
+
+
 class _SignalledWhileAdopting(Containment):
     """A Ctrl-C that lands while the job just started is moved into its cgroup (a real SIGINT to ourselves)."""
 

@@ -366,8 +366,13 @@ def _remove_stale(parent: Path) -> None:
 
 
 def _remove_cgroups(root: Path) -> None:
-    """At exit: this process's job cgroups and their root (those still holding a process stay)."""
-    for child in root.glob("job-*"):
+    """At exit: this process's job cgroups and their root (those still holding a process stay). A root already gone
+    is no error: two cloudai processes that start at once may both clean the same stale one."""
+    try:
+        children = list(root.glob("job-*"))
+    except OSError:  # removed meanwhile
+        children = []
+    for child in children:
         with contextlib.suppress(OSError):
             child.rmdir()
     with contextlib.suppress(OSError):
