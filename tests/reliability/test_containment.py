@@ -206,10 +206,12 @@ def test_the_early_children_are_looked_for_unless_the_kernels_last_pid_is_the_jo
     finally:
         os.close(fd)
     child = os.fork()
-    if child == 0:  # pragma: no cover - a child that forks once, then waits to be killed
-        if os.fork() == 0:
-            os.pause()
-        os.pause()
+    if child == 0:  # pragma: no cover - a child that forks once, then waits to be killed (never back into pytest)
+        try:
+            os.fork()
+            signal.pause()
+        finally:
+            os._exit(0)
     try:
         monkeypatch.delitem(contain._LOADAVG, "fd", raising=False)
         wait_until(lambda: contain._main_thread_descendants(child), None, "the child's fork")

@@ -91,12 +91,21 @@ def test_without_an_aide_later_computes_here_and_nothing_forks() -> None:
         assert (busy is None) == (not aide.forkable())
 
 
+@pytest.fixture
+def forking(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``beside`` forks whatever other threads this worker runs (its children only run the tests' pure functions and
+    leave by ``os._exit``)."""
+    monkeypatch.setattr(aide, "forkable", lambda: True)
+
+
+@pytest.mark.usefixtures("forking")
 def test_beside_returns_what_the_child_built_and_rebuilds_what_it_failed() -> None:
     assert forked.beside(whose, whose, fork=True)[0] != os.getpid()
     assert forked.beside(lambda: only_here(4), lambda: "here", fork=True) == (8, "here")  # failed there: made here
     assert forked.beside(whose, whose, fork=False) == (os.getpid(), os.getpid())
 
 
+@pytest.mark.usefixtures("forking")
 def test_a_fork_refused_by_the_system_builds_everything_here(monkeypatch: pytest.MonkeyPatch) -> None:
     def refused() -> int:
         raise OSError(11, "Resource temporarily unavailable")
@@ -106,6 +115,7 @@ def test_a_fork_refused_by_the_system_builds_everything_here(monkeypatch: pytest
     assert aide.Aide.fork() is None
 
 
+@pytest.mark.usefixtures("forking")
 def test_beside_kills_and_reaps_its_child_when_here_raises(monkeypatch: pytest.MonkeyPatch) -> None:
     children: list[int] = []
     fork = os.fork
@@ -121,7 +131,7 @@ def test_beside_kills_and_reaps_its_child_when_here_raises(monkeypatch: pytest.M
 
     monkeypatch.setattr(os, "fork", recorded)
     with pytest.raises(KeyError):
-        forked.beside(lambda: os.pause(), here, fork=True)  # the child would wait forever
+        forked.beside(signal.pause, here, fork=True)  # the child would wait forever
     assert len(children) == 1
     with pytest.raises(ChildProcessError):  # reaped already: no zombie left behind
         os.waitpid(children[0], os.WNOHANG)
