@@ -15,6 +15,7 @@ import random
 import signal
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -83,12 +84,24 @@ def test_a_killed_aide_costs_time_not_answers(running: aide.Aide) -> None:
     assert aide.later(whose).result() == os.getpid()
 
 
-def test_without_an_aide_later_computes_here_and_nothing_forks() -> None:
+def test_without_an_aide_later_computes_here_and_nothing_forks(monkeypatch: pytest.MonkeyPatch) -> None:
     with aide.started(False) as none:
         assert none is None and not aide.running()
         assert aide.later(whose).result() == os.getpid()
-    with aide.started(True) as busy:  # pytest-xdist's worker threads: never a fork beside another thread
-        assert (busy is None) == (not aide.forkable())
+    monkeypatch.setattr(aide, "forkable", lambda: False)  # one CPU, no os.fork, or another thread running
+    with aide.started(True) as refused:
+        assert refused is None and aide.later(whose).result() == os.getpid()
+
+
+def test_no_fork_beside_another_thread() -> None:
+    release = threading.Event()
+    other = threading.Thread(target=release.wait)
+    other.start()
+    try:
+        assert not aide.forkable()
+    finally:
+        release.set()
+        other.join()
 
 
 @pytest.fixture
