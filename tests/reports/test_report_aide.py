@@ -210,9 +210,20 @@ def test_a_damaged_trajectory_read_with_the_aides_verdict_is_read_as_without(tmp
     assert trusted.notes == plain.notes and len(plain.notes) == 2  # the bad JSON, the torn line
 
 
+def test_rows_appended_after_the_aide_read_the_file_are_checked_here(tmp_path: Path) -> None:
+    """A running run appends while the report reads: the aide's verdict covers the rows it saw, no more."""
+    path = tmp_path / "trajectory.csv"
+    _write(path, ['{"a":1}', '{"a":2}'])
+    verdict = noncanonical_actions(path)
+    with path.open("a") as out:
+        out.write('3,1,"{""a"": 3}",1.0,[1.0],ok,0.5,\n')  # appended after, not as cloudai writes it
+    trusted = read_trajectory(path, aide.done(verdict))
+    assert [s.key for s in trusted.steps] == ['{"a":1}', '{"a":2}', '{"a":3}']
+
+
 def test_a_cloudai_trajectory_is_all_canonical(tmp_path: Path) -> None:
     run = _run(tmp_path, 50)
-    assert noncanonical_actions(run / "t" / "0" / "trajectory.csv") == set()
+    assert noncanonical_actions(run / "t" / "0" / "trajectory.csv") == (set(), 50)
 
 
 REPORT = """

@@ -135,16 +135,17 @@ def group_index(labels: Sequence[str | None]) -> dict[str, list[int]]:
 FEW_LABELS = 8
 
 
-def read_trajectory(path: Path, canonical: Pending[set[str]] | None = None) -> Trajectory:
+def read_trajectory(path: Path, canonical: Pending[tuple[set[str], int]] | None = None) -> Trajectory:
     """Parse ``path``; rows that do not parse are dropped with a note (a torn last line is expected).
 
     ``canonical``: ``noncanonical_actions(path)`` being worked out by the report's aide (``reports.aide``). The
     action cells are then taken as their own keys without re-encoding each (~0.1 s of 10^5 steps), and checked
-    against its answer at the end: a file with a cell that is not its own key (never one cloudai wrote) is read
-    again the usual way."""
+    against its answer at the end: a file with a cell that is not its own key (never one cloudai wrote), or rows the
+    aide did not see (appended meanwhile by a running run), is read again the usual way."""
     traj = Trajectory()
     knobs: dict[str, None] = {}
-    for steps in _chunks(path, traj.notes, CHUNK_ROWS, trusted=canonical is not None):
+    rows = [0]
+    for steps in _chunks(path, traj.notes, CHUNK_ROWS, trusted=canonical is not None, counted=rows):
         if knobs.keys() >= set(itertools.chain.from_iterable(map(attrgetter("action"), steps))):
             traj.steps += steps  # no knob not seen before (nearly every chunk: one set of its knobs, in C)
             continue
@@ -153,23 +154,28 @@ def read_trajectory(path: Path, canonical: Pending[set[str]] | None = None) -> T
                 knobs.update(dict.fromkeys(step.action))
         traj.steps += steps
     traj.knobs = list(knobs)
-    if canonical is not None and not canonical.result().isdisjoint(map(attrgetter("key"), traj.steps)):
-        return read_trajectory(path)
+    if canonical is not None:
+        bad, seen = canonical.result()
+        if seen < rows[0] or not bad.isdisjoint(map(attrgetter("key"), traj.steps)):
+            return read_trajectory(path)
     return traj
 
 
-def noncanonical_actions(path: Path) -> set[str]:
+def noncanonical_actions(path: Path) -> tuple[set[str], int]:
     """The action cells of ``path`` that are not ``action_key`` of their own JSON (none in a file cloudai wrote;
-    a cell that is no JSON object is one): what ``read_trajectory``'s ``canonical`` checks its keys against."""
+    a cell that is no JSON object is one), and the rows read: what ``read_trajectory``'s ``canonical`` checks its
+    keys against (the file only grows: its first rows are the ones read here)."""
     bad: set[str] = set()
+    seen = 0
     with contextlib.suppress(OSError), open_text(path) as fh:
         rows = csv.reader(fh)
         next(rows, None)  # the header: whatever it is (the reader keeps no row of a file with another)
         while block := list(itertools.islice(rows, CHUNK_ROWS)):
+            seen += len(block)
             texts = list(dict.fromkeys(row[2] for row in block if len(row) > 2))
             if texts and not _all_canonical(texts):
                 bad.update(text for text in texts if not canonical_cell(text))
-    return bad
+    return bad, seen
 
 
 def iter_steps(path: Path, notes: list[str], chunk: int = CHUNK_ROWS) -> Iterator[Step]:
@@ -191,8 +197,11 @@ def _all_canonical(texts: list[str]) -> bool:
         return False
 
 
-def _chunks(path: Path, notes: list[str], chunk: int, *, trusted: bool = False) -> Iterator[list[Step]]:
-    """``iter_steps``'s steps, a list per ``chunk`` rows of the file (``trusted``: see ``_clean_chunk``)."""
+def _chunks(
+    path: Path, notes: list[str], chunk: int, *, trusted: bool = False, counted: list[int] | None = None
+) -> Iterator[list[Step]]:
+    """``iter_steps``'s steps, a list per ``chunk`` rows of the file (``trusted``: see ``_clean_chunk``;
+    ``counted``: its one number counts the rows read)."""
     try:
         fh = open_text(path)
     except OSError as exc:  # not a regular file (a device, a FIFO), unreadable
@@ -213,6 +222,8 @@ def _chunks(path: Path, notes: list[str], chunk: int, *, trusted: bool = False) 
             following = list(itertools.islice(rows, chunk))
             if not following and torn:  # no newline: the writer never committed the last row, parseable or not
                 block[-1] = []
+            if counted is not None:
+                counted[0] += len(block)
             steps = None if chunk <= 1 else _clean_chunk(block, last, trusted=trusted)
             if steps is None:
                 steps = list(_row_by_row(block, lineno, last, not following, path.name, notes))
