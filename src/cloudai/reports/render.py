@@ -14,6 +14,7 @@ import math
 from datetime import UTC, datetime
 from functools import partial
 from operator import attrgetter
+from typing import TYPE_CHECKING
 from urllib.parse import quote
 
 from cloudai.display import show_action
@@ -27,6 +28,9 @@ from cloudai.reports.load import BEST_FILE, AgentRun, Entry, RunData
 from cloudai.reports.regime_top import value_in
 from cloudai.reports.trajectory import Trajectory
 from cloudai.space import REGIME_BINS
+
+if TYPE_CHECKING:
+    from cloudai.reports.aide import Pending
 
 FORK_STEPS = 20_000  # from here a run's sections are built in two processes (``forked``): the fork pays
 
@@ -83,30 +87,12 @@ def agent_section(run: RunData, ar: AgentRun) -> str:
     parts.append(h.para(f"{len(traj.steps)} steps: {counts}."))
     if not traj.steps:
         return h.section(base, title, parts, data="agent")
-    importance = analysis.importance_later(traj)  # first: a big run's aide ranks the knobs while the rest is built
-    if thinned := thin.envelope_note(max(by_status.values())):
-        parts.append(h.note(thinned))
-    best = traj.best()
-    parts += _confirmed(ar, entry, base)
-    if best is not None:
-        action = show_action(best.action, sort_keys=True)
-        measured = ", ".join(
-            f"{entry.label(m)} = {h.fmt(v)}" for m, v in zip(entry.agent_metrics, best.observation, strict=False)
-        )
-        single = f"{entry.reward_label} = {h.fmt(best.reward)} at step {best.step} (a single measurement; {measured})"
-        parts.append(h.para(f"Best {'search step' if ar.confirmed else 'step'}: {single}, action {action}."))
-        single_text = f"{entry.reward_label} = {h.fmt(best.reward)}"
-        use = use_line(ar.confirmed, (best.step, best.reward, best.action, best.env), single_text, entry.reward_unit)
-        if use:
-            parts.append(h.note(use, "trap"))
-        parts += _baseline(traj, entry, ar)
-    if ar.finished:
-        href = "/".join(quote(p) for p in (ar.test_id, str(ar.iteration), BEST_FILE))
-        parts.append(f"<p>The recommended configuration as a test TOML, ready to run: {h.link(href, href)}</p>")
-    uncharted = partial(_uncharted_sections, traj, entry, base, ar.confirmed)
+    traj.best()  # worked out once for both processes (the scored steps: every chart and table asks)
     charted = partial(_charted_sections, run, ar, entry, base)
-    (top, regime), (charts, time, script) = forked.beside(uncharted, charted, fork=len(traj.steps) >= FORK_STEPS)
-    parts += [*charts, _importance(importance.result(), base), top, time, ms.trials_section(ar, base)]
+    (charts, time, script), (head, importance, top, regime) = forked.beside(
+        charted, partial(_head_and_tables, ar, entry, base), fork=len(traj.steps) >= FORK_STEPS
+    )
+    parts += [*head, *charts, _importance(importance.result(), base), top, time, ms.trials_section(ar, base)]
     if regime:
         parts.append(regime)
     if entry.live_rl or traj.episodes > 1:
@@ -127,18 +113,40 @@ def agent_section(run: RunData, ar: AgentRun) -> str:
     return h.section(base, title, parts, data="agent")
 
 
-def _uncharted_sections(
-    traj: Trajectory, entry: Entry, base: str, confirmed: list[confirm.Estimate]
-) -> tuple[str, str]:
-    """The top configurations and, with env params, the regimes ("" without): sections that draw no chart (so add no
-    row to the page's table) and change nothing, so a big run's are built beside the rest (``forked``)."""
-    regime = _regimes(traj, entry, base, confirmed) if traj.env_params else ""
-    return ms.top_section(traj, entry, base, confirmed), regime
+def _head_and_tables(ar: AgentRun, entry: Entry, base: str) -> tuple[list[str], Pending[analysis.Importance], str, str]:
+    """What the page says before its charts (the best step, the recommendation, the baseline), the knobs'
+    importance (``analysis.importance_later``: a big run's aide ranks them meanwhile), the top configurations and,
+    with env params, the regimes ("" without): what is built beside the charts (``forked``)."""
+    traj = ar.trajectory
+    importance = analysis.importance_later(traj)  # first: the aide has the longest to do it
+    parts = []
+    if thinned := thin.envelope_note(max(traj.status_counts().values())):
+        parts.append(h.note(thinned))
+    best = traj.best()
+    parts += _confirmed(ar, entry, base)
+    if best is not None:
+        action = show_action(best.action, sort_keys=True)
+        measured = ", ".join(
+            f"{entry.label(m)} = {h.fmt(v)}" for m, v in zip(entry.agent_metrics, best.observation, strict=False)
+        )
+        single = f"{entry.reward_label} = {h.fmt(best.reward)} at step {best.step} (a single measurement; {measured})"
+        parts.append(h.para(f"Best {'search step' if ar.confirmed else 'step'}: {single}, action {action}."))
+        single_text = f"{entry.reward_label} = {h.fmt(best.reward)}"
+        use = use_line(ar.confirmed, (best.step, best.reward, best.action, best.env), single_text, entry.reward_unit)
+        if use:
+            parts.append(h.note(use, "trap"))
+        parts += _baseline(traj, entry, ar)
+    if ar.finished:
+        href = "/".join(quote(p) for p in (ar.test_id, str(ar.iteration), BEST_FILE))
+        parts.append(f"<p>The recommended configuration as a test TOML, ready to run: {h.link(href, href)}</p>")
+    regime = _regimes(traj, entry, base, ar.confirmed) if traj.env_params else ""
+    return parts, importance, ms.top_section(traj, entry, base, ar.confirmed), regime
 
 
 def _charted_sections(run: RunData, ar: AgentRun, entry: Entry, base: str) -> tuple[list[str], str, str]:
     """The sections with charts of the steps (reward, observations, latency, Pareto, knob effects), the time spent,
-    and the script holding the rows they drew (after every chart in the page)."""
+    and the script holding the rows they drew (after every chart in the page): a big run's are built in a child
+    (``forked``), the only process that draws into this agent run's table of rows."""
     traj = ar.trajectory
     drawn = Rows(base, traj.knobs, [entry.label(m) for m in entry.agent_metrics], entry.reward_label, traj.env_params)
     reward_chart = h.chart(f"{base}--reward-chart", plots.reward_curve(drawn, traj, entry.reward_label),
