@@ -8,6 +8,7 @@ rules (``forkable``: no other thread) let it fork, with the size thresholds lowe
 
 from __future__ import annotations
 
+import csv
 import json
 import math
 import os
@@ -21,7 +22,8 @@ from pathlib import Path
 import pytest
 
 from cloudai.reports import aide, forked
-from cloudai.reports.trajectory import action_key, noncanonical_actions, read_steps_row_by_row, read_trajectory
+from cloudai.reports.trajectory import action_key, read_steps_row_by_row, read_trajectory
+from cloudai.reports.trajectory_cells import canonical_array
 from cloudai.trajectory.records import TrajectoryWriter
 
 HERE = os.getpid()
@@ -162,13 +164,12 @@ def _write(path: Path, cells: list[str]) -> None:
         ['{"a":"}', '{","b":1}', '{"c":1} , {"d":2}'],  # parsed as one array, split elsewhere than the cells
     ],
 )
-def test_cells_taken_as_their_own_keys_are_read_again_unless_the_aide_found_them_canonical(
-    tmp_path: Path, cells: list[str]
+def test_cells_taken_as_their_own_keys_are_read_again_unless_the_aide_finds_them_canonical(
+    tmp_path: Path, cells: list[str], running: aide.Aide
 ) -> None:
     path = tmp_path / "trajectory.csv"
     _write(path, cells)
-    verdict = aide.done(noncanonical_actions(path))
-    trusted = read_trajectory(path, verdict)
+    trusted = read_trajectory(path, trusted=True)  # each chunk's check by the aide
     reference = read_steps_row_by_row(path, [])
     assert [(s.step, s.action, s.key) for s in trusted.steps] == [(s.step, s.action, s.key) for s in reference]
     assert all(s.key == action_key(s.action) for s in trusted.steps)
@@ -203,27 +204,19 @@ def test_a_damaged_trajectory_read_with_the_aides_verdict_is_read_as_without(tmp
     lines[20] = lines[20].replace(',""n"":', ', ""n"":', 1)  # JSON, not as cloudai writes it
     lines[30] = '30,,"{""algo"":""ring""}",1.0,[1.0],ok,0.5,\n'  # no episode
     path.write_text("".join(lines) + '301,1,"{""algo')  # a torn last line
-    trusted, plain = read_trajectory(path, aide.done(noncanonical_actions(path))), read_trajectory(path)
+    trusted, plain = read_trajectory(path, trusted=True), read_trajectory(path)  # the checks made here
     assert [(s.step, s.key, str(s.reward)) for s in trusted.steps] == [
         (s.step, s.key, str(s.reward)) for s in plain.steps
     ]
     assert trusted.notes == plain.notes and len(plain.notes) == 2  # the bad JSON, the torn line
 
 
-def test_rows_appended_after_the_aide_read_the_file_are_checked_here(tmp_path: Path) -> None:
-    """A running run appends while the report reads: the aide's verdict covers the rows it saw, no more."""
-    path = tmp_path / "trajectory.csv"
-    _write(path, ['{"a":1}', '{"a":2}'])
-    verdict = noncanonical_actions(path)
-    with path.open("a") as out:
-        out.write('3,1,"{""a"": 3}",1.0,[1.0],ok,0.5,\n')  # appended after, not as cloudai writes it
-    trusted = read_trajectory(path, aide.done(verdict))
-    assert [s.key for s in trusted.steps] == ['{"a":1}', '{"a":2}', '{"a":3}']
-
-
-def test_a_cloudai_trajectory_is_all_canonical(tmp_path: Path) -> None:
-    run = _run(tmp_path, 50)
-    assert noncanonical_actions(run / "t" / "0" / "trajectory.csv") == (set(), 50)
+def test_a_cloudai_trajectory_is_canonical_chunk_by_chunk(tmp_path: Path) -> None:
+    path = _run(tmp_path, 50) / "t" / "0" / "trajectory.csv"
+    with path.open() as fh:
+        cells = list(dict.fromkeys(row[2] for row in list(csv.reader(fh))[1:]))
+    assert canonical_array(f"[{','.join(cells)}]")
+    assert not canonical_array(f"[{','.join(cells).replace(':', ': ', 1)}]")
 
 
 REPORT = """

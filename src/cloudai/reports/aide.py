@@ -33,9 +33,8 @@ from typing import Generic, TypeVar, cast
 
 T = TypeVar("T")
 AIDE_BYTES = 2_000_000  # trajectory.csv of ~20 000 steps: below, the fork costs more than it saves
-SHARED_BYTES = 1 << 28  # room for the answers: address space only, a page is used when written
-_HEADER = struct.Struct("<Q")  # a request's length
-_NOTE = struct.Struct("<?QQ")  # an answer: answered, its offset in the shared memory, its length
+SHARED_BYTES = 1 << 28  # room for the requests, and as much for the answers: address space, a page used when written
+_NOTE = struct.Struct("<?QQ")  # a request or an answer: there is one, its offset in the shared memory, its length
 _current: ContextVar[Aide | None] = ContextVar("cloudai_report_aide", default=None)
 
 
@@ -106,21 +105,26 @@ def forkable() -> bool:
 
 
 class Aide:
-    """The parent's end. Requests go down a pipe; answers come back through memory shared with the aide
-    (``SHARED_BYTES``, mapped before the fork, touched only where written), with a fixed-size note of where each
-    is on another pipe: the aide never waits for this process to read a big answer, and this process reads none it
-    does not ask for (a pipe alone would stall the aide at 64 KiB until this process came to read)."""
+    """The parent's end. Requests and answers both go through memory shared with the aide (``SHARED_BYTES`` each
+    way, mapped before the fork, a page used only where written), each with a fixed-size note of where it is on a
+    pipe: neither side ever waits for the other to read a big one (a pipe alone stalls its writer at 64 KiB until
+    the reader comes: the first version of the aide was slower than one process)."""
 
-    def __init__(self, pid: int, requests: int, answers: int, shared: mmap.mmap) -> None:
-        self.pid, self._requests, self._answers, self._shared = pid, requests, answers, shared
-        self._sent = self._read = 0
+    def __init__(self, pid: int, requests: int, answers: int, down: mmap.mmap, up: mmap.mmap) -> None:
+        self.pid, self._requests, self._answers, self._down, self._up = pid, requests, answers, down, up
+        self._sent = self._read = self._used = 0
         self._found: dict[int, tuple[bool, int, int]] = {}  # ticket -> (answered, offset, length)
 
     @classmethod
     def fork(cls) -> Aide | None:
         try:
-            shared = mmap.mmap(-1, SHARED_BYTES)
+            down = mmap.mmap(-1, SHARED_BYTES)
         except OSError:  # no room for it (a strict overcommit policy): one process it is
+            return None
+        try:
+            up = mmap.mmap(-1, SHARED_BYTES)
+        except OSError:
+            down.close()
             return None
         fds: list[int] = []
         try:
@@ -130,23 +134,33 @@ class Aide:
         except OSError:  # out of descriptors, processes or memory
             for fd in fds:
                 os.close(fd)
-            shared.close()
+            down.close()
+            up.close()
             return None
         down_r, down_w, up_r, up_w = fds
         if pid == 0:  # pragma: no cover - the aide (coverage does not follow a fork)
             os.close(down_w)
             os.close(up_r)
-            _serve(down_r, up_w, shared)
+            _serve(down_r, up_w, down, up)
         os.close(down_r)
         os.close(up_w)
-        return cls(pid, down_w, up_r, shared)
+        return cls(pid, down_w, up_r, down, up)
 
     def send(self, fn: Callable[..., object], args: tuple[object, ...]) -> int | None:
-        """The ticket of a request, or None when it could not be sent (the aide is gone)."""
+        """The ticket of a request, or None when it could not be sent (the aide is gone, or it does not fit)."""
         try:
-            write_all(self._requests, _frame(pickle.dumps((fn, args), protocol=pickle.HIGHEST_PROTOCOL)))
-        except (OSError, pickle.PicklingError, TypeError, AttributeError):
+            data = pickle.dumps((fn, args), protocol=pickle.HIGHEST_PROTOCOL)
+        except (pickle.PicklingError, TypeError, AttributeError):
             return None
+        offset = self._used
+        if offset + len(data) > len(self._down):
+            return None
+        self._down[offset : offset + len(data)] = data
+        try:
+            write_all(self._requests, _NOTE.pack(True, offset, len(data)))
+        except OSError:
+            return None
+        self._used += len(data)
         self._sent += 1
         return self._sent
 
@@ -163,7 +177,7 @@ class Aide:
         if not answered:
             return None
         try:
-            return (pickle.loads(self._shared[offset : offset + length]),)
+            return (pickle.loads(self._up[offset : offset + length]),)
         except Exception:  # an answer that does not unpickle: computed here instead
             return None
 
@@ -177,25 +191,27 @@ class Aide:
             os.kill(self.pid, signal.SIGKILL)
         with contextlib.suppress(ChildProcessError):
             os.waitpid(self.pid, 0)
-        self._shared.close()
+        self._down.close()
+        self._up.close()
 
 
-def _serve(requests: int, answers: int, shared: mmap.mmap) -> None:  # pragma: no cover - runs in the aide
-    """The aide's loop until the requests' pipe closes: each answer pickled into ``shared`` after the last, and a
-    note of where (answered False: it raised, or it did not fit). Exits without running anything of the parent's
-    (atexit handlers, buffered output)."""
+def _serve(requests: int, answers: int, down: mmap.mmap, up: mmap.mmap) -> None:  # pragma: no cover - the aide
+    """The aide's loop until the requests' pipe closes: each request read from ``down`` where its note says, its
+    answer pickled into ``up`` after the last, and a note of where (answered False: it raised, or it did not fit).
+    Exits without running anything of the parent's (atexit handlers, buffered output)."""
     status, offset = 1, 0
     try:
-        while (frame := _read_frame(requests)) is not None:
+        while (note := _read_exactly(requests, _NOTE.size)) is not None:
+            _, start, length = _NOTE.unpack(note)
             try:
-                fn, args = pickle.loads(frame)
+                fn, args = pickle.loads(down[start : start + length])
                 data = pickle.dumps(fn(*args), protocol=pickle.HIGHEST_PROTOCOL)
             except Exception:  # the parent computes it itself
                 data = None
-            if data is None or offset + len(data) > len(shared):
+            if data is None or offset + len(data) > len(up):
                 write_all(answers, _NOTE.pack(False, 0, 0))
                 continue
-            shared[offset : offset + len(data)] = data
+            up[offset : offset + len(data)] = data
             write_all(answers, _NOTE.pack(True, offset, len(data)))
             offset += len(data)
         status = 0
@@ -205,10 +221,6 @@ def _serve(requests: int, answers: int, shared: mmap.mmap) -> None:  # pragma: n
         os._exit(status)
 
 
-def _frame(data: bytes) -> bytes:
-    return _HEADER.pack(len(data)) + data
-
-
 def write_all(fd: int, data: bytes) -> None:
     """All of ``data`` to ``fd`` (a pipe takes it in pieces)."""
     view = memoryview(data)
@@ -216,13 +228,8 @@ def write_all(fd: int, data: bytes) -> None:
         view = view[os.write(fd, view) :]
 
 
-def _read_frame(fd: int) -> bytes | None:
-    """One length-prefixed frame, None at the pipe's end (a torn frame too)."""
-    head = _read_exactly(fd, _HEADER.size)
-    return None if head is None else _read_exactly(fd, _HEADER.unpack(head)[0])
-
-
 def _read_exactly(fd: int, size: int) -> bytes | None:
+    """``size`` bytes from ``fd``; None at its end (a torn note too)."""
     chunks, left = [], size
     while left:
         chunk = os.read(fd, min(left, 1 << 20))

@@ -23,7 +23,7 @@ from cloudai.reports.collector import paused
 from cloudai.reports.confirm import Estimate, confirmed_in
 from cloudai.reports.env_csv import env_columns, join_env
 from cloudai.reports.regime_value import Objective, RegimeSpec
-from cloudai.reports.trajectory import Trajectory, noncanonical_actions, read_trajectory
+from cloudai.reports.trajectory import Trajectory, read_trajectory
 from cloudai.space import RegimeBins
 
 RUN_MANIFEST = "run.json"
@@ -317,9 +317,9 @@ def _job_record(test_id: str, iteration: int, job_dir: Path) -> JobRecord:
 def _agent_run(entry: Entry, it_dir: Path, iteration: int) -> AgentRun:
     traj_path, env_path = it_dir / TRAJECTORY_FILE, it_dir / ENV_FILE
     if traj_path.exists():
-        # with an aide (a big run, reports.aide): env.csv's columns and the action cells' check read beside this
+        # with an aide (a big run, reports.aide): env.csv's columns read, and the action cells checked, beside this
         env = aide.later(env_columns, env_path) if env_path.exists() else None
-        trajectory = read_trajectory(traj_path, aide.later(noncanonical_actions, traj_path) if aide.running() else None)
+        trajectory = read_trajectory(traj_path, trusted=aide.running())
         if env is not None:
             join_env(trajectory, env.result())
         aide.preload("optuna")  # for the knobs' importance (``analysis.importance_later``), once the aide is free

@@ -13,13 +13,12 @@ the chunk parses; a chunk with a damaged row is read row by row, which says what
 
 from __future__ import annotations
 
-import contextlib
 import csv
 import itertools
 import math
 import operator
 import os
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from operator import attrgetter
 from pathlib import Path
@@ -27,7 +26,8 @@ from typing import TYPE_CHECKING, Any
 
 from cloudai.readfile import open_text
 from cloudai.recordfiles import COLUMNS, LEGACY_COLUMNS, SCORED, STATUSES, parse_row
-from cloudai.reports.trajectory_cells import COMPACT, action_cells, canonical_cell, number_cells, observation_cells
+from cloudai.reports import aide
+from cloudai.reports.trajectory_cells import COMPACT, action_cells, canonical_array, number_cells, observation_cells
 
 if TYPE_CHECKING:
     from cloudai.reports.aide import Pending
@@ -135,17 +135,17 @@ def group_index(labels: Sequence[str | None]) -> dict[str, list[int]]:
 FEW_LABELS = 8
 
 
-def read_trajectory(path: Path, canonical: Pending[tuple[set[str], int]] | None = None) -> Trajectory:
+def read_trajectory(path: Path, *, trusted: bool = False) -> Trajectory:
     """Parse ``path``; rows that do not parse are dropped with a note (a torn last line is expected).
 
-    ``canonical``: ``noncanonical_actions(path)`` being worked out by the report's aide (``reports.aide``). The
-    action cells are then taken as their own keys without re-encoding each (~0.1 s of 10^5 steps), and checked
-    against its answer at the end: a file with a cell that is not its own key (never one cloudai wrote), or rows the
-    aide did not see (appended meanwhile by a running run), is read again the usual way."""
+    ``trusted`` (with a big report's aide, ``reports.aide``): each chunk's action cells are taken as their own keys
+    without re-encoding every action here (~0.1 s of 10^5 steps); the aide re-encodes them meanwhile
+    (``canonical_array``), and a file with a chunk that does not re-encode to its own text (never one cloudai
+    wrote) is read again the usual way."""
     traj = Trajectory()
     knobs: dict[str, None] = {}
-    rows = [0]
-    for steps in _chunks(path, traj.notes, CHUNK_ROWS, trusted=canonical is not None, counted=rows):
+    checks: list[Pending[bool]] | None = [] if trusted else None
+    for steps in _chunks(path, traj.notes, CHUNK_ROWS, checks=checks):
         if knobs.keys() >= set(itertools.chain.from_iterable(map(attrgetter("action"), steps))):
             traj.steps += steps  # no knob not seen before (nearly every chunk: one set of its knobs, in C)
             continue
@@ -154,28 +154,9 @@ def read_trajectory(path: Path, canonical: Pending[tuple[set[str], int]] | None 
                 knobs.update(dict.fromkeys(step.action))
         traj.steps += steps
     traj.knobs = list(knobs)
-    if canonical is not None:
-        bad, seen = canonical.result()
-        if seen < rows[0] or not bad.isdisjoint(map(attrgetter("key"), traj.steps)):
-            return read_trajectory(path)
+    if checks and not all(check.result() for check in checks):
+        return read_trajectory(path)
     return traj
-
-
-def noncanonical_actions(path: Path) -> tuple[set[str], int]:
-    """The action cells of ``path`` that are not ``action_key`` of their own JSON (none in a file cloudai wrote;
-    a cell that is no JSON object is one), and the rows read: what ``read_trajectory``'s ``canonical`` checks its
-    keys against (the file only grows: its first rows are the ones read here)."""
-    bad: set[str] = set()
-    seen = 0
-    with contextlib.suppress(OSError), open_text(path) as fh:
-        rows = csv.reader(fh)
-        next(rows, None)  # the header: whatever it is (the reader keeps no row of a file with another)
-        while block := list(itertools.islice(rows, CHUNK_ROWS)):
-            seen += len(block)
-            texts = list(dict.fromkeys(row[2] for row in block if len(row) > 2))
-            if texts and not _all_canonical(texts):
-                bad.update(text for text in texts if not canonical_cell(text))
-    return bad, seen
 
 
 def iter_steps(path: Path, notes: list[str], chunk: int = CHUNK_ROWS) -> Iterator[Step]:
@@ -189,19 +170,10 @@ def iter_steps(path: Path, notes: list[str], chunk: int = CHUNK_ROWS) -> Iterato
         yield from steps
 
 
-def _all_canonical(texts: list[str]) -> bool:
-    """Whether every text is its own ``action_key``, checked at once (``action_cells``); False: look one by one."""
-    try:
-        return action_cells(texts)[1] is not None
-    except (ValueError, TypeError, RecursionError):  # a cell that is no JSON
-        return False
-
-
 def _chunks(
-    path: Path, notes: list[str], chunk: int, *, trusted: bool = False, counted: list[int] | None = None
+    path: Path, notes: list[str], chunk: int, *, checks: list[Pending[bool]] | None = None
 ) -> Iterator[list[Step]]:
-    """``iter_steps``'s steps, a list per ``chunk`` rows of the file (``trusted``: see ``_clean_chunk``;
-    ``counted``: its one number counts the rows read)."""
+    """``iter_steps``'s steps, a list per ``chunk`` rows of the file (``checks``: see ``_clean_chunk``)."""
     try:
         fh = open_text(path)
     except OSError as exc:  # not a regular file (a device, a FIFO), unreadable
@@ -222,9 +194,7 @@ def _chunks(
             following = list(itertools.islice(rows, chunk))
             if not following and torn:  # no newline: the writer never committed the last row, parseable or not
                 block[-1] = []
-            if counted is not None:
-                counted[0] += len(block)
-            steps = None if chunk <= 1 else _clean_chunk(block, last, trusted=trusted)
+            steps = None if chunk <= 1 else _clean_chunk(block, last, checks)
             if steps is None:
                 steps = list(_row_by_row(block, lineno, last, not following, path.name, notes))
             if steps:
@@ -253,10 +223,13 @@ def _row_by_row(
             yield step
 
 
-def _clean_chunk(block: list[list[str]], last: int | None, *, trusted: bool = False) -> list[Step] | None:
+def _clean_chunk(
+    block: list[list[str]], last: int | None, checks: list[Pending[bool]] | None = None
+) -> list[Step] | None:
     """The steps of ``block`` read column by column, when every row parses as ``parse_row`` parses it and the
-    steps rise above ``last``; None otherwise (the caller reads it row by row, noting what it drops). ``trusted``:
-    the action cells are taken as their own keys unchecked (``action_cells``), for the caller to check after."""
+    steps rise above ``last``; None otherwise (the caller reads it row by row, noting what it drops). ``checks``:
+    the action cells are taken as their own keys unchecked (``action_cells``), their check (``canonical_array``,
+    by the aide when one runs) appended for the caller to ask."""
     width = len(block[0])
     if width not in (len(COLUMNS), len(LEGACY_COLUMNS)) or set(map(len, block)) != {width}:
         return None
@@ -265,7 +238,7 @@ def _clean_chunk(block: list[list[str]], last: int | None, *, trusted: bool = Fa
     try:
         steps = list(map(int, cols[0]))
         episodes = list(map(int, cols[1]))  # an empty cell (0 for parse_row) takes the row-by-row path
-        distinct, distinct_keys = action_cells(texts, checked=not trusted)
+        distinct, distinct_keys = action_cells(texts, check=None if checks is None else _check_later(checks))
         observations = observation_cells(cols[4])
         rewards, elapsed = number_cells(cols[3]), number_cells(cols[6])
     except (ValueError, TypeError, RecursionError):
@@ -285,6 +258,11 @@ def _clean_chunk(block: list[list[str]], last: int | None, *, trusted: bool = Fa
     found = list(map(Step, steps, episodes, actions, rewards, observations, statuses, elapsed, keys, envs,
                      reasons))  # fmt: skip
     return found if len(found) == len(block) else None  # map stops at its shortest column
+
+
+def _check_later(checks: list[Pending[bool]]) -> Callable[[str], None]:
+    """What ``action_cells`` calls with a chunk's joined cells instead of checking them: the check goes to the aide."""
+    return lambda joined: checks.append(aide.later(canonical_array, joined))
 
 
 def _shared(texts: Sequence[str]) -> list[str]:

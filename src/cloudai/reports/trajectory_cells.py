@@ -9,7 +9,7 @@ import itertools
 import json
 import math
 import operator
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from json.scanner import make_scanner
 from operator import itemgetter
 from typing import Any
@@ -46,7 +46,9 @@ def json_cells(texts: Sequence[str]) -> list[Any]:
     return list(map(itemgetter(0), found))
 
 
-def action_cells(texts: Sequence[str], *, checked: bool = True) -> tuple[list[Any], list[str] | None]:
+def action_cells(
+    texts: Sequence[str], *, check: Callable[[str], None] | None = None
+) -> tuple[list[Any], list[str] | None]:
     """``json.loads`` of each (distinct) action cell, and their keys (``action_key``) when that is each cell itself.
 
     Cells as cloudai writes them (each an object in ``COMPACT``'s text) are read as one JSON array: one scan in C,
@@ -54,9 +56,8 @@ def action_cells(texts: Sequence[str], *, checked: bool = True) -> tuple[list[An
     cell is an object (``{`` ... ``}``), the text ``},{`` occurs only between cells, and the array re-encodes to its
     own text: then no whitespace stands outside a string, each boundary between items is a ``},{`` between cells,
     and the n items split the array where the n cells do. Any other chunk is read cell by cell (``json_cells``;
-    keys None: the caller encodes them). ``checked=False`` skips the re-encoding, for a caller that checks each
-    cell's text (``canonical_cell``) elsewhere: a cell that is its own key is one JSON object, so the array
-    splits where the cells do when every cell is, and the caller reads it again when one is not."""
+    keys None: the caller encodes them). ``check``: the re-encoding is left to it (it is given the joined array,
+    for ``canonical_array`` elsewhere), for a caller that reads the chunk again when the array is not its own text."""
     joined = f"[{','.join(texts)}]"
     objects = all(map(str.startswith, texts, itertools.repeat("{"))) and all(
         map(str.endswith, texts, itertools.repeat("}"))
@@ -66,18 +67,19 @@ def action_cells(texts: Sequence[str], *, checked: bool = True) -> tuple[list[An
             found = json.loads(joined)
         except (ValueError, RecursionError):
             found = None
-        if found is not None and len(found) == len(texts) and (not checked or CHECK.encode(found) == joined):
+        if found is not None and len(found) == len(texts) and (check is not None or CHECK.encode(found) == joined):
+            if check is not None:
+                check(joined)
             return found, list(texts)
     return json_cells(texts), None
 
 
-def canonical_cell(text: str) -> bool:
-    """Whether ``text`` is one JSON object written as ``COMPACT`` writes it (its own ``action_key``)."""
+def canonical_array(joined: str) -> bool:
+    """Whether ``joined`` (a chunk's cells as one JSON array, ``action_cells``) re-encodes to its own text."""
     try:
-        value = _json_value(text)
+        return CHECK.encode(json.loads(joined)) == joined
     except (ValueError, RecursionError):
         return False
-    return type(value) is dict and COMPACT.encode(value) == text
 
 
 def observation_cells(texts: Sequence[str]) -> list[list[float]]:
