@@ -73,11 +73,11 @@ held on ``Trajectory`` through the page's modules (each pass over 10^5 ``Step`` 
 Then two cores (``--against 6c03414``, ``--big-runs 7`` interleaved, the 2-core VM idle, load 0.6-1.1): 100 000
 steps 1.41 -> 0.98 s wall median (1.51 -> 1.70 s CPU), peak RSS 157 -> 143 MiB; reports byte for byte the same;
 10-trial DSE end 0.11 vs 0.13 s (no second process below ~20 000 steps). One process reading the records (0.42 s)
-while an aide forked at the start (``reports.aide``) reads env.csv's columns and checks the action cells (0.40 s:
-the reader takes each cell as its key unchecked, the ~0.1 s re-encoding) and ranks the importance (Optuna's import
-off the path); the charts drawn in a child forked once the records are read (``reports.forked``), ~0.32 s beside the
+while an aide forked at the start (``reports.aide``) reads env.csv's columns and re-encodes each chunk's action
+cells as they are read (~0.28 s: the reader takes each cell as its key unchecked, the ~0.1 s re-encoding) and ranks
+the importance (Optuna's import off the path); the charts drawn in a child forked once the records are read (``reports.forked``), ~0.32 s beside the
 page's head, top table and regimes, ~0.32 s (copy-on-write faults and the aide cost each side ~0.05 s: the CPU's
-rise); numpy imported
+rise, to ~1.6 s); numpy imported
 once before the forks; the records left to the OS at exit (their freeing, ~0.05 s, had moved to the return once
 Optuna no longer held them). On one CPU (``taskset -c 0``) no fork: 1.37-1.40 -> 1.31-1.34 s.
 The script uses only the CLI and the public API, so the same file measures any checkout (``--against``, or run

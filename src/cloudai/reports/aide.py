@@ -1,10 +1,10 @@
 """``Aide``: a second process that does part of a big report's work beside this one.
 
 Why: a 100 000-step report is ~1.3 s of one core. Some of that work needs little from the records this process
-holds: checking that the action cells are canonical JSON, reading ``env.csv``'s columns, Optuna's importance over
-500 sampled trials (with its ~0.07 s import). A process forked before anything is read (a small heap: nothing to
-copy) does them on a second core from the files themselves or from a few KiB of input, while this process reads
-``trajectory.csv`` and builds the page.
+holds: reading ``env.csv``'s columns, re-encoding each chunk's action cells to check they are canonical JSON,
+Optuna's importance over 500 sampled trials (with its ~0.07 s import). A process forked before anything is read
+(a small heap: nothing to copy) does them on a second core, from the file or from the text and the few KiB this
+process sends, while this process reads ``trajectory.csv`` and builds the page.
 
 Contract: ``later(fn, *args)`` returns a ``Pending`` whose ``result()`` is ``fn(*args)``, always: computed by the
 aide when it is running and answers, else here (no aide: ``started`` found it not worth it or not safe; or it
