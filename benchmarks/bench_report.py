@@ -70,16 +70,16 @@ JSON 0.07), imports and start-up the rest. No single item left is over 10%; the 
 held on ``Trajectory`` through the page's modules (each pass over 10^5 ``Step`` objects ~5-10 ms of cache misses,
 ~30 such passes), and a key check cheaper than re-encoding every action (tried on paper: per-knob templates save
 ~20 ms at much risk).
-Then two cores (``--against 6c03414``, ``--big-runs 7`` interleaved, the 2-core VM idle, load 0.6-1.1): 100 000
-steps 1.41 -> 0.98 s wall median (1.51 -> 1.70 s CPU), peak RSS 157 -> 143 MiB; reports byte for byte the same;
-10-trial DSE end 0.11 vs 0.13 s (no second process below ~20 000 steps). One process reading the records (0.42 s)
-while an aide forked at the start (``reports.aide``) reads env.csv's columns and re-encodes each chunk's action
-cells as they are read (~0.28 s: the reader takes each cell as its key unchecked, the ~0.1 s re-encoding) and ranks
-the importance (Optuna's import off the path); the charts drawn in a child forked once the records are read (``reports.forked``), ~0.32 s beside the
-page's head, top table and regimes, ~0.32 s (copy-on-write faults and the aide cost each side ~0.05 s: the CPU's
-rise, to ~1.6 s); numpy imported
-once before the forks; the records left to the OS at exit (their freeing, ~0.05 s, had moved to the return once
-Optuna no longer held them). On one CPU (``taskset -c 0``) no fork: 1.37-1.40 -> 1.31-1.34 s.
+Then two cores (``--against 6c03414``, ``--big-runs 7`` interleaved, the 2-core VM idle, five runs of this script):
+100 000 steps 1.41-1.45 -> 0.96-1.04 s wall median (1.51-1.55 -> 1.65-1.78 s CPU), peak RSS 157 -> 143-158 MiB;
+reports byte for byte the same; 10-trial DSE end unchanged, 0.10-0.15 s (no second process below ~20 000 steps).
+One process reads the records (0.42 s) while an aide forked at the start (``reports.aide``) reads env.csv's columns,
+re-encodes each chunk's action cells as they are read (~0.28 s in all: the reader takes each cell as its key
+unchecked, the ~0.1 s re-encoding) and ranks the importance (Optuna's import off the path). Then the charts are drawn
+in a child forked once the records are read (``reports.forked``, ~0.32 s) beside the page's head, top table and
+regimes here (~0.32 s); copy-on-write faults and the aide cost each side ~0.05 s, the CPU's rise. numpy is imported
+once before the forks; the records are left to the OS at exit (their freeing, ~0.05 s, had moved to the return
+once Optuna no longer held them). On one CPU (``taskset -c 0``) no fork: 1.37-1.40 -> 1.31-1.34 s.
 The script uses only the CLI and the public API, so the same file measures any checkout (``--against``, or run
 it with that checkout's environment: ``cd /work/main && uv run python <this file>``). Its fresh
 processes use a bytecode cache (as an installed cloudai does; ``PYTHONDONTWRITEBYTECODE`` is dropped for them and
