@@ -1,10 +1,10 @@
-"""``trajectory.csv`` and ``env.csv`` read back as typed ``Step`` records, tolerant of an interrupted run.
+"""``trajectory.csv`` read back as typed ``Step`` records, tolerant of an interrupted run.
 
 A row that does not parse (wrong field count, bad JSON, unknown status, a step not above the previous one)
 is dropped and described in ``Trajectory.notes``: the last line of an interrupted run is usually torn (a last
 line without its newline is never committed, as in ``cloudai.trajectory.records``), and a report of the completed steps
 beats no report. Unlike ``cloudai.trajectory.records.read_trajectory`` (the strict reader ``--resume`` needs), damage
-in the middle is a note here, not an error. ``env.csv`` rows are joined by step into ``Step.env``.
+in the middle is a note here, not an error. ``env.csv`` rows are joined by step into ``Step.env`` (``env_csv``).
 Plain Python records rather than a DataFrame: the types stay exact. They are read a chunk of rows at a time, a
 column at once (one C call per column where the row-by-row reader made Python calls per cell) when every row of
 the chunk parses; a chunk with a damaged row is read row by row, which says what it drops. Both give
