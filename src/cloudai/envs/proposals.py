@@ -10,7 +10,7 @@ from typing import Any
 
 from cloudai.config.objectives import Constraint
 from cloudai.space import Categorical, Space, point_problem
-from cloudai.workloads.base import Workload
+from cloudai.workloads.base import MeasuredStep, Workload
 from cloudai.workloads.validity import ValidPoints
 
 
@@ -20,7 +20,7 @@ class Proposals:
     def __init__(self, rule: ValidPoints, workload: Workload, constraints: Sequence[Constraint], space: Space) -> None:
         self.rule, self.workload, self.constraints, self.space = rule, workload, constraints, space
         self.active = type(workload).proposals is not Workload.proposals
-        self._measured: list[tuple[dict[str, Any], dict[str, float], float]] = []
+        self._measured: list[MeasuredStep] = []
         self._found: tuple[int, list[dict[str, Any]]] = (0, [])  # ``points`` for that many measured steps
         self._choices = {**{k: [v] for k, v in space.fixed.items()},
                          **{d.name: list(d.choices) for d in space.dims if isinstance(d, Categorical)}}  # fmt: skip

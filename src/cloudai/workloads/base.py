@@ -171,6 +171,10 @@ class Monotone:
     free: frozenset[str] = frozenset()
 
 
+# A measured step as ``Workload.proposals`` sees it: its flat values, its metrics and its reward.
+MeasuredStep = tuple[Mapping[str, Any], Mapping[str, float], float]
+
+
 @dataclass(frozen=True)
 class LatencyCharts:
     """Latency against throughput, one chart per family of ``latencies`` (TTFT, ITL, ...), one point per trial.
@@ -254,7 +258,7 @@ class Workload(ABC):
 
     def proposals(
         self,
-        measured: Sequence[tuple[Mapping[str, Any], Mapping[str, float], float]],
+        measured: Sequence[MeasuredStep],
         meets: Callable[[str, float], bool],
         choices: Mapping[str, Sequence[Any]],
     ) -> list[dict[str, Any]]:

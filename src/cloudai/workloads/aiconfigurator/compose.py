@@ -15,7 +15,10 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from cloudai.workloads.base import MeasuredStep
 
 PREFILL_RATE, DECODE_RATE = "prefill_seq_per_s_per_worker", "decode_seq_per_s_per_worker"
 DEGRADE = {"p_": 0.9, "d_": 0.92}  # aiconfigurator 0.12's rate-matching factors (prefill, decode)
@@ -27,7 +30,7 @@ _WORKER_GPUS = ("tp", "pp", "dp")
 
 
 def compose(
-    measured: Sequence[tuple[Mapping[str, Any], Mapping[str, float], float]],
+    measured: Sequence[MeasuredStep],
     meets: Callable[[str, float], bool],
     choices: Mapping[str, Sequence[Any]],
 ) -> list[dict[str, Any]]:

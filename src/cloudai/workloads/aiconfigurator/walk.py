@@ -18,16 +18,18 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from cloudai.workloads.base import MeasuredStep
 
 LAYOUT = ("tp", "pp", "dp", "moe_tp", "moe_ep")
 # role: (its mode, knob prefix, batch knob, the SLA metrics its latency sets)
 ROLES = (("agg", "agg.", "batch_size", ("ttft_ms", "tpot_ms")), ("disagg", "disagg.p_", "bs", ("ttft_ms",)),
          ("disagg", "disagg.d_", "bs", ("tpot_ms",)))  # fmt: skip
-Measured = tuple[Mapping[str, Any], Mapping[str, float], float]  # flat values, metrics, reward
 
 
-def walk(measured: Sequence[Measured], meets: Callable[[str, float], bool], choices: Mapping[str, Sequence[Any]]
+def walk(measured: Sequence[MeasuredStep], meets: Callable[[str, float], bool], choices: Mapping[str, Sequence[Any]]
          ) -> list[dict[str, Any]]:  # fmt: skip
     """The walk's next points (see the module docstring), best first; [] before a step met the SLA."""
     ok = [m for m in measured if all(meets(k, v) for k, v in m[1].items())]
@@ -41,7 +43,7 @@ def walk(measured: Sequence[Measured], meets: Callable[[str, float], bool], choi
     return found
 
 
-def _role(measured: Sequence[Measured], meets: Callable[[str, float], bool], choices: Mapping[str, Sequence[Any]],
+def _role(measured: Sequence[MeasuredStep], meets: Callable[[str, float], bool], choices: Mapping[str, Sequence[Any]],
           best: Mapping[str, Any], role: tuple[str, str, tuple[str, ...]]) -> list[dict[str, Any]]:  # fmt: skip
     prefix, batch, metrics = role
     knob = f"{prefix}{batch}"

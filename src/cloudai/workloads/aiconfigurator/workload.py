@@ -60,6 +60,7 @@ from cloudai.workloads.base import (
     STDOUT_FILE,
     JobContext,
     LatencyCharts,
+    MeasuredStep,
     Monotone,
     ResourceColumns,
     Resources,
@@ -173,7 +174,7 @@ class Aiconfigurator(Workload):
 
     def proposals(
         self,
-        measured: Sequence[tuple[Mapping[str, Any], Mapping[str, float], float]],
+        measured: Sequence[MeasuredStep],
         meets: Callable[[str, float], bool],
         choices: Mapping[str, Sequence[Any]],
     ) -> list[dict[str, Any]]:
