@@ -106,8 +106,8 @@ def test_exit_codes_and_deaths_by_signal_read_as_before(tmp_path: Path) -> None:
 
 
 def test_a_job_with_a_path_of_its_own_finds_its_program_there(tmp_path: Path) -> None:
-    """glibc searches cloudai's ``PATH``, not the job's: such a job is started by ``Popen``, which searches the
-    job's."""
+    """The job's ``PATH`` is searched, not cloudai's (``spawn._found``; ``Popen`` where that search is the job's
+    own directory's)."""
     tools = tmp_path / "tools"
     tools.mkdir()
     (tools / "only-here").write_text("#!/bin/sh\necho found\n")
@@ -144,3 +144,52 @@ def test_each_job_gets_its_own_variables_over_the_shared_environment(tmp_path: P
     assert seen["many"] == sorted(["SHARED=s", *(f"{k}={v}" for k, v in many.items())])
     assert seen["one"] == ["SHARED=s", "V0=only"]  # none of the first job's variables left behind
     assert seen["none"] == ["SHARED=s"]
+
+
+def test_a_signal_ignored_between_two_jobs_is_ignored_by_the_second_only(tmp_path: Path) -> None:
+    """The signals a job starts with at their defaults are named to glibc once (``spawn._Libc.defaults_for``); one
+    that this process ignores later must stay ignored in the jobs it starts from then on, and no longer once it is
+    handled again (what ``Popen`` gives)."""
+    if not spawn.available():
+        pytest.skip("no glibc posix_spawn here")
+    system = StandaloneSystem(StandaloneSystemConfig())
+    ignored = {}
+    for name in ("before", "ignored", "after"):
+        previous = signal.signal(signal.SIGUSR2, signal.SIG_IGN) if name == "ignored" else None
+        try:
+            job = _run(system, JobSpec(name, ("grep", "^SigIgn", "/proc/self/status"), tmp_path / name))
+        finally:
+            if previous is not None:
+                signal.signal(signal.SIGUSR2, previous)
+        assert job.status is JobStatus.OK, job.reason
+        ignored[name] = int((tmp_path / name / "stdout.txt").read_text().split()[1], 16)
+    usr2 = 1 << (signal.SIGUSR2 - 1)
+    assert (ignored["before"] & usr2, ignored["ignored"] & usr2, ignored["after"] & usr2) == (0, usr2, 0)
+
+
+def test_a_program_is_found_as_execvp_finds_it_and_again_once_it_has_moved(tmp_path: Path) -> None:
+    """``spawn._found`` remembers where a program is on ``PATH`` (no failed ``execve`` per entry in every child):
+    the first executable regular file, past a directory and a file without ``x`` of the same name; nothing where a
+    relative entry comes first (the job's own directory decides). A program removed from where it was found is
+    searched for again."""
+    first, second, third = (tmp_path / name for name in ("first", "second", "third"))
+    for where in (first, second, third):
+        where.mkdir()
+    (first / "tool").mkdir()  # a directory of that name: execvp goes on
+    (second / "tool").write_text("#!/bin/sh\necho second\n")  # no x: execvp goes on
+    for where in (second, third):
+        (where / "other").write_text(f"#!/bin/sh\necho {where.name}\n")
+        (where / "other").chmod(0o755)
+    (third / "tool").write_text("#!/bin/sh\necho third\n")
+    (third / "tool").chmod(0o755)
+    path = f"{first}:{second}:{third}:{os.environ['PATH']}"
+    assert spawn._found(b"tool", path.encode()) == f"{third}/tool".encode()
+    assert spawn._found(b"tool", f"relative:{path}".encode()) is None
+    system = StandaloneSystem(StandaloneSystemConfig())
+    seen = []
+    for i in range(2):
+        job = _run(system, JobSpec(str(i), ("other",), tmp_path / f"job{i}", {"PATH": path}))
+        assert job.status is JobStatus.OK, job.reason
+        seen.append((tmp_path / f"job{i}" / "stdout.txt").read_text())
+        (second / "other").unlink(missing_ok=True)  # gone after the first job: the second finds the next one
+    assert seen == ["second\n", "third\n"]

@@ -225,6 +225,31 @@ def test_the_early_children_are_looked_for_unless_the_kernels_last_pid_is_the_jo
                 os.waitpid(pid, 0)
 
 
+def test_a_job_that_started_nothing_is_not_looked_after_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``Containment.end``: when the kernel's last pid is still the job's, nothing was started since; its cgroup is
+    reused without asking whether it is empty and no orphan is swept. Any other last pid: both, as before."""
+    looked: list[str] = []
+    monkeypatch.setattr(contain, "sweep", lambda mark: looked.append(f"sweep {mark}") or 0)
+    monkeypatch.setattr(contain, "_kill_cgroup", lambda cgroup: looked.append("cgroup") or True)
+    containment = Containment(cgroups=False)
+    containment.subreaper = True
+    loadavg = tmp_path / "loadavg"
+    fd = os.open(loadavg, os.O_RDONLY | os.O_CREAT)
+    try:
+        monkeypatch.setitem(contain._LOADAVG, "fd", fd)
+        for last in (4321, 4322):
+            loadavg.write_text(f"0.10 0.20 0.30 1/80 {last}\n")
+            handle = containment.prepare()
+            handle.cgroup = contain._Cgroup(tmp_path, -1, -1)
+            containment.adopt(4321, handle)  # no cgroup root: only remembers the pid
+            containment.end(handle)
+            looked.append("|")
+    finally:
+        os.close(fd)
+    assert "".join(looked).split("|")[:2] == ["", f"cgroupsweep {handle.mark}"]
+    assert len(containment._free) == 2  # pyright: ignore[reportPrivateUsage]  # both cgroups reused
+
+
 def test_a_stale_cgroup_root_removed_by_another_process_meanwhile_is_no_error(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -88,6 +88,7 @@ class Contained:
 
     mark: str
     cgroup: _Cgroup | None = None
+    pid: int = 0  # the job's first process, once adopted
 
 
 class Containment:
@@ -107,6 +108,7 @@ class Containment:
 
     def adopt(self, pid: int, handle: Contained) -> None:
         """Move the job's first process into a cgroup of its own (a no-op without cgroups)."""
+        handle.pid = pid
         if self.cgroup_root is None:
             return
         try:
@@ -122,14 +124,18 @@ class Containment:
         _move_early_children(cgroup, pid)
 
     def end(self, handle: Contained) -> None:
-        """Kill and reap whatever is left of the job (call after its process group was killed)."""
+        """Kill and reap whatever is left of the job (call after its process group was killed and its first
+        process reaped). Nothing is left, and nothing to look at, when no process was created since that first
+        one (``_created_since``): whatever the job started would have a later pid, in its cgroup or among our
+        orphans; its cgroup is empty again."""
+        alone = handle.pid > 0 and not _created_since(handle.pid)
         if handle.cgroup is not None:
-            if _kill_cgroup(handle.cgroup):
+            if alone or _kill_cgroup(handle.cgroup):
                 self._free.append(handle.cgroup)
             else:  # still holds a process: never reused (removed at exit if it has emptied by then)
                 handle.cgroup.close()
             handle.cgroup = None
-        if self.subreaper:
+        if self.subreaper and not alone:
             sweep(handle.mark)
 
 

@@ -9,20 +9,25 @@ directory set (``posix_spawn_file_actions_addchdir_np``, glibc 2.29), every othe
 (``addclosefrom_np``, glibc 2.34, ``close_fds``), ``SIGPIPE``/``SIGXFSZ`` back to their defaults
 (``restore_signals``; glibc also resets every signal cloudai handles) and no signal blocked.
 
-The job's ``PATH`` is searched as ``Popen`` searches it, by glibc in the child (``posix_spawnp``); glibc reads
-``PATH`` from cloudai's own environment, so ``spawn`` only takes a program without a ``/`` when the job's ``PATH``
-is cloudai's, and says ``None`` otherwise, as it does where glibc or these functions are missing: the caller then
-uses ``Popen``. A program that cannot be started raises ``OSError`` with the ``errno`` ``exec`` gave (``Popen``'s).
+The job's ``PATH`` is searched as ``Popen`` searches it: once per program and ``PATH`` (``_found``, a shell's
+``hash``), or by glibc in the child (``posix_spawnp``) where a relative entry makes the search the job's own; glibc
+reads ``PATH`` from cloudai's own environment, so then ``spawn`` only takes a program without a ``/`` when the job's
+``PATH`` is cloudai's, and says ``None`` otherwise, as it does where glibc or these functions are missing: the caller
+then uses ``Popen``. A program that cannot be started raises ``OSError`` with the ``errno`` ``exec`` gave
+(``Popen``'s).
 """
 
 from __future__ import annotations
 
 import ctypes
+import functools
+import importlib
 import os
 import signal
+import stat
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 _SETSIGMASK, _SETSIGDEF, _SETSID = 0x08, 0x04, 0x80  # glibc's <spawn.h> flags
@@ -51,23 +56,52 @@ class _Libc:
             call.argtypes = [ctypes.POINTER(ctypes.c_int), ctypes.c_char_p, ctypes.c_void_p, ctypes.c_void_p,
                              ctypes.c_void_p, ctypes.c_void_p]  # fmt: skip
         self.attr = _OPAQUE()
-        if libc.posix_spawnattr_init(self.attr) != 0:
-            raise OSError("posix_spawnattr_init failed")
-        defaults, mask = _SIGSET(), _SIGSET()
-        libc.sigemptyset(defaults)
+        self.lock = threading.Lock()  # ``attr`` is changed (``defaults_for``) only while no start reads it
+        self.set_defaults = libc.posix_spawnattr_setsigdefault
+        self.ignored: frozenset[int] | None = None  # the ignored signals ``attr``'s defaults leave out
+        mask = _SIGSET()
         libc.sigemptyset(mask)
-        # Python ignores SIGPIPE and SIGXFSZ; glibc ignores its own two signals (32, 33: below SIGRTMIN) in the
-        # child, and an ignored signal stays ignored across exec: all four back to their defaults (glibc's
-        # sigaddset refuses its own signals: their bits are set directly).
-        for sig in (signal.SIGPIPE, signal.SIGXFSZ, *range(32, int(signal.SIGRTMIN))):
-            defaults[(sig - 1) // 64] |= 1 << ((sig - 1) % 64)
         ok = (
-            libc.posix_spawnattr_setsigdefault(self.attr, defaults) == 0
+            libc.posix_spawnattr_init(self.attr) == 0
             and libc.posix_spawnattr_setsigmask(self.attr, mask) == 0
             and libc.posix_spawnattr_setflags(self.attr, ctypes.c_short(_SETSIGMASK | _SETSIGDEF | _SETSID)) == 0
         )
         if not ok:
-            raise OSError("posix_spawnattr_set* failed")
+            raise OSError("posix_spawnattr_* failed")
+        self.defaults_for(_ignored())
+
+    def defaults_for(self, ignored: frozenset[int]) -> None:
+        """Every signal back to its default in the child but ``ignored``: an ignored signal stays ignored across
+        ``exec``, as ``Popen`` leaves it. Python's own two (SIGPIPE, SIGXFSZ) and glibc's (32, 33: below SIGRTMIN)
+        are reset all the same, as ``Popen``'s ``restore_signals`` does (glibc's sigaddset refuses its own signals:
+        the bits are set directly).
+
+        Naming every other signal is what makes the child cheap: glibc's child sets each signal in this set to its
+        default with one ``sigaction``, and asks the disposition of each other one first (two calls): 120 system
+        calls a start, 64 this way."""
+        defaults = _SIGSET()
+        for sig in range(1, _NSIG):
+            if sig not in ignored or sig in _RESET:
+                defaults[(sig - 1) // 64] |= 1 << ((sig - 1) % 64)
+        if self.set_defaults(self.attr, defaults) != 0:
+            raise OSError("posix_spawnattr_setsigdefault failed")
+        self.ignored = ignored
+
+
+_NSIG = 65  # Linux's signals are 1-64
+_RESET = frozenset((signal.SIGPIPE, signal.SIGXFSZ, *range(32, int(signal.SIGRTMIN))))
+_SIGNALS = range(1, _NSIG)
+try:  # ``signal.getsignal`` without its conversion to an enum (5x the call): 0, 1 or the handler
+    _getsignal: Callable[[int], object] = importlib.import_module("_signal").getsignal
+except ImportError:  # another Python
+    _getsignal = signal.getsignal
+
+
+def _ignored() -> frozenset[int]:
+    """The signals this process ignores, as Python knows them (a C call each: ~2 us for all 64; a handler set
+    from C without Python is not ignored, and the child resets it as glibc would)."""
+    get, ignore = _getsignal, int(signal.SIG_IGN)
+    return frozenset(sig for sig in _SIGNALS if get(sig) == ignore)
 
 
 _LIBC: dict[str, _Libc | None] = {}
@@ -125,21 +159,83 @@ def spawn(argv: Sequence[str], cwd: Path, env: Sequence[bytes] | CEnviron, stdin
           path: str | None, own: Sequence[bytes] = ()) -> int | None:  # fmt: skip
     """Start ``argv`` in ``cwd`` in a new session with ``env`` then ``own`` (``b"NAME=value"`` items, no name
     twice) and the three descriptors as its stdin/stdout/stderr; its pid. ``path``: the job's ``PATH``, searched
-    for a program without a ``/``. None where this cannot start it as ``Popen`` would (see the module docstring)."""
+    for a program without a ``/`` (``_found``). None where this cannot start it as ``Popen`` would (see the module
+    docstring)."""
     libc = _libc()
     words = _words(argv)
     program = words[0] if words else b""
-    search = b"/" not in program
-    if libc is None or not program or (search and (path is None or _words((path,))[0] != libc.get_path(b"PATH"))):
-        return None
-    if b"\0" in b"".join(words):  # C would cut the word there: Popen refuses it (ValueError)
+    if libc is None or not program or b"\0" in b"".join(words):  # C would cut a word at a NUL: Popen refuses it
         return None
     args = (ctypes.c_char_p * (len(words) + 1))(*words, None)
-    if isinstance(env, CEnviron):
-        with env.lock:
-            return _spawn(libc, program, search, args, env.with_own(own), cwd, (stdin, stdout, stderr), argv[0])
-    envp = (ctypes.c_char_p * (len(env) + len(own) + 1))(*env, *own, None)
-    return _spawn(libc, program, search, args, envp, cwd, (stdin, stdout, stderr), argv[0])
+    start = functools.partial(_locked, libc, args, env, own, cwd, (stdin, stdout, stderr), argv[0])
+    if b"/" in program:
+        return start(program, False)
+    if path is None:
+        return None
+    searched = _words((path,))[0]
+    found = _found(program, searched)
+    if found is not None:
+        try:
+            return start(found, False)
+        except OSError:  # gone, or not a program after all: this once, as if never found (glibc's search says why)
+            _FOUND.pop((program, searched), None)
+    if searched != libc.get_path(b"PATH"):  # glibc searches this process's PATH, not the job's
+        return None
+    return start(program, True)
+
+
+_FOUND: dict[tuple[bytes, bytes], bytes | None] = {}  # (program, PATH) -> where it is: a shell's ``hash``
+
+
+def _found(program: bytes, path: bytes) -> bytes | None:
+    """Where ``execvp`` finds ``program`` on ``path``: the first executable regular file ``PATH/program``, looked
+    up once per process (as a shell remembers where each command is: ``hash``), not by every start's child (it
+    tried each ``PATH`` entry with an ``execve``: nine failed ones a start here). None where the search depends on
+    the job (a relative entry comes first: it is relative to the job's own directory) or finds nothing: glibc then
+    searches in the child, as it did. A program removed since is searched for again (``spawn``); like a shell's
+    hash, one put earlier on ``PATH`` during the run is not seen."""
+    key = (program, path)
+    if key not in _FOUND:
+        _FOUND[key] = _search(program, path)
+    return _FOUND[key]
+
+
+def _search(program: bytes, path: bytes) -> bytes | None:
+    for entry in path.split(b":"):
+        if not entry.startswith(b"/"):
+            return None
+        candidate = os.path.join(entry, program)
+        try:
+            regular = stat.S_ISREG(os.stat(candidate).st_mode)
+        except OSError:  # execvp goes on past a missing or unreadable entry
+            continue
+        if regular and os.access(candidate, os.X_OK):
+            return candidate
+    return None
+
+
+def _locked(
+    libc: _Libc,
+    args: ctypes.Array[ctypes.c_char_p],
+    env: Sequence[bytes] | CEnviron,
+    own: Sequence[bytes],
+    cwd: Path,
+    fds: tuple[int, int, int],
+    name: str,
+    program: bytes,
+    search: bool,
+) -> int | None:
+    """``_spawn`` with the environment's array, the signals' defaults brought up to date (once Python ignores a
+    signal, jobs do too), both held for the call."""
+    with libc.lock:
+        ignored = _ignored()
+        if ignored != libc.ignored:
+            libc.defaults_for(ignored)
+        if isinstance(env, CEnviron):
+            with env.lock:
+                return _spawn(libc, program, search, args, env.with_own(own), cwd, fds, name)
+        envp = (ctypes.c_char_p * (len(env) + len(own) + 1))(*env, *own, None)
+        return _spawn(libc, program, search, args, envp, cwd, fds, name)
 
 
 def _spawn(
