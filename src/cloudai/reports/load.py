@@ -319,10 +319,12 @@ def _agent_run(entry: Entry, it_dir: Path, iteration: int) -> AgentRun:
     if traj_path.exists():
         # with an aide (a big run, reports.aide): env.csv's columns read, and the action cells checked, beside this
         env = aide.later(env_columns, env_path) if env_path.exists() else None
+        # for the knobs' importance (``analysis.importance_later``): now, while this process reads, the aide has the
+        # time (after, its import competed with the page's two halves for the two cores)
+        aide.preload("optuna")
         trajectory = read_trajectory(traj_path, trusted=aide.running())
         if env is not None:
             join_env(trajectory, env.result())
-        aide.preload("optuna")  # for the knobs' importance (``analysis.importance_later``), once the aide is free
     else:
         trajectory = Trajectory(notes=["no trajectory.csv: the agent completed no step"])
     failure = (it_dir / FAILURE_FILE).read_text(errors="replace") if (it_dir / FAILURE_FILE).exists() else ""

@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from operator import attrgetter
 from typing import Any
 
 from cloudai.reports.confirm import Estimate, ranked
@@ -53,11 +55,11 @@ def regime_top(
     Only the configurations that can rank are estimated: the confirmed candidates, those measured in every regime
     (the others have no value) and, when those are fewer than ``limit``, the first of the rest by first step. A
     10^5-step run has ~10^5 configurations, nearly all measured once: the table never estimates them all."""
-    mine: dict[str, list[Step]] = {}
-    for s in traj.steps:
-        mine.setdefault(s.key, []).append(s)
+    keys = list(map(attrgetter("key"), traj.steps))
+    counts = Counter(keys)
     regime = memo_regime(spec)
     rows: dict[str, Row] = {}
+    mine: dict[str, list[Step]] = {}  # the steps of each configuration a row is made for (``_steps_of``)
 
     def row(key: str) -> Row:
         if key not in rows:
@@ -67,20 +69,34 @@ def regime_top(
                             value_ci95(found, spec.objective), failure_share(found, spec.objective))  # fmt: skip
         return rows[key]
 
-    scored = {s.key for s in traj.steps if s.scored}
-    shown = [k for k in mine if k in scored]  # by first step, as the rest is ranked
+    scored = set(itertools.compress(keys, map(attrgetter("scored"), traj.steps)))
+    shown = [k for k in counts if k in scored]  # by first step (a Counter keeps the first order), as the rest is ranked
     order = dict.fromkeys(action_key(e.action) for e in ranked(confirmed))
     number = {action_key(e.action): e.candidate for e in confirmed}
     heads = [k for k in order if k in scored]
-    top = [replace(row(k), rank=f"candidate {number[k]}") for k in heads]
     others = [k for k in shown if k not in order]
     n = len(spec.weights)  # fewer steps than regimes (nearly every configuration of a long run): no value
-    found = [row(k) for k in others if len(mine[k]) >= n and _everywhere(mine[k], regime, n)]
+    many = [k for k in others if counts[k] >= n]
+    room = len(shown) if limit is None else max(limit - len(heads), 0)
+    few = itertools.islice((k for k in others if counts[k] < n), room)  # no value: the rest's first, at most
+    mine.update(_steps_of(traj.steps, keys, {*heads, *many, *few}))
+    top = [replace(row(k), rank=f"candidate {number[k]}") for k in heads]
+    found = [row(k) for k in many if _everywhere(mine[k], regime, n)]
     top += [replace(r, rank="searched") for r in sorted((r for r in found if math.isfinite(r.value)), key=_key)]
     room = len(shown) if limit is None else max(limit - len(top), 0)
-    rest = (r for k in others if not math.isfinite((r := row(k)).value))  # no value: some regime never measured
+    rest = (r for k in others if k in mine and not math.isfinite((r := row(k)).value))  # some regime never measured
     top += [replace(r, rank="not in every regime") for r in itertools.islice(rest, room)]
     return top if limit is None else top[:limit]
+
+
+def _steps_of(steps: list[Step], keys: list[str], wanted: set[str]) -> dict[str, list[Step]]:
+    """The steps of each configuration in ``wanted``, in step order (``keys``: each step's): one pass, no list made
+    for the ~10^5 configurations a long run measured once and the table never shows."""
+    found: dict[str, list[Step]] = {key: [] for key in wanted}
+    for key, step in zip(keys, steps, strict=True):
+        if key in found:
+            found[key].append(step)
+    return found
 
 
 def value_in(traj: Trajectory, key: str, spec: RegimeSpec) -> float:
