@@ -45,7 +45,7 @@ def is_number_type(kind: type) -> bool:
 
 def knob_kind(values: Sequence[object]) -> KnobKind:
     """Categorical for strings, bools, mixed or few distinct values; an int or float range otherwise."""
-    present = [v for v in values if v is not None]
+    present = [v for v in values if v is not None] if None in values else values  # a knob set by every step: as is
     types = set(map(type, present))  # is_number and isinstance depend on the type alone: once per type
     if not present or not all(is_number_type(t) for t in types) or len(set(present)) <= FEW_VALUES:
         return "categorical"  # numbers are hashable as they are: no ``_choice`` pass over every value

@@ -17,6 +17,7 @@ import math
 from bisect import bisect_right
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from operator import attrgetter
 from statistics import fmean
 from typing import cast
 
@@ -82,8 +83,9 @@ def regimes(
     config = np.fromiter(map(code.__getitem__, keys), np.intp, len(keys))
     reward = np.array(rewards, dtype=np.float64)
     best_code, best_at = code.get(best.key, -1), [i for i, k in enumerate(keys) if k == best.key]
+    envs = list(map(attrgetter("env"), scored))
     for param in traj.env_params:
-        labels = _labels([s.env.get(param) for s in scored], _label_of(traj, param, bins.get(param)), bins.get(param))
+        labels = _labels([env.get(param) for env in envs], _label_of(traj, param, bins.get(param)), bins.get(param))
         order = _order_of(labels, bins.get(param))
         position: dict[str | None, int] = {label: i for i, label in enumerate(order)}
         position[None] = -1
