@@ -80,6 +80,14 @@ in a child forked once the records are read (``reports.forked``, ~0.32 s) beside
 regimes here (~0.32 s); copy-on-write faults and the aide cost each side ~0.05 s, the CPU's rise. numpy is imported
 once before the forks; the records are left to the OS at exit (their freeing, ~0.05 s, had moved to the return
 once Optuna no longer held them). On one CPU (``taskset -c 0``) no fork: 1.37-1.40 -> 1.31-1.34 s.
+Then the three processes rebalanced (``--against 6c03414 --big-runs 7``, the VM idle): 100 000 steps 1.44 -> 0.95 s
+and 1.48 -> 1.00 s wall median in two runs (1.54-1.58 -> 1.62-1.67 s CPU); reports byte for byte the same. The aide
+imported Optuna once the records were read, as the page's two halves began: three busy processes on two cores. It
+now imports it while this process reads (the aide had ~0.15 s free there; it waits ~0.01 s on the aide in all), and
+the top table makes step lists only for the configurations it can show (``regime_top``: 0.065 -> 0.049 s). The
+phases now, each process busy in each: start-up 0.12 s, reading 0.40 s (the aide: env.csv, Optuna's import, the
+key checks), the page's halves 0.31 s each (the aide ranks the importance beside them), 0.03 s to write and exit.
+What is left is CPU (~1.6 s over two cores, ~0.1 s of it copy-on-write faults of the records in both halves).
 The script uses only the CLI and the public API, so the same file measures any checkout (``--against``, or run
 it with that checkout's environment: ``cd /work/main && uv run python <this file>``). Its fresh
 processes use a bytecode cache (as an installed cloudai does; ``PYTHONDONTWRITEBYTECODE`` is dropped for them and
