@@ -7,7 +7,8 @@ environment variable by variable, builds every ``PATH`` candidate, then reads an
 session (``POSIX_SPAWN_SETSID``, ``start_new_session``), its stdin/stdout/stderr dup'ed in, its working
 directory set (``posix_spawn_file_actions_addchdir_np``, glibc 2.29), every other descriptor closed
 (``addclosefrom_np``, glibc 2.34, ``close_fds``), ``SIGPIPE``/``SIGXFSZ`` back to their defaults
-(``restore_signals``; glibc also resets every signal cloudai handles) and no signal blocked.
+(``restore_signals``), every other signal not ignored here to its default (``_Libc.defaults_for``) and no signal
+blocked.
 
 The job's ``PATH`` is searched as ``Popen`` searches it: once per program and ``PATH`` (``_found``, a shell's
 ``hash``), or by glibc in the child (``posix_spawnp``) where a relative entry makes the search the job's own; glibc
