@@ -78,8 +78,9 @@ Sixth pass: the job's own process. glibc's child tried the program in each ``PAT
 program is found once per program and ``PATH`` (``spawn._found``) and every signal not ignored is named to glibc as
 a default (64 calls); ``Containment.end`` skips its ``cgroup.events`` read and the orphan sweep when no process was
 created since the job's. 2 000 starts in isolation: 861-876 us of CPU (the job's share 749-759) against 886-945
-(782-827). ``--repeat 9``, tmpfs, cgroup / subreaper: against eeb0daa in a quiet spell (the floor 1.08 ms) 1.24x /
-1.18x -> 1.22x / 1.16x; against 6c03414 in busier ones (the floor 1.14 and 1.19 ms) 1.35x / 1.22x -> 1.30x /
+(782-827). ``--repeat 9``, tmpfs, cgroup / subreaper: against 6c03414 in a quiet spell (the floor 1.075 ms) 1.25x /
+1.17x -> 1.18x / 1.16x; against eeb0daa in another (1.08 ms) 1.24x / 1.18x -> 1.22x / 1.16x; against 6c03414 in
+busier ones (the floor 1.14 and 1.19 ms) 1.35x / 1.22x -> 1.30x /
 1.14x and 1.38x / 1.29x -> 1.38x / 1.23x. cgroup's extra over subreaper is the move (``adopt`` ~38 us of wall a
 trial, the job ~15-30 us more), and it grows with the machine's noise more than the floor does.
 """
