@@ -229,9 +229,10 @@ def test_pair_means_and_worst_regime_are_those_of_each_step(regimes_seen: int) -
         assert 9 in worst and found.mean_of(0, 99) is None
 
 
-def test_a_long_box_and_its_groups_are_those_of_sorted_and_group_index(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_long_box_and_its_groups_are_those_of_sorted_and_a_pass_per_label(monkeypatch: pytest.MonkeyPatch) -> None:
     """``box_stats`` sorts a long list of floats in numpy (stable: -0.0 and 0.0 keep their order, so a quartile
-    that lands on one is the one ``sorted`` gives); ``plots_knobs._positions`` is ``group_index`` of a column."""
+    that lands on one is the one ``sorted`` gives); ``plots_knobs._positions`` is each label's positions, labels in
+    order of first appearance (a pass over the column per label)."""
     from cloudai.reports import plots_knobs
 
     rng = random.Random(3)
@@ -243,7 +244,9 @@ def test_a_long_box_and_its_groups_are_those_of_sorted_and_group_index(monkeypat
         assert repr(in_numpy) == repr(plots_knobs.box_stats(values))
         monkeypatch.undo()
     labels = [rng.choice(["a", "b", "c", "1", "True"]) for _ in range(500)]
-    assert plots_knobs._positions(labels) == trajectory.group_index(labels)
+    by_pass = {label: [i for i, found in enumerate(labels) if found == label] for label in dict.fromkeys(labels)}
+    assert plots_knobs._positions(labels) == by_pass
+    assert list(plots_knobs._positions(labels)) == list(by_pass)
 
 
 CANONICAL = ['{"algo":"ring","n":1}', '{"algo":"tree","n":2.5,"x":[{"a":1}]}', "{}", '{"s":"a b"}', '{"s":"\\u00e9"}']

@@ -119,22 +119,6 @@ def by_status(steps: Sequence[Step]) -> dict[str, list[Step]]:
     return groups
 
 
-def group_index(labels: Sequence[str | None]) -> dict[str, list[int]]:
-    """The positions of each label (None left out), labels in order of first appearance: one pass per label
-    when they are few (a list comprehension each), else one pass in all."""
-    distinct = [label for label in dict.fromkeys(labels) if label is not None]
-    if len(distinct) <= FEW_LABELS:
-        return {label: [i for i, found in enumerate(labels) if found == label] for label in distinct}
-    index: dict[str, list[int]] = {label: [] for label in distinct}
-    for i, found in enumerate(labels):
-        if found is not None:
-            index[found].append(i)
-    return index
-
-
-FEW_LABELS = 8
-
-
 def read_trajectory(path: Path, *, trusted: bool = False) -> Trajectory:
     """Parse ``path``; rows that do not parse are dropped with a note (a torn last line is expected).
 
